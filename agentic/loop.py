@@ -1,0 +1,200 @@
+"""The agent loop's rules, once, with no I/O (the h11 shape).
+
+`AgentLoop.next_step()` says what to do next — call the model, run one tool call (and whether it needs
+a human's approval first), or finish and why. The runner does it, wherever it likes (in-process, a
+checkpointed step, a Temporal activity), and feeds the outcome back with `model_replied` or
+`tool_finished`. Those return the messages to append to the transcript, so the transcript stays well
+formed (every requested call answered) whatever the runner is. The state is a pydantic model: a runner
+can persist it between any two transitions and rebuild the loop from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic.budget import Budget, Stop, Usage
+from agentic.messages import Message, ToolCall
+from agentic.models.base import ModelReply, ToolSchema
+from agentic.results import ToolResult, ToolStatus
+from agentic.tools import ToolSpec
+
+GIVE_UP = "give_up"
+GIVE_UP_SCHEMA = ToolSchema(
+    name=GIVE_UP,
+    description=(
+        "Abandon the task when it cannot be completed. Effects already made are undone where possible. Say why."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"reason": {"type": "string", "description": "Why the task cannot be completed."}},
+        "required": ["reason"],
+    },
+)
+
+
+def idempotency_key(run_id: str, call_id: str) -> str:
+    """The key a tool call's effect is recorded under: the same on every retry, replay and resume."""
+    return f"{run_id}:{call_id}"
+
+
+def initial_messages(system: str | None, task: str, history: Sequence[Message] | None = None) -> list[Message]:
+    """System message, then the history in order, then the task."""
+    head = [Message(role="system", content=system)] if system else []
+    return [*head, *(history or ()), Message(role="user", content=task)]
+
+
+def tool_schemas(specs: Mapping[str, ToolSpec]) -> list[ToolSchema]:
+    """What the model is offered: the registry's tools and, unless a tool takes the name, `give_up`."""
+    schemas = [spec.schema() for spec in specs.values()]
+    return schemas if GIVE_UP in specs else [*schemas, GIVE_UP_SCHEMA]
+
+
+class CallModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    step: int  # the step this call opens, counting carried-over steps
+    call_index: int  # model calls this loop made before this one
+
+
+class RunTool(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    call: ToolCall
+    spec: ToolSpec | None  # None: unknown tool; dispatch answers it with an error
+    needs_approval: bool
+
+
+class Finish(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    stop: Stop
+    output: str | None
+
+
+NextStep = CallModel | RunTool | Finish
+
+
+class ToolRecord(BaseModel):
+    """A resolved call, in order. Mutating calls that succeeded are what a saga may need to undo."""
+
+    model_config = ConfigDict(frozen=True)
+    step: int
+    call: ToolCall
+    status: ToolStatus
+    content: str
+    mutating: bool = False
+
+
+class LoopState(BaseModel):
+    consumed: Usage = Field(default_factory=Usage)
+    calls_made: int = 0
+    seen: list[str] = Field(default_factory=list)
+    queue: list[ToolCall] = Field(default_factory=list)
+    records: list[ToolRecord] = Field(default_factory=list)
+    stop: Stop | None = None
+    stop_detail: str | None = None
+    output: str | None = None
+
+
+class LoopError(RuntimeError):
+    """A runner fed the loop an outcome it did not ask for: a bug in the runner, never in input."""
+
+
+class AgentLoop:
+    def __init__(self, budget: Budget, specs: Mapping[str, ToolSpec], state: LoopState | None = None) -> None:
+        self.budget = budget
+        self.specs = dict(specs)
+        self.state = state if state is not None else LoopState()
+
+    def next_step(self) -> NextStep:
+        s = self.state
+        if s.stop is not None:
+            return Finish(stop=s.stop, output=s.output)
+        if s.queue:
+            call = s.queue[0]
+            spec = self.specs.get(call.name)
+            return RunTool(call=call, spec=spec, needs_approval=bool(spec and spec.requires_confirmation))
+        exhausted = self.budget.exhausted_by(s.consumed)
+        if exhausted is not None:
+            s.stop = exhausted
+            return Finish(stop=exhausted, output=None)
+        return CallModel(step=s.consumed.steps + 1, call_index=s.calls_made)
+
+    def model_replied(self, reply: ModelReply) -> list[Message]:
+        if not isinstance(self.next_step(), CallModel):
+            raise LoopError("a model reply arrived when no model call was requested")
+        s = self.state
+        message = reply.message
+        if message.role != "assistant":
+            message = message.model_copy(update={"role": "assistant"})
+        s.consumed = s.consumed.plus(
+            Usage(steps=1, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, cost=reply.cost)
+        )
+        s.calls_made += 1
+        if not message.tool_calls:
+            s.stop, s.output = Stop.ANSWERED, message.content
+            return [message]
+        s.queue = list(message.tool_calls)
+        return [message, *self._settle()]
+
+    def tool_finished(self, result: ToolResult) -> list[Message]:
+        s = self.state
+        if not s.queue or s.queue[0].id != result.call_id or s.stop is not None:
+            raise LoopError(f"a result for call {result.call_id!r} arrived when it was not requested")
+        call = s.queue.pop(0)
+        self._record(call, result)
+        s.seen.append(_repeat_key(call))
+        if result.status is ToolStatus.FATAL:
+            s.stop, s.stop_detail = Stop.TOOL_FAILED, result.content
+        return [result.to_message(), *self._settle()]
+
+    def stop_with(self, stop: Stop, detail: str | None = None) -> list[Message]:
+        """End the run from outside the rules (cancellation, an approval policy); answers queued calls."""
+        s = self.state
+        if s.stop is None:
+            s.stop, s.stop_detail = stop, detail
+        return self._settle()
+
+    @property
+    def finished(self) -> bool:
+        return self.state.stop is not None
+
+    def _settle(self) -> list[Message]:
+        """Resolve, without I/O, queued calls whose outcome the rules alone decide."""
+        s = self.state
+        out: list[Message] = []
+        while s.queue and s.stop is None:
+            call = s.queue[0]
+            if call.name == GIVE_UP and GIVE_UP not in self.specs:
+                reason = call.arguments.get("reason", "") if isinstance(call.arguments, dict) else call.arguments
+                s.stop, s.stop_detail = Stop.GAVE_UP, str(reason) or "the model gave up"
+                out.append(self._resolve(ToolResult.of(call, ToolStatus.OK, "The run was abandoned.")))
+            elif _repeat_key(call) in s.seen:
+                s.stop = Stop.REPEATED_CALL
+                s.stop_detail = f"{call.name} repeated with the same arguments"
+                out.append(self._resolve(ToolResult.repeated(call)))
+            else:
+                break
+        if s.stop is not None:
+            while s.queue:
+                out.append(self._resolve(ToolResult.skipped(s.queue[0], f"the run stopped ({s.stop.value})")))
+        return out
+
+    def _resolve(self, result: ToolResult) -> Message:
+        self._record(self.state.queue.pop(0), result)
+        return result.to_message()
+
+    def _record(self, call: ToolCall, result: ToolResult) -> None:
+        spec = self.specs.get(call.name)
+        self.state.records.append(
+            ToolRecord(
+                step=self.state.consumed.steps,
+                call=call,
+                status=result.status,
+                content=result.content,
+                mutating=bool(spec and spec.mutating),
+            )
+        )
+
+
+def _repeat_key(call: ToolCall) -> str:
+    return f"{call.name}\x00{call.canonical_arguments}"

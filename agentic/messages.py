@@ -1,0 +1,105 @@
+"""The transcript's vocabulary: `Message` and `ToolCall`, immutable and serialisable.
+
+A checkpoint is only as good as its rehydration: a tool message that loses its `tool_call_id`, or an
+assistant message that loses its `tool_calls`, is a malformed transcript that providers reject. So
+`to_dict`/`from_dict` round-trip both exactly, and that is pinned by tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: the basis of repeat detection and of argument hashes."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class ToolCall(BaseModel):
+    """A model's request to run one tool.
+
+    `arguments` is a dict when the model produced valid JSON, or the raw string when it did not, so a
+    malformed request is kept (and answered with a readable error) instead of being lost.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = {}
+
+    def __init__(self, id: str = "", name: str = "", arguments: Any = None, **data: Any) -> None:
+        super().__init__(id=id, name=name, arguments={} if arguments is None else arguments, **data)
+
+    @property
+    def canonical_arguments(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return canonical_json(self.arguments)
+
+    def to_dict(self) -> dict[str, Any]:
+        args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
+        return {"id": self.id, "name": self.name, "arguments": args}
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> ToolCall:
+        return cls(id=row["id"], name=row["name"], arguments=row.get("arguments", {}))
+
+
+class Message(BaseModel):
+    """One entry of the transcript. Positional `Message(role, content)` works, as in the lessons."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    def __init__(
+        self,
+        role: Role | None = None,
+        content: str = "",
+        tool_calls: Sequence[ToolCall | Mapping[str, Any]] = (),
+        tool_call_id: str | None = None,
+        **data: Any,
+    ) -> None:
+        if role is not None:
+            data["role"] = role
+        super().__init__(content=content, tool_calls=tuple(tool_calls), tool_call_id=tool_call_id, **data)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _none_content_is_empty(cls, value: Any) -> Any:
+        # Providers send `content: null` on pure tool-call turns.
+        return "" if value is None else value
+
+    def to_dict(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            row["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            row["tool_call_id"] = self.tool_call_id
+        return row
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> Message:
+        if "role" not in row:
+            raise ValueError(f"a message needs a role; got keys {sorted(row)}")
+        return cls(
+            role=row["role"],
+            content=row.get("content") or "",
+            tool_calls=tuple(ToolCall.from_dict(c) for c in row.get("tool_calls") or ()),
+            tool_call_id=row.get("tool_call_id"),
+        )
+
+
+def tool_call(name: str, arguments: Mapping[str, Any] | None = None, id: str = "") -> ToolCall:
+    """A tool request for scripting a `FakeModel`; the model assigns an id when none is given."""
+    return ToolCall(id=id, name=name, arguments=dict(arguments or {}))

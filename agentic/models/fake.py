@@ -1,0 +1,85 @@
+"""`FakeModel`: a scripted model with deterministic token counts — the model of tests and demos.
+
+Each reply is a final answer (`str`), one `tool_call(...)`, a list of them, or a callable that takes the
+transcript and returns one of those. Which reply answers a call depends only on the call's index in the
+run (and the transcript, for callables), never on hidden state, so a durable runner gets the same answer
+on a retry, after a replay, or in a new process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agentic.errors import ModelOutputError
+from agentic.messages import Message, ToolCall
+from agentic.models.base import ModelReply, Pricing, ToolSchema, estimate_tokens
+
+Reply = str | ToolCall | Sequence[ToolCall]
+Script = Reply | Callable[[Sequence[Message]], Reply]
+
+DEFAULT_PRICING = Pricing(input_per_million=1.0, output_per_million=4.0)
+
+
+class FakeModel:
+    name: str
+
+    def __init__(self, replies: Sequence[Script], *, name: str = "fake", pricing: Pricing = DEFAULT_PRICING):
+        if isinstance(replies, str | ToolCall) or callable(replies):
+            raise TypeError("FakeModel takes a list of replies, e.g. FakeModel(['done'])")
+        self.replies = list(replies)
+        self.name = name
+        self.pricing = pricing
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        """Calls answered without an explicit `call_index` (the in-process agent's way)."""
+        return self._calls
+
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), *, call_index: int | None = None
+    ) -> ModelReply:
+        if call_index is None:
+            with self._lock:
+                call_index, self._calls = self._calls, self._calls + 1
+        if not 0 <= call_index < len(self.replies):
+            raise ModelOutputError(
+                f"FakeModel {self.name!r} has no reply #{call_index + 1}: its script has {len(self.replies)}"
+            )
+        script = self.replies[call_index]
+        reply = script(messages) if callable(script) else script
+        message = _to_message(reply, len(messages))
+        input_tokens = sum(_message_tokens(m) for m in messages)
+        output_tokens = _message_tokens(message)
+        return ModelReply(
+            message=message,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=self.pricing.cost(input_tokens, output_tokens),
+        )
+
+
+def _to_message(reply: Any, position: int) -> Message:
+    if isinstance(reply, str):
+        return Message(role="assistant", content=reply)
+    if isinstance(reply, ToolCall):
+        reply = [reply]
+    if isinstance(reply, Sequence) and reply and all(isinstance(c, ToolCall) for c in reply):
+        # Ids derive from the transcript length, so they are unique across a resumed run's history too.
+        calls = tuple(
+            c if c.id else c.model_copy(update={"id": f"call_{position}_{i + 1}"}) for i, c in enumerate(reply)
+        )
+        return Message(role="assistant", content="", tool_calls=calls)
+    raise ModelOutputError(
+        f"a FakeModel reply must be a str, a tool_call(...) or a non-empty list of them; got {reply!r}"
+    )
+
+
+def _message_tokens(message: Message) -> int:
+    tokens = 4 + estimate_tokens(message.content)
+    for call in message.tool_calls:
+        tokens += estimate_tokens(call.name) + estimate_tokens(call.canonical_arguments)
+    return tokens

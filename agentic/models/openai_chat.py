@@ -1,0 +1,227 @@
+"""An OpenAI-compatible chat-completions model: OpenAI itself, or vLLM, Ollama, llama.cpp via `base_url`.
+
+Provider retries are off (`max_retries=0`): the durable runner owns retries, and an SDK retrying
+underneath it would multiply attempts and hide them from the run's accounting. Every failure leaves
+`complete` as one of the classified `ModelError`s, never as a raw SDK or transport exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx2
+import openai
+
+from agentic.errors import ModelOutputError, NonRetryableModelError, RetryableModelError
+from agentic.messages import Message, ToolCall
+from agentic.models.base import ModelReply, Pricing, ToolSchema
+
+# List prices in dollars per million tokens (input, output).
+PRICES: dict[str, Pricing] = {
+    name: Pricing(input_per_million=inp, output_per_million=out)
+    for name, (inp, out) in {
+        "gpt-4o": (2.50, 10.00),
+        "gpt-4o-mini": (0.15, 0.60),
+        "gpt-4.1": (2.00, 8.00),
+        "gpt-4.1-mini": (0.40, 1.60),
+        "gpt-4.1-nano": (0.10, 0.40),
+        "o3-mini": (1.10, 4.40),
+        "o4-mini": (1.10, 4.40),
+        "gpt-5": (1.25, 10.00),
+        "gpt-5-mini": (0.25, 2.00),
+        "gpt-5-nano": (0.05, 0.40),
+    }.items()
+}
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+_DATED_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def price_for(model: str) -> Pricing:
+    """The list price of `model` (a dated snapshot is priced as its family); unknown models cost 0."""
+    return PRICES.get(model) or PRICES.get(_DATED_SNAPSHOT.sub("", model)) or Pricing()
+
+
+class OpenAIChatModel:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        pricing: Pricing | None = None,
+        timeout: float = 60.0,
+        temperature: float | None = None,
+        client: openai.OpenAI | None = None,
+    ) -> None:
+        self.name = model
+        self.pricing = pricing if pricing is not None else price_for(model)
+        self.temperature = temperature
+        # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), *, call_index: int | None = None
+    ) -> ModelReply:
+        request: dict[str, Any] = {"model": self.name, "messages": [_to_wire(m) for m in messages]}
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        # The raw response, parsed here: the SDK's own parsing tolerates missing fields and non-JSON
+        # bodies silently, which would turn a broken reply into an empty answer.
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(**request)
+            status, text = raw.status_code, raw.text
+        except openai.APIStatusError as err:
+            raise _status_error(err) from err
+        except openai.APITimeoutError as err:
+            raise RetryableModelError(f"{self.name}: request timed out") from err
+        except openai.APIConnectionError as err:
+            if isinstance(err.__cause__, httpx2.UnsupportedProtocol):  # e.g. base_url="localhost:8000/v1"
+                raise NonRetryableModelError(f"{self.name}: bad base_url: {err.__cause__}") from err
+            raise RetryableModelError(f"{self.name}: connection failed: {err.__cause__ or err}") from err
+        except openai.OpenAIError as err:
+            raise NonRetryableModelError(f"{self.name}: {err}") from err
+        except (httpx2.HTTPError, httpx2.StreamError, OSError) as err:  # the body broke after the headers
+            raise RetryableModelError(f"{self.name}: reading the response failed: {err!r}") from err
+        return self._reply(status, text, call_index)
+
+    def _reply(self, status: int, text: str, call_index: int | None) -> ModelReply:
+        def bad(problem: str) -> ModelOutputError:
+            return ModelOutputError(f"{self.name}: malformed response ({problem}): {text[:300]!r}", status=status)
+
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise bad("body is not JSON") from None
+        if not isinstance(data, dict):
+            raise bad("body is not a JSON object")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise bad("no choices")
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if not isinstance(message, dict):
+            raise bad("choice has no message")
+        content = message.get("content")
+        if isinstance(content, list):  # content parts, as some compatible servers send
+            content = "".join(p.get("text") or "" for p in content if isinstance(p, dict))
+        if content is not None and not isinstance(content, str):
+            raise bad("content is not text")
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise bad("tool_calls is not a list")
+        calls: list[ToolCall] = []
+        for i, raw_call in enumerate(raw_calls):
+            function = raw_call.get("function") if isinstance(raw_call, dict) else None
+            name = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(name, str) or not name:
+                raise bad(f"tool call {i} has no function name")
+            call_id = raw_call.get("id")
+            if not isinstance(call_id, str) or not call_id:
+                # Some local servers omit ids, but the tool result must point back at its call.
+                call_id = f"call_{call_index}_{i}" if call_index is not None else f"call_{uuid.uuid4().hex[:16]}"
+            calls.append(ToolCall(id=call_id, name=name, arguments=_parse_arguments(function.get("arguments"))))
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        input_tokens, output_tokens = (
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+        )
+        return ModelReply(
+            message=Message(role="assistant", content=content or "", tool_calls=calls),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=self.pricing.cost(input_tokens, output_tokens),
+        )
+
+
+def _to_wire(message: Message) -> dict[str, Any]:
+    row: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        row["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    # A malformed request is sent back exactly as the model wrote it, next to its error.
+                    "arguments": call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        row["tool_call_id"] = message.tool_call_id
+    return row
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any] | str:
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}  # servers differ in how they spell "no arguments"
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return text
+    return parsed if isinstance(parsed, dict) else text
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _status_error(err: openai.APIStatusError) -> RetryableModelError | NonRetryableModelError:
+    status = err.status_code
+    text = f"HTTP {status}: {_provider_message(err)}"
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return RetryableModelError(text, status=status, retry_after=_retry_after(err.response.headers))
+    return NonRetryableModelError(text, status=status)
+
+
+def _provider_message(err: openai.APIStatusError) -> str:
+    body = err.body  # the SDK has already unwrapped `{"error": ...}`
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return err.message
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from `retry-after-ms` (more precise) or `retry-after` (seconds or HTTP-date)."""
+    if (millis := _seconds(headers.get("retry-after-ms"))) is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    if (seconds := _seconds(value)) is not None:
+        return seconds
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return None
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        number = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return max(number, 0.0) if math.isfinite(number) else None

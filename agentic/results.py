@@ -1,0 +1,83 @@
+"""The outcome of one requested tool call, and the words the model reads about it.
+
+Every way a call can end has exactly one wording, defined here, so the in-process agent, the checkpoint
+runner and the Temporal workflow tell the model the same thing.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from agentic.messages import Message, ToolCall
+
+DECLINED_TEXT = "Error: the user declined this action."
+
+
+class ToolStatus(StrEnum):
+    OK = "ok"
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+    RETRYABLE = "retryable"
+    FATAL = "fatal"
+    REPEATED = "repeated"
+    SKIPPED = "skipped"
+
+    @property
+    def blocked(self) -> bool:
+        """The tool never ran because nobody approved it."""
+        return self in (ToolStatus.DECLINED, ToolStatus.EXPIRED)
+
+
+class ToolResult(BaseModel):
+    """What came of a call: `content` is what the model reads; `status` is what runners act on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    name: str
+    content: str
+    status: ToolStatus = ToolStatus.OK
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ToolStatus.OK
+
+    def to_message(self) -> Message:
+        return Message(role="tool", content=self.content, tool_call_id=self.call_id)
+
+    @classmethod
+    def of(cls, call: ToolCall, status: ToolStatus, content: str) -> ToolResult:
+        return cls(call_id=call.id, name=call.name, content=content, status=status)
+
+    @classmethod
+    def declined(cls, call: ToolCall, reason: str | None = None) -> ToolResult:
+        text = DECLINED_TEXT if not reason else f"{DECLINED_TEXT} Reason given: {reason}"
+        return cls.of(call, ToolStatus.DECLINED, text)
+
+    @classmethod
+    def expired(cls, call: ToolCall, waited: str) -> ToolResult:
+        return cls.of(
+            call,
+            ToolStatus.EXPIRED,
+            f"Error: nobody approved this action within {waited}; the approval expired and the action "
+            "was not performed. Do not assume it happened; tell the user it needs a new approval.",
+        )
+
+    @classmethod
+    def repeated(cls, call: ToolCall) -> ToolResult:
+        return cls.of(
+            call,
+            ToolStatus.REPEATED,
+            f"Error: {call.name} was already called with these exact arguments in this run; "
+            "the repeat was not executed and the run stopped.",
+        )
+
+    @classmethod
+    def skipped(cls, call: ToolCall, why: str) -> ToolResult:
+        return cls.of(call, ToolStatus.SKIPPED, f"Error: {call.name} was not executed: {why}.")

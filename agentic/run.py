@@ -1,0 +1,59 @@
+"""`Run`: what a finished (or stopped) run hands back, the same from every runner."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentic.budget import Stop, Usage
+from agentic.loop import LoopState, ToolRecord
+from agentic.messages import Message
+from agentic.results import ToolStatus
+
+
+class Run(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    messages: list[Message]
+    stop: Stop
+    output: str | None = None
+    stop_detail: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    records: list[ToolRecord] = Field(default_factory=list)
+
+    @classmethod
+    def from_loop(cls, messages: list[Message], state: LoopState) -> Run:
+        if state.stop is None:
+            raise ValueError("the loop has not finished")
+        return cls(
+            messages=messages,
+            stop=state.stop,
+            output=state.output,
+            stop_detail=state.stop_detail,
+            usage=state.consumed,
+            records=state.records,
+        )
+
+    @property
+    def step_count(self) -> int:
+        """Steps consumed, including any carried over from the run this one resumed."""
+        return self.usage.steps
+
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage.output_tokens
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
+    def trajectory(self) -> list[str]:
+        """Names of the tools that executed successfully, in order."""
+        return [r.call.name for r in self.records if r.status is ToolStatus.OK and r.call.name != "give_up"]
+
+    def blocked_tools(self) -> list[str]:
+        """Names of the tools that did not run because approval was declined or never came."""
+        return [r.call.name for r in self.records if r.status.blocked]

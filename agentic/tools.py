@@ -1,0 +1,201 @@
+"""Tools: a function plus what the model and the runners need to know about it.
+
+`@tool(description=..., <param>="doc", ...)` builds the JSON schema from the signature and the
+per-parameter docs, and a pydantic model that validates arguments before the function is called.
+A parameter annotated `ToolContext` is not shown to the model: the runner injects it, carrying the
+idempotency key, the run's services (`deps`), heartbeats and cooperative cancellation.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from agentic.errors import AgenticError, ToolDefinitionError
+from agentic.models.base import ToolSchema
+
+
+class ToolCancelled(AgenticError):
+    """Raised inside a tool by `ToolContext.sleep`/`check_cancelled` once the runner asked it to stop."""
+
+
+@dataclass
+class ToolContext:
+    """What a runner hands to a tool call besides its arguments.
+
+    `idempotency_key` is stable for this tool call across retries, replays and new processes; a
+    mutating tool must make its effect conditional on it.
+    """
+
+    run_id: str
+    call_id: str
+    idempotency_key: str
+    deps: Any = None
+    attempt: int = 1
+    compensates: str | None = None  # on a compensation call: the key of the effect being undone
+    heartbeat_fn: Callable[[Any], None] | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+
+    def heartbeat(self, details: Any = None) -> None:
+        if self.heartbeat_fn is not None:
+            self.heartbeat_fn(details)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def check_cancelled(self) -> None:
+        if self.cancelled:
+            raise ToolCancelled(f"tool call {self.call_id} was cancelled")
+
+    def sleep(self, seconds: float, slice_seconds: float = 0.2) -> None:
+        """Wait while staying cancellable and alive: long tools must not block a cancellation."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.check_cancelled()
+            self.heartbeat()
+            self.cancel_event.wait(min(slice_seconds, left))
+        self.check_cancelled()
+
+
+class ToolSpec(BaseModel):
+    """Pure data about a tool: what the agent loop and the durable runners decide with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    mutating: bool = False
+    requires_confirmation: bool = False
+    timeout: float | None = None
+    compensable: bool = False
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
+
+
+# A compensation receives the original call's arguments and result, and the context of the undo call.
+Compensation = Callable[[dict[str, Any], str, ToolContext], Any]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable tool. Calling it directly calls the function, unvalidated, as plain Python."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    context_param: str | None = None
+    mutating: bool = False
+    requires_confirmation: bool = False
+    timeout: float | None = None
+    compensation: Compensation | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return _clean_schema(self.args_model.model_json_schema())
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            mutating=self.mutating,
+            requires_confirmation=self.requires_confirmation,
+            timeout=self.timeout,
+            compensable=self.compensation is not None,
+        )
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Arguments as the function will receive them; raises pydantic.ValidationError."""
+        model = self.args_model.model_validate(dict(arguments))
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+def tool(
+    description: str,
+    *,
+    name: str | None = None,
+    mutating: bool = False,
+    requires_confirmation: bool = False,
+    timeout: float | None = None,
+    compensation: Compensation | None = None,
+    docs: Mapping[str, str] | None = None,
+    **param_docs: str,
+) -> Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool. Every keyword that is not an option documents the parameter of that name.
+
+    `docs=` documents parameters whose names collide with the options (e.g. a parameter `name`).
+    A doc for a parameter the function does not have is an error, so a typo cannot go unnoticed.
+    """
+    if timeout is not None and timeout <= 0:
+        raise ToolDefinitionError(f"timeout must be positive, got {timeout}")
+    if compensation is not None and not mutating:
+        raise ToolDefinitionError("only a mutating tool has effects to compensate")
+    all_docs = {**param_docs, **(docs or {})}
+
+    def decorate(fn: Callable[..., Any]) -> Tool:
+        tool_name = name or fn.__name__
+        args_model, context_param = _arguments_model(tool_name, fn, all_docs)
+        return Tool(
+            name=tool_name,
+            description=description,
+            fn=fn,
+            args_model=args_model,
+            context_param=context_param,
+            mutating=mutating,
+            requires_confirmation=requires_confirmation,
+            timeout=timeout,
+            compensation=compensation,
+        )
+
+    return decorate
+
+
+def _arguments_model(
+    tool_name: str, fn: Callable[..., Any], docs: Mapping[str, str]
+) -> tuple[type[BaseModel], str | None]:
+    signature = inspect.signature(fn)
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"tool {tool_name!r}: *args/**kwargs cannot be described to a model")
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, Field(default, description=docs.get(param.name)))
+    unknown = sorted(set(docs) - set(fields))
+    if unknown:
+        raise ToolDefinitionError(f"tool {tool_name!r} documents parameters it does not have: {unknown}")
+    model = create_model(  # type: ignore[call-overload]
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model, context_param
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # Pydantic's titles are noise to a model and cost tokens on every call.
+    schema = {k: v for k, v in schema.items() if k != "title"}
+    schema["properties"] = {
+        prop: {k: v for k, v in body.items() if k != "title"} for prop, body in schema.get("properties", {}).items()
+    }
+    schema.setdefault("required", [])
+    return schema

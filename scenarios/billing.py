@@ -1,0 +1,49 @@
+"""`billing`: lesson 000's agent — charge invoice inv-9 with a caller-supplied key, then answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentic import Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
+from scenarios.base import Scenario, ScenarioOptions
+from scenarios.effects import record_effect, reference
+
+
+@tool(
+    description="Charge an invoice. Idempotent on the key.",
+    invoice="The invoice id.",
+    key="A caller-supplied idempotency key.",
+    mutating=True,
+)
+def charge(invoice: str, key: str, ctx: ToolContext) -> str:
+    # The caller's key, scoped to the run: a model that re-requests the charge later in the same run
+    # (e.g. after a resume) with the same key gets the first charge back, not a second one.
+    ledger_key = f"{ctx.run_id}:charge:{key}"
+    return record_effect(
+        ctx,
+        "charge",
+        {"invoice": invoice, "key": key},
+        f"charged {invoice}, ref {reference(ledger_key, 'ch')}",
+        key=ledger_key,
+    )
+
+
+def billing_reply(messages: Sequence[Message]) -> object:
+    if not any(m.role == "tool" for m in messages):
+        return tool_call("charge", {"invoice": "inv-9", "key": "inv-9:attempt-1"})
+    return "Invoice inv-9 is settled."
+
+
+def script(options: ScenarioOptions) -> FakeModel:
+    return FakeModel([billing_reply, billing_reply, billing_reply], name="billing-script")
+
+
+SCENARIO = Scenario(
+    name="billing",
+    description="Charge invoice inv-9 once, then answer (lesson 000).",
+    system="Settle invoices.",
+    task="Settle invoice inv-9",
+    registry=Registry([charge]),
+    script=script,
+    budget=Budget(max_steps=4),
+)

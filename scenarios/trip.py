@@ -1,0 +1,74 @@
+"""`trip`: book a flight, a hotel and a car; each booking has a cancellation as its compensation.
+
+`fail_at` makes one booking fail permanently (the car, by default), after the earlier ones committed:
+the run is abandoned and the committed bookings are cancelled in reverse order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentic import Budget, FakeModel, Message, Registry, ToolContext, ToolFatal, give_up, tool, tool_call
+from scenarios.base import Scenario, ScenarioOptions
+from scenarios.effects import deps_of, record_effect, reference, tool_results
+
+LEGS = ("flight", "hotel", "car")
+
+
+def _book(kind: str, trip: str, ctx: ToolContext) -> str:
+    deps = deps_of(ctx)
+    ctx.sleep(deps.options.step_delay)
+    if deps.options.fail_at == kind:
+        raise ToolFatal(f"no {kind} available for {trip}")
+    return record_effect(
+        ctx, f"book_{kind}", {"trip": trip}, f"booked {kind} for {trip}, ref {reference(ctx.idempotency_key, kind)}"
+    )
+
+
+def _cancel(kind: str) -> Any:
+    def cancel(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
+        ctx.sleep(deps_of(ctx).options.step_delay)
+        return record_effect(ctx, f"cancel_{kind}", args, f"cancelled {kind} booking ({result})")
+
+    cancel.__name__ = f"cancel_{kind}"
+    return cancel
+
+
+@tool(description="Book the flight.", trip="The trip id.", mutating=True, compensation=_cancel("flight"))
+def book_flight(trip: str, ctx: ToolContext) -> str:
+    return _book("flight", trip, ctx)
+
+
+@tool(description="Book the hotel.", trip="The trip id.", mutating=True, compensation=_cancel("hotel"))
+def book_hotel(trip: str, ctx: ToolContext) -> str:
+    return _book("hotel", trip, ctx)
+
+
+@tool(description="Book the rental car.", trip="The trip id.", mutating=True, compensation=_cancel("car"))
+def book_car(trip: str, ctx: ToolContext) -> str:
+    return _book("car", trip, ctx)
+
+
+def trip_reply(messages: Sequence[Message]) -> object:
+    results = tool_results(messages)
+    if results and not results[-1].startswith("booked"):
+        return give_up(f"a booking failed: {results[-1]}")
+    if len(results) < len(LEGS):
+        return tool_call(f"book_{LEGS[len(results)]}", {"trip": "trip-42"})
+    return "Trip trip-42 is booked: flight, hotel and car."
+
+
+def script(options: ScenarioOptions) -> FakeModel:
+    return FakeModel([trip_reply] * (len(LEGS) + 1), name="trip-script")
+
+
+SCENARIO = Scenario(
+    name="trip",
+    description="Book flight, hotel and car; a failed booking cancels the earlier ones in reverse (saga).",
+    system="Book the whole trip or none of it.",
+    task="Book trip trip-42: flight, hotel and car.",
+    registry=Registry([book_flight, book_hotel, book_car]),
+    script=script,
+    budget=Budget(max_steps=6),
+)

@@ -1,0 +1,177 @@
+"""A scripted OpenAI-compatible chat-completions server on loopback, standard library only.
+
+Tests queue the exact responses (status, headers, raw body, delay) the server will send, in order, and
+read back the request bodies it received. Real HTTP, so the adapter, the SDK and the socket layer are
+all exercised, including timeouts and dropped connections.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class ScriptedResponse:
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    path: str
+    headers: dict[str, str]
+    raw_body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw_body)
+
+
+def chat_completion(
+    content: str | None = "",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int | None = 0,
+    completion_tokens: int | None = 0,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A well-formed chat-completions body; `None` token counts leave `usage` out."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+    }
+    if prompt_tokens is not None and completion_tokens is not None:
+        body["usage"] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+    return body
+
+
+def function_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One wire-format tool call; `arguments` is the raw string, as providers send it."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+class FakeOpenAIServer:
+    """Serves queued responses to `POST /v1/chat/completions`; an empty queue answers 599."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ScriptedResponse] = deque()
+        self._closing = threading.Event()
+        self.requests: list[ReceivedRequest] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies received so far, oldest first."""
+        return [request.json for request in self.requests]
+
+    def queue(
+        self,
+        body: Any = None,
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        raw: bytes | str | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        """Queue one response: `body` is sent as JSON, or `raw` verbatim (as text/plain unless told)."""
+        all_headers = dict(headers or {})
+        if raw is not None:
+            payload = raw.encode() if isinstance(raw, str) else raw
+            all_headers.setdefault("Content-Type", "text/plain")
+        else:
+            payload = json.dumps(body).encode()
+            all_headers.setdefault("Content-Type", "application/json")
+        with self._lock:
+            self._queue.append(ScriptedResponse(status, payload, all_headers, delay))
+
+    def queue_error(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
+        """Queue an error in OpenAI's shape: `{"error": {"message", "type", "code"}}`."""
+        body = {"error": {"message": message, "type": "fake_error", "code": None, "param": None}}
+        self.queue(body, status=status, headers=headers)
+
+    def close(self) -> None:
+        self._closing.set()  # wakes handlers sleeping on a `delay`
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _next(self, request: ReceivedRequest) -> ScriptedResponse:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        body = json.dumps({"error": {"message": "fake server: no scripted response queued"}}).encode()
+        return ScriptedResponse(599, body, {"Content-Type": "application/json"})
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw_body = self.rfile.read(length)
+                if self.path != CHAT_PATH:
+                    self._send(ScriptedResponse(404, b'{"error": {"message": "not found"}}', {}))
+                    return
+                request = ReceivedRequest(self.path, dict(self.headers.items()), raw_body)
+                response = server._next(request)
+                if response.delay and server._closing.wait(response.delay):
+                    return
+                self._send(response)
+
+            def _send(self, response: ScriptedResponse) -> None:
+                try:
+                    self.send_response(response.status)
+                    for name, value in response.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(response.body)))
+                    self.end_headers()
+                    self.wfile.write(response.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test); nothing to report
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
