@@ -41,5 +41,5 @@ class ModelActivities:
                 str(exc),
                 type=type(exc).__name__,
                 non_retryable=not exc.retryable,
-                next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after else None,
+                next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from exc

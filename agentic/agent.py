@@ -51,6 +51,11 @@ class Agent:
     max_retry_wait: float = 30.0
     """Cap on a provider's retry-after, so one answer cannot stall the process indefinitely."""
 
+    def __post_init__(self) -> None:
+        # Zero attempts would fail mid-run (after a model call was paid for) instead of here.
+        if self.tool_attempts < 1 or self.model_attempts < 1:
+            raise ValueError("tool_attempts and model_attempts must be at least 1")
+
     def run(
         self,
         task: str,
@@ -79,7 +84,9 @@ class Agent:
             except ModelError as exc:
                 if not exc.retryable or attempt == self.model_attempts:
                     raise
-                time.sleep(min(exc.retry_after or 2 ** (attempt - 1), self.max_retry_wait))
+                # retry_after=0 means "retry now", not "no hint": only None falls back to backoff.
+                wait = exc.retry_after if exc.retry_after is not None else 2 ** (attempt - 1)
+                time.sleep(min(wait, self.max_retry_wait))
         raise AssertionError("unreachable")
 
     def _dispatch(self, step: RunTool, run_id: str) -> ToolResult:

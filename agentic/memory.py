@@ -31,16 +31,10 @@ class Fact(BaseModel):
     value: JsonValue
     source: str
 
-    def __init__(
-        self, key: str = _UNSET, value: JsonValue = _UNSET, source: str = _UNSET, **data: Any
-    ) -> None:
+    def __init__(self, key: str = _UNSET, value: JsonValue = _UNSET, source: str = _UNSET, **data: Any) -> None:
         # Pydantic routes validation (including `load`) through this __init__, so an argument that was
         # not given is left out, to be reported as a missing field rather than as a TypeError.
-        given = {
-            name: arg
-            for name, arg in (("key", key), ("value", value), ("source", source))
-            if arg is not _UNSET
-        }
+        given = {name: arg for name, arg in (("key", key), ("value", value), ("source", source)) if arg is not _UNSET}
         super().__init__(**given, **data)
 
     @field_validator("key", "source")
@@ -150,8 +144,7 @@ class FactStore:
             dump = _Dump.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(part) for part in error['loc']) or '<root>'}: {error['msg']}"
-                for error in exc.errors()
+                f"{'.'.join(str(part) for part in error['loc']) or '<root>'}: {error['msg']}" for error in exc.errors()
             )
             raise ValueError(f"FactStore.load: wrong shape: {problems}") from None
         seen: set[str] = set()

@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import ValidationError
@@ -134,7 +135,14 @@ class _Deadline(Exception):
 
 def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(fn):
-        return asyncio.run(fn(**arguments))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(fn(**arguments))
+        # Dispatched from inside an event loop (an async caller): asyncio.run cannot nest there, so the
+        # coroutine gets a loop of its own on a helper thread.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-tool") as pool:
+            return pool.submit(lambda: asyncio.run(fn(**arguments))).result()
     return fn(**arguments)
 
 

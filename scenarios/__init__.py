@@ -10,6 +10,15 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def register_scenario(scenario: Scenario, *, replace: bool = False) -> Scenario:
+    """Add an agent of your own. Register it in the worker process (and in the starter, which validates
+    names) before starting runs of it; its tools reach the worker's services through `ToolContext.deps`."""
+    if scenario.name in SCENARIOS and not replace:
+        raise ValueError(f"a scenario named {scenario.name!r} is already registered")
+    SCENARIOS[scenario.name] = scenario
+    return scenario
+
+
 def get_scenario(name: str) -> Scenario:
     try:
         return SCENARIOS[name]
@@ -19,4 +28,12 @@ def get_scenario(name: str) -> Scenario:
         ) from None
 
 
-__all__ = ["SCENARIOS", "Scenario", "ScenarioDeps", "ScenarioOptions", "UnknownScenarioError", "get_scenario"]
+__all__ = [
+    "SCENARIOS",
+    "Scenario",
+    "ScenarioDeps",
+    "ScenarioOptions",
+    "UnknownScenarioError",
+    "get_scenario",
+    "register_scenario",
+]

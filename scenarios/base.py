@@ -23,6 +23,9 @@ class ScenarioOptions(BaseModel):
     fail_at: Literal["none", "flight", "hotel", "car"] = Field(
         "car", description="Which trip booking fails permanently."
     )
+    after_effect_delay: NonNegativeFloat = Field(
+        0.0, description="Seconds a mutating tool waits after its effect committed, before it returns."
+    )
     flaky_attempts: NonNegativeInt = Field(
         0, description="Mutating tools raise a transient error AFTER their effect on this many first attempts."
     )

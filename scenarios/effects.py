@@ -36,6 +36,9 @@ def record_effect(ctx: ToolContext, tool: str, args: Mapping[str, Any], result: 
         perform=lambda: result,
         compensates=ctx.compensates,
     )
+    # The window between "the effect happened" and "the runner knows": a crash here is the classic
+    # double-charge, and the retry must find the effect by its key.
+    ctx.sleep(deps.options.after_effect_delay)
     if ctx.attempt <= deps.options.flaky_attempts:
         raise ToolRetry(f"{tool}: connection reset after the effect (attempt {ctx.attempt})")
     return recorded

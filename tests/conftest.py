@@ -5,9 +5,11 @@ Servers are started by these fixtures and stopped by their own handles (by pid),
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from agentic.ledger import EffectsLedger
+from settings import Settings
 from worker import build_worker
+from workflows import search_attributes
 
 BIN = Path(sys.executable).parent
 TEST_SERVER = BIN / "temporal-test-server"
@@ -49,3 +53,43 @@ def task_queue() -> str:
 
 def new_worker(client: Client, task_queue: str, ledger: EffectsLedger, **kwargs: object) -> Worker:
     return build_worker(client, task_queue=task_queue, ledger=ledger, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest_asyncio.fixture(scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The real dev server (`temporal server start-dev`), with our search attributes: for crash tests
+    that kill worker processes, which need a server that outlives them."""
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=str(DEV_SERVER),
+        search_attributes=search_attributes.ALL,
+        ui=False,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+def dev_settings(env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> Settings:
+    """Settings for a worker subprocess talking to `env`, with its own ledger file."""
+    return Settings(
+        address=env.client.service_client.config.target_host,
+        namespace=env.client.namespace,
+        task_queue=task_queue,
+        ledger_path=tmp_path / "ledger.db",
+    )
+
+
+async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 60.0, what: str = "") -> None:
+    """Poll instead of sleeping a guessed amount."""
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = check()
+        if isinstance(outcome, Awaitable):
+            outcome = await outcome
+        if outcome:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
+        await asyncio.sleep(0.1)

@@ -1,0 +1,1 @@
+"""The command line behind `starter.py`, one module per group of commands."""

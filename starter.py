@@ -1,0 +1,80 @@
+"""The command line: start the embedded server, start and inspect agent runs, run the demo.
+
+    python starter.py demo                      # the README's main job
+    python starter.py server                    # embedded Temporal dev server + Web UI
+    python starter.py run billing --wait        # one agent run
+    python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
+
+Every command takes --json. Errors are one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from cli.demo import cmd_demo
+from cli.effects import cmd_effects
+from cli.output import CliError, fail
+from cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from settings import Settings
+
+
+def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    import devserver
+
+    return devserver.main_foreground(args.port, args.ui_port, Path(args.db))
+
+
+def parser() -> argparse.ArgumentParser:
+    import devserver
+
+    root = argparse.ArgumentParser(
+        prog="starter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = root.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler: Callable[..., object], help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help)
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    server = command("server", cmd_server, "run the embedded Temporal dev server with a persistent database")
+    server.add_argument("--port", type=int, default=7233)
+    server.add_argument("--ui-port", type=int, default=8233)
+    server.add_argument("--db", default=str(devserver.DEFAULT_DB))
+
+    add_run_arguments(command("run", cmd_run, "start an agent run"))
+    command("status", cmd_status, "progress of a run").add_argument("run_id")
+    command("result", cmd_result, "wait for a run's result").add_argument("run_id")
+    command("effects", cmd_effects, "rows of the effects ledger").add_argument("--run", help="only this run")
+    command("demo", cmd_demo, "server + worker + scenarios, including a worker killed mid-run")
+    return root
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    settings = Settings()
+    try:
+        outcome = args.handler(args, settings)
+        if isinstance(outcome, Awaitable):
+            outcome = asyncio.run(outcome)  # type: ignore[arg-type]
+        return int(outcome)  # type: ignore[call-overload]
+    except CliError as exc:
+        fail(str(exc))
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # sdk-python issue 300: a short-lived client can abort at interpreter exit after its output.
+    os._exit(code)

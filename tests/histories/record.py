@@ -1,0 +1,55 @@
+"""Record workflow histories of the built-in scenarios for the replay test.
+
+    .venv/bin/python -m tests.histories.record
+
+Re-record only for a deliberate, versioned change to the workflow: the committed histories are what
+already-running workflows look like, and the replay test proves new code still replays them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from agentic.ledger import EffectsLedger
+from scenarios import ScenarioOptions
+from worker import build_worker
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput
+
+HERE = Path(__file__).parent
+RECORDINGS = {
+    "billing": AgentInput(scenario="billing"),
+    "migration": AgentInput(scenario="migration"),
+    "trip-car-fails": AgentInput(scenario="trip"),
+    "billing-flaky": AgentInput(scenario="billing", options=ScenarioOptions(flaky_attempts=1)),
+}
+
+
+async def record() -> None:
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=str(Path(sys.executable).parent / "temporal-test-server"),
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            async with build_worker(env.client, task_queue="record", ledger=EffectsLedger(Path(tmp) / "l.db")):
+                for name, input in RECORDINGS.items():
+                    handle = await env.client.start_workflow(
+                        AgentWorkflow.run, input, id=f"recorded-{name}", task_queue="record"
+                    )
+                    await handle.result()
+                    history = await handle.fetch_history()
+                    (HERE / f"{name}.json").write_text(history.to_json())
+                    print(f"recorded {name}: {len(history.events)} events")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(record())

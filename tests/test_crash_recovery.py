@@ -1,0 +1,95 @@
+"""kill -9 proofs on the real dev server: a worker process dies mid-run, a new one finishes the run, and
+the effects ledger shows every step's effect exactly once, in order, none skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import uuid
+
+from agentic import Stop
+from agentic.ledger import EffectsLedger
+from scenarios import ScenarioOptions
+from tests.conftest import dev_settings, eventually
+from worker_process import WorkerProcess
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, Timeouts
+
+
+async def test_migration_survives_sigkill_after_step_two(dev_env, task_queue, tmp_path):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    ledger = EffectsLedger(settings.ledger_path)
+    run_id = f"migration-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(settings, log=tmp_path / "worker1.log").wait_ready()
+    try:
+        handle = await dev_env.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(
+                scenario="migration",
+                options=ScenarioOptions(step_delay=1.0),
+                timeouts=Timeouts(heartbeat_seconds=2.0),
+            ),
+            id=run_id,
+            task_queue=task_queue,
+        )
+        await eventually(lambda: len(ledger.effects(run_id)) >= 2, what="step 2's effect")
+    finally:
+        first.kill()
+    assert first.process.returncode == -signal.SIGKILL
+    at_kill = ledger.effects(run_id)
+    assert 2 <= len(at_kill) < 5, "the kill must land mid-run"
+
+    second = WorkerProcess(settings, log=tmp_path / "worker2.log").wait_ready()
+    try:
+        result = await asyncio.wait_for(handle.result(), 90)
+    finally:
+        second.stop()
+
+    effects = ledger.effects(run_id)
+    assert result.stop is Stop.ANSWERED
+    assert result.output == "Migrated 5 records."
+    assert [e.args["record"] for e in effects] == ["rec-1", "rec-2", "rec-3", "rec-4", "rec-5"]
+    assert len({e.key for e in effects}) == 5
+    assert effects[: len(at_kill)] == at_kill  # steps done before the kill were not executed again
+    assert result.trajectory() == ["migrate_record"] * 5
+
+
+async def test_billing_survives_sigkill_right_after_the_charge(dev_env, task_queue, tmp_path):
+    """The worst moment: the charge committed, the worker dies before anyone learns of it."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    ledger = EffectsLedger(settings.ledger_path)
+    run_id = f"billing-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(settings, log=tmp_path / "worker1.log").wait_ready()
+    try:
+        handle = await dev_env.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(
+                scenario="billing",
+                options=ScenarioOptions(after_effect_delay=5.0),
+                timeouts=Timeouts(heartbeat_seconds=2.0),
+            ),
+            id=run_id,
+            task_queue=task_queue,
+        )
+        await eventually(lambda: len(ledger.effects(run_id)) == 1, what="the charge")
+    finally:
+        first.kill()
+    description = await handle.describe()
+    assert description.status is not None and description.status.name == "RUNNING"  # no answer yet
+
+    second = WorkerProcess(settings, log=tmp_path / "worker2.log").wait_ready()
+    try:
+        result = await asyncio.wait_for(handle.result(), 90)
+        history = await handle.fetch_history()
+    finally:
+        second.stop()
+
+    assert result.stop is Stop.ANSWERED
+    assert result.output == "Invoice inv-9 is settled."
+    assert [e.tool for e in ledger.effects(run_id)] == ["charge"]  # retried, not repeated
+    retried = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    assert max(retried) >= 2  # the charge activity really ran again on the new worker

@@ -1,0 +1,56 @@
+"""Custom search attributes: how Temporal visibility finds runs (e.g. all runs awaiting approval)
+without asking each workflow. Defined once; the dev server, the test servers and a real cluster
+register these same keys."""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
+
+AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+AGENT_SCENARIO = SearchAttributeKey.for_keyword("AgentScenario")
+AGENT_STEP = SearchAttributeKey.for_int("AgentStep")
+AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
+AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
+AGENT_COST = SearchAttributeKey.for_float("AgentCost")
+AGENT_STOP = SearchAttributeKey.for_keyword("AgentStop")
+
+ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
+    AGENT_STATUS,
+    AGENT_SCENARIO,
+    AGENT_STEP,
+    AGENT_PENDING_APPROVALS,
+    AGENT_TOKENS,
+    AGENT_COST,
+    AGENT_STOP,
+)
+
+# The server's names for each indexed value type, as the CLI flag spells them.
+_CLI_TYPE = {
+    IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD: "Keyword",
+    IndexedValueType.INDEXED_VALUE_TYPE_INT: "Int",
+    IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE: "Double",
+}
+
+
+def dev_server_flags() -> list[str]:
+    """`--search-attribute Name=Type` flags for `temporal server start-dev`."""
+    flags: list[str] = []
+    for key in ALL:
+        flags += ["--search-attribute", f"{key.name}={_CLI_TYPE[key.indexed_value_type]}"]
+    return flags
+
+
+async def register(client: Client) -> None:
+    """Register the attributes through the operator service (what the time-skipping server and a fresh
+    cluster need; the dev server takes them as flags). Already-registered keys are left alone."""
+    existing = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=client.namespace)
+    )
+    missing = {key.name: key.indexed_value_type for key in ALL if key.name not in existing.custom_attributes}
+    if missing:
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)
+        )
