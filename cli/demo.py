@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -45,7 +46,7 @@ class Demo:
         self.ledger = EffectsLedger(settings.ledger_path)
         self.worker: WorkerProcess | None = None
         self.results: list[dict[str, Any]] = []
-        self.stamp = time.strftime("%H%M%S")
+        self.stamp = f"{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
     def start_worker(self) -> WorkerProcess:
         self.worker = WorkerProcess(self.settings, log=DEFAULT_DATA / "demo-worker.log").wait_ready()

@@ -1,0 +1,128 @@
+"""`starter.py` as users run it: a real subprocess, real exit codes, against the real dev server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+from devserver import free_port
+from settings import ROOT, Settings
+from tests.conftest import dev_settings, new_worker
+
+
+async def starter(*args: str, settings: Settings | None = None, timeout: float = 120) -> tuple[int, str, str]:
+    env = dict(os.environ)
+    if settings is not None:
+        env |= {
+            "TEMPORAL_ADDRESS": settings.address,
+            "TEMPORAL_NAMESPACE": settings.namespace,
+            "TEMPORAL_TASK_QUEUE": settings.task_queue,
+            "AGENT_LEDGER": str(settings.ledger_path),
+        }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "starter.py"),
+        *args,
+        env=env,
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+def assert_one_clear_line(err: str, expected: str) -> None:
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert expected in lines[0]
+
+
+async def test_unknown_scenario_is_one_line_and_exit_2():
+    code, _, err = await starter("run", "no-such-scenario")
+    assert code == 2
+    assert_one_clear_line(err, "unknown scenario 'no-such-scenario'; choose one of: billing, migration")
+
+
+async def test_unreachable_server_is_one_line_and_nonzero(tmp_path):
+    settings = Settings(address=f"127.0.0.1:{free_port()}", ledger_path=tmp_path / "l.db")
+    code, _, err = await starter("status", "some-run", settings=settings)
+    assert code == 1
+    assert_one_clear_line(err, f"cannot reach Temporal at {settings.address}")
+
+
+async def test_run_status_result_effects_end_to_end(dev_env, task_queue, tmp_path, ledger):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        code, out, err = await starter(
+            "run", "billing", "--id", f"cli-{task_queue}", "--wait", "--json", settings=settings
+        )
+        assert code == 0, err
+        ran = json.loads(out)
+        assert ran["stop"] == "answered"
+        assert ran["trajectory"] == ["charge"]
+        assert ran["url"].endswith(f"/namespaces/default/workflows/cli-{task_queue}")
+
+        code, out, err = await starter("status", f"cli-{task_queue}", "--json", settings=settings)
+        assert code == 0, err
+        status = json.loads(out)
+        for key in ("run_id", "status", "step", "stop", "trajectory", "input_tokens", "output_tokens", "cost"):
+            assert key in status
+        assert (status["status"], status["step"], status["stop"]) == ("completed", 2, "answered")
+
+        code, out, _ = await starter("result", f"cli-{task_queue}", "--json", settings=settings)
+        assert code == 0
+        assert json.loads(out)["output"] == "Invoice inv-9 is settled."
+
+        code, out, _ = await starter("effects", "--run", f"cli-{task_queue}", "--json", settings=settings)
+        assert code == 0
+        rows = json.loads(out)
+        assert [(r["tool"], r["run_id"]) for r in rows] == [("charge", f"cli-{task_queue}")]
+        assert {"key", "tool", "run_id", "at"} <= set(rows[0])
+
+        code, _, err = await starter("run", "billing", "--id", f"cli-{task_queue}", settings=settings)
+        assert code == 1
+        assert_one_clear_line(err, "already exists")
+
+
+async def test_unknown_run_id_is_one_line(dev_env, task_queue, tmp_path):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    for command in ("status", "result"):
+        code, _, err = await starter(command, "never-started", settings=settings)
+        assert code == 1
+        assert_one_clear_line(err, "no run with id 'never-started'")
+
+
+async def test_status_of_a_running_run_comes_from_the_query(dev_env, task_queue, tmp_path, ledger):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        code, out, _ = await starter(
+            "run", "migration", "--step-delay", "1", "--id", f"st-{task_queue}", "--json", settings=settings
+        )
+        assert code == 0
+        assert json.loads(out)["run_id"] == f"st-{task_queue}"
+        await asyncio.sleep(1.5)
+        code, out, err = await starter("status", f"st-{task_queue}", "--json", settings=settings)
+        assert code == 0, err
+        status = json.loads(out)
+        assert status["status"] == "running"
+        assert status["max_steps"] == 200
+        assert status["label"].startswith(("migrate_record(record=rec-", "model call"))
+        await dev_env.client.get_workflow_handle(f"st-{task_queue}").result()
+
+
+async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path):
+    """The README's main job, non-interactive: it uses the server that answers, starts and kills its own
+    worker processes, and exits 0 with every run accounted for."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    code, out, err = await starter("demo", "--json", settings=settings, timeout=240)
+    assert code == 0, err
+    runs = {r["scenario"]: r for r in json.loads(out)["runs"]}
+    assert runs["billing"]["stop"] == "answered" and runs["billing"]["effects"] == 1
+    assert runs["migration"]["stop"] == "answered" and runs["migration"]["effects"] == 5
+    assert "killed" in runs["migration"]["note"]
+    assert Path(settings.ledger_path).exists()
