@@ -94,7 +94,22 @@ class Registry:
         context = context or _standalone_context(call)
         if t.context_param is not None:
             arguments[t.context_param] = context
-        return _execute(t, call, arguments, context)
+        return _execute(t, call, lambda: _invoke(t.fn, arguments), context)
+
+    def compensate(self, call: ToolCall, result: str, context: ToolContext) -> ToolResult:
+        """Run the declared inverse of an earlier call, with that call's arguments and result.
+
+        Every failure is reported as retryable: an undo that is abandoned leaves the world half-changed,
+        so the runner keeps trying (per its policy) and then says loudly that it could not."""
+        t = self._tools.get(call.name)
+        if t is None or t.compensation is None:
+            return ToolResult.of(call, ToolStatus.FATAL, f"Error: {call.name} declares no compensation.")
+        compensation = t.compensation
+        arguments = dict(call.arguments) if isinstance(call.arguments, dict) else {}
+        outcome = _execute(t, call, lambda: compensation(arguments, result, context), context)
+        if outcome.status in (ToolStatus.ERROR, ToolStatus.FATAL, ToolStatus.TIMEOUT):
+            return outcome.model_copy(update={"status": ToolStatus.RETRYABLE})
+        return outcome
 
     def _denied(self, t: Tool, call: ToolCall, arguments: dict[str, Any], approved: bool | None) -> ToolResult | None:
         if approved is None:
@@ -108,12 +123,12 @@ class Registry:
         return None if approved else ToolResult.declined(call)
 
 
-def _execute(t: Tool, call: ToolCall, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+def _execute(t: Tool, call: ToolCall, invoke: Callable[[], Any], context: ToolContext) -> ToolResult:
     try:
         if t.timeout is None:
-            value = _invoke(t.fn, arguments)
+            value = invoke()
         else:
-            value = _invoke_with_deadline(t, arguments, context)
+            value = _invoke_with_deadline(t, invoke, context)
     except _Deadline:
         return ToolResult.of(
             call, ToolStatus.TIMEOUT, f"Error: {call.name} timed out after {t.timeout:g}s and was abandoned."
@@ -146,7 +161,7 @@ def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
     return fn(**arguments)
 
 
-def _invoke_with_deadline(t: Tool, arguments: dict[str, Any], context: ToolContext) -> Any:
+def _invoke_with_deadline(t: Tool, invoke: Callable[[], Any], context: ToolContext) -> Any:
     # Python cannot kill a thread. On timeout the call is abandoned and asked to stop through its
     # context; a tool that ignores cancellation keeps running in the background, which is why mutating
     # tools must still be idempotent on their key.
@@ -154,7 +169,7 @@ def _invoke_with_deadline(t: Tool, arguments: dict[str, Any], context: ToolConte
 
     def target() -> None:
         try:
-            outcome["value"] = _invoke(t.fn, arguments)
+            outcome["value"] = invoke()
         except BaseException as exc:
             outcome["error"] = exc
 

@@ -27,6 +27,7 @@ class ToolStatus(StrEnum):
     FATAL = "fatal"
     REPEATED = "repeated"
     SKIPPED = "skipped"
+    CANCELLED = "cancelled"  # interrupted mid-flight: whether its effect happened is unknown
 
     @property
     def blocked(self) -> bool:
@@ -77,6 +78,10 @@ class ToolResult(BaseModel):
             f"Error: {call.name} was already called with these exact arguments in this run; "
             "the repeat was not executed and the run stopped.",
         )
+
+    @classmethod
+    def cancelled(cls, call: ToolCall) -> ToolResult:
+        return cls.of(call, ToolStatus.CANCELLED, f"Error: {call.name} was interrupted by a cancellation.")
 
     @classmethod
     def skipped(cls, call: ToolCall, why: str) -> ToolResult:

@@ -8,6 +8,7 @@ from agentic.budget import Stop, Usage
 from agentic.loop import LoopState, ToolRecord
 from agentic.messages import Message
 from agentic.results import ToolStatus
+from agentic.saga import CompensationRecord
 
 
 class Run(BaseModel):
@@ -19,9 +20,11 @@ class Run(BaseModel):
     stop_detail: str | None = None
     usage: Usage = Field(default_factory=Usage)
     records: list[ToolRecord] = Field(default_factory=list)
+    compensations: list[CompensationRecord] = Field(default_factory=list)
+    not_compensable: list[str] = Field(default_factory=list)
 
     @classmethod
-    def from_loop(cls, messages: list[Message], state: LoopState) -> Run:
+    def from_loop(cls, messages: list[Message], state: LoopState, **extra: object) -> Run:
         if state.stop is None:
             raise ValueError("the loop has not finished")
         return cls(
@@ -31,6 +34,7 @@ class Run(BaseModel):
             stop_detail=state.stop_detail,
             usage=state.consumed,
             records=state.records,
+            **extra,
         )
 
     @property

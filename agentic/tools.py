@@ -78,6 +78,7 @@ class ToolSpec(BaseModel):
     mutating: bool = False
     requires_confirmation: bool = False
     timeout: float | None = None
+    approval_timeout: float | None = None
     compensable: bool = False
 
     def schema(self) -> ToolSchema:
@@ -100,6 +101,7 @@ class Tool:
     mutating: bool = False
     requires_confirmation: bool = False
     timeout: float | None = None
+    approval_timeout: float | None = None
     compensation: Compensation | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -117,6 +119,7 @@ class Tool:
             mutating=self.mutating,
             requires_confirmation=self.requires_confirmation,
             timeout=self.timeout,
+            approval_timeout=self.approval_timeout,
             compensable=self.compensation is not None,
         )
 
@@ -133,6 +136,7 @@ def tool(
     mutating: bool = False,
     requires_confirmation: bool = False,
     timeout: float | None = None,
+    approval_timeout: float | None = None,
     compensation: Compensation | None = None,
     docs: Mapping[str, str] | None = None,
     **param_docs: str,
@@ -144,6 +148,8 @@ def tool(
     """
     if timeout is not None and timeout <= 0:
         raise ToolDefinitionError(f"timeout must be positive, got {timeout}")
+    if approval_timeout is not None and (approval_timeout <= 0 or not requires_confirmation):
+        raise ToolDefinitionError("approval_timeout needs requires_confirmation=True and a positive value")
     if compensation is not None and not mutating:
         raise ToolDefinitionError("only a mutating tool has effects to compensate")
     all_docs = {**param_docs, **(docs or {})}
@@ -160,6 +166,7 @@ def tool(
             mutating=mutating,
             requires_confirmation=requires_confirmation,
             timeout=timeout,
+            approval_timeout=approval_timeout,
             compensation=compensation,
         )
 

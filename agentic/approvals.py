@@ -1,0 +1,188 @@
+"""Durable human approval, as pure rules: pending requests with deadlines, decisions checked against
+exactly the arguments the approver saw, outcomes that are distinct and final, and an audit trail.
+
+Lesson 000's gate could not tell "declined" from "not answered yet"; here `approved`, `declined` and
+`expired` are separate, final outcomes, and a decision that does not match a pending request changes
+nothing and is recorded as rejected, with why. Time is passed in, never read: runners give workflow time
+(Temporal) or wall-clock time (checkpoints), and the rules stay deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+
+from agentic.messages import ToolCall, canonical_json
+
+DEFAULT_TIMEOUT = 24 * 3600.0
+
+
+def arguments_hash(call: ToolCall) -> str:
+    """What an approver approves: this tool with exactly these arguments (canonical JSON, sha256)."""
+    return hashlib.sha256(canonical_json({"tool": call.name, "arguments": call.arguments}).encode()).hexdigest()
+
+
+class Outcome(StrEnum):
+    APPROVED = "approved"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+class ApprovalPolicy(BaseModel):
+    """Per run: how long to wait, per tool if needed, and whether a decline or an expiry abandons the run.
+
+    The default continues: the model is told the action did not happen and says so, nothing already done
+    is undone because a human was busy. `abandon` hands the run to the saga instead.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_seconds: PositiveFloat = DEFAULT_TIMEOUT
+    tool_timeouts: dict[str, PositiveFloat] = Field(default_factory=dict)
+    on_decline: Literal["continue", "abandon"] = "continue"
+    on_expire: Literal["continue", "abandon"] = "continue"
+
+    def timeout_for(self, tool: str, declared: float | None = None) -> float:
+        """The run's per-tool override, else the tool's declared timeout, else the run's default."""
+        return self.tool_timeouts.get(tool) or declared or self.timeout_seconds
+
+
+class Decision(BaseModel):
+    """What a human sends: which call, yes or no, who, why, and the hash of the arguments they saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    approve: bool
+    approver: str = Field(min_length=1)
+    reason: str = ""
+    arguments_hash: str
+
+
+class PendingApproval(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: dict[str, object] | str
+    arguments_hash: str
+    requested_at: datetime
+    deadline: datetime
+
+
+class AuditEntry(BaseModel):
+    """One decision received (accepted or rejected) or one expiry, in the order they happened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    tool: str | None
+    event: Literal["approved", "declined", "expired", "rejected"]
+    approver: str | None
+    at: datetime
+    arguments_hash: str | None
+    reason: str = ""
+    rejection: str | None = None
+
+
+class ApprovalBook(BaseModel):
+    """The approval state of one run; a pydantic model, so it checkpoints and continues-as-new whole."""
+
+    pending: dict[str, PendingApproval] = Field(default_factory=dict)
+    outcomes: dict[str, Outcome] = Field(default_factory=dict)
+    early: dict[str, Decision] = Field(default_factory=dict)
+    audit: list[AuditEntry] = Field(default_factory=list)
+
+    def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
+        """Open (or return the already open) request for `call`, applying a decision that came early."""
+        if call.id in self.pending:
+            return self.pending[call.id]
+        pending = PendingApproval(
+            run_id=run_id,
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+            arguments_hash=arguments_hash(call),
+            requested_at=now,
+            deadline=now + timedelta(seconds=timeout_seconds),
+        )
+        self.pending[call.id] = pending
+        early = self.early.pop(call.id, None)
+        if early is not None:
+            self.decide(early, now, expected=())
+        return pending
+
+    def rejection(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> str | None:
+        """Why `decision` must change nothing, or None if it is acceptable. `expected` are calls the run
+        has requested but not reached yet: decisions for them are kept, not rejected."""
+        if decision.call_id in self.outcomes:
+            return f"call {decision.call_id} was already {self.outcomes[decision.call_id].value}"
+        pending = self.pending.get(decision.call_id)
+        if pending is None:
+            if decision.call_id in set(expected):
+                return None
+            return f"no approval is pending for call {decision.call_id}"
+        if now >= pending.deadline:
+            return f"the approval for call {decision.call_id} expired at {pending.deadline.isoformat()}"
+        if decision.arguments_hash != pending.arguments_hash:
+            return "the arguments hash does not match the pending call's arguments; nothing was approved"
+        return None
+
+    def decide(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> AuditEntry:
+        """Apply or reject `decision`; either way the audit trail records it."""
+        pending = self.pending.get(decision.call_id)
+        why = self.rejection(decision, now, expected)
+        if why is None and pending is None:
+            self.early[decision.call_id] = decision  # kept until the run reaches this call
+            return self._log(decision, "approved" if decision.approve else "declined", None, now, early=True)
+        if why is not None:
+            return self._log(decision, "rejected", pending.tool if pending else None, now, rejection=why)
+        assert pending is not None
+        self.outcomes[decision.call_id] = Outcome.APPROVED if decision.approve else Outcome.DECLINED
+        del self.pending[decision.call_id]
+        return self._log(decision, self.outcomes[decision.call_id].value, pending.tool, now)  # type: ignore[arg-type]
+
+    def expire(self, call_id: str, now: datetime) -> AuditEntry:
+        pending = self.pending.pop(call_id)
+        self.outcomes[call_id] = Outcome.EXPIRED
+        entry = AuditEntry(
+            call_id=call_id,
+            tool=pending.tool,
+            event="expired",
+            approver=None,
+            at=now,
+            arguments_hash=pending.arguments_hash,
+            reason=f"no decision by {pending.deadline.isoformat()}",
+        )
+        self.audit.append(entry)
+        return entry
+
+    def _log(
+        self,
+        decision: Decision,
+        event: str,
+        tool: str | None,
+        now: datetime,
+        *,
+        rejection: str | None = None,
+        early: bool = False,
+    ) -> AuditEntry:
+        entry = AuditEntry(
+            call_id=decision.call_id,
+            tool=tool,
+            event=event,  # type: ignore[arg-type]
+            approver=decision.approver,
+            at=now,
+            arguments_hash=decision.arguments_hash,
+            reason=decision.reason,
+            rejection=rejection,
+        )
+        if not early:  # an early decision is audited when it takes effect, with its call's tool
+            self.audit.append(entry)
+        return entry
