@@ -30,7 +30,7 @@ def build_worker(client: Client, *, task_queue: str, ledger: EffectsLedger, max_
         client,
         task_queue=task_queue,
         workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool],
+        activities=[model.call_model, tools.run_tool, tools.compensate],
         max_cached_workflows=max_cached_workflows,
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),

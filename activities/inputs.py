@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agentic import Message, ToolCall
+from agentic.saga import CompensationStep
 from scenarios import ScenarioOptions
 from workflows.inputs import ModelChoice
 
@@ -24,4 +25,11 @@ class ToolCallInput(BaseModel):
     call: ToolCall
     idempotency_key: str
     approved: bool | None = Field(None, description="True once a human approved this exact call.")
+    options: ScenarioOptions = Field(default_factory=ScenarioOptions)
+
+
+class CompensationInput(BaseModel):
+    run_id: str
+    scenario: str
+    step: CompensationStep
     options: ScenarioOptions = Field(default_factory=ScenarioOptions)

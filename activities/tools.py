@@ -8,7 +8,7 @@ import contextlib
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.inputs import ToolCallInput
+from activities.inputs import CompensationInput, ToolCallInput
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.ledger import EffectsLedger
 from scenarios import ScenarioDeps, get_scenario
@@ -38,6 +38,27 @@ class ToolActivities:
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
+        return result
+
+    @activity.defn(name="compensate")
+    async def compensate(self, input: CompensationInput) -> ToolResult:
+        """Undo one earlier effect, under a key derived from the original's: at most once, however often
+        this activity is retried or the walk is resumed by a new worker."""
+        step = input.step
+        registry = get_scenario(input.scenario).registry
+        context = ToolContext(
+            run_id=input.run_id,
+            call_id=step.call.id,
+            idempotency_key=step.key,
+            deps=ScenarioDeps(ledger=self.ledger, options=input.options),
+            attempt=activity.info().attempt,
+            compensates=step.original_key,
+        )
+        result = await _heartbeating(asyncio.to_thread(registry.compensate, step.call, step.result, context), context)
+        if result.status is ToolStatus.RETRYABLE:
+            raise ApplicationError(result.content, type="CompensationRetry")
+        if not result.ok:
+            raise ApplicationError(result.content, type="CompensationImpossible", non_retryable=True)
         return result
 
 

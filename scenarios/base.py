@@ -26,6 +26,9 @@ class ScenarioOptions(BaseModel):
     after_effect_delay: NonNegativeFloat = Field(
         0.0, description="Seconds a mutating tool waits after its effect committed, before it returns."
     )
+    compensation_failures: NonNegativeInt = Field(
+        0, description="Compensations (trip cancellations) fail their first N attempts."
+    )
     flaky_attempts: NonNegativeInt = Field(
         0, description="Mutating tools raise a transient error AFTER their effect on this many first attempts."
     )

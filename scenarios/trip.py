@@ -28,7 +28,14 @@ def _book(kind: str, trip: str, ctx: ToolContext) -> str:
 
 def _cancel(kind: str) -> Any:
     def cancel(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
-        ctx.sleep(deps_of(ctx).options.step_delay)
+        deps = deps_of(ctx)
+        ctx.sleep(deps.options.step_delay)
+        # A booking interrupted by a cancellation may never have happened: then there is nothing to undo,
+        # and recording an "undo" effect would be a lie in the ledger.
+        if ctx.compensates and deps.ledger.get(ctx.compensates) is None:
+            return f"nothing to cancel: no {kind} booking was made"
+        if ctx.attempt <= deps.options.compensation_failures:
+            raise ConnectionError(f"the {kind} provider is unreachable (attempt {ctx.attempt})")
         return record_effect(ctx, f"cancel_{kind}", args, f"cancelled {kind} booking ({result})")
 
     cancel.__name__ = f"cancel_{kind}"

@@ -35,6 +35,9 @@ async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
     )
+    # Unlike the dev server, the test server takes no search attribute flags; an unregistered
+    # attribute would fail every workflow task that upserts it, and the test would hang.
+    await search_attributes.register(env.client)
     try:
         yield env
     finally:

@@ -1,43 +1,34 @@
 """`AgentWorkflow`: the agent loop made durable. Every model call and every tool call is an activity;
-the transcript and the consumption are workflow state, rebuilt by replay after any crash.
+the transcript, the consumption, pending approvals and the saga log are workflow state, rebuilt by
+replay after any crash.
 
-The workflow only executes what `AgentLoop` decides; it owns no agent rule of its own.
+The workflow only executes what `AgentLoop` decides (and what `agentic.approvals` / `agentic.saga`
+rule); it owns no agent rule of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.inputs import ModelCallInput, ToolCallInput
+    from activities.inputs import CompensationInput, ModelCallInput, ToolCallInput
     from activities.model import ModelActivities
     from activities.tools import ToolActivities
-    from agentic import AgentLoop, CallModel, Finish, LoopState, Message, RunTool, ToolResult, ToolStatus
+    from agentic import AgentLoop, CallModel, Finish, LoopState, Message, RunTool, Stop, ToolResult, ToolStatus
+    from agentic.approvals import ApprovalBook, AuditEntry, Decision, Outcome
     from agentic.loop import idempotency_key, initial_messages
     from agentic.messages import ToolCall
+    from agentic.saga import CompensationRecord, CompensationStep, abandons, compensation_plan
     from scenarios import Scenario, UnknownScenarioError, get_scenario
-    from workflows.inputs import AgentInput, AgentResult, Progress, RunStatus
-
-MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=60),
-    maximum_attempts=8,
-    non_retryable_error_types=["NonRetryableModelError", "ModelOutputError", "ConfigurationError"],
-)
-TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=6,
-    non_retryable_error_types=["ConfigurationError"],
-)
+    from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Progress, RunStatus
+    from workflows.policies import MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from workflows.visibility import publish
 
 
 def describe_call(call: ToolCall, limit: int = 80) -> str:
@@ -65,28 +56,53 @@ class AgentWorkflow:
             input.task or self.scenario.task,
             input.history,
         )
+        self.book = ApprovalBook()
+        self.compensations: list[CompensationRecord] = []
+        self.remaining: list[CompensationStep] = []
+        self.not_compensable: list[str] = []
         self.status: RunStatus = "running"
         self.label = "starting"
 
+    @property
+    def run_id(self) -> str:
+        return workflow.info().workflow_id
+
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
+        self._show("running", "starting")
+        try:
+            await self._drive()
+        except asyncio.CancelledError:
+            # A Temporal cancellation abandons the run; the compensations below still run in full.
+            reason = workflow.cancellation_reason() or "cancelled"
+            self.messages += self.loop.stop_with(Stop.CANCELLED, reason)
+        stop = self.loop.state.stop
+        assert stop is not None
+        if abandons(stop):
+            await self._compensate()
+        else:
+            self._show("completed", f"finished: {stop.value}")
+        # Handlers may still be writing the audit trail; let them finish before the run closes.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self._result()
+
+    async def _drive(self) -> None:
         while True:
             step = self.loop.next_step()
             if isinstance(step, Finish):
-                break
+                return
             if isinstance(step, CallModel):
                 await self._call_model(step)
             elif isinstance(step, RunTool):
                 await self._run_tool(step)
-        self.status = "completed"
-        self.label = f"finished: {self.loop.state.stop}"
-        return self._result()
+
+    # -- queries, signals, updates --------------------------------------------------------------
 
     @workflow.query
     def progress(self) -> Progress:
         state = self.loop.state
         return Progress(
-            run_id=workflow.info().workflow_id,
+            run_id=self.run_id,
             scenario=self.input.scenario,
             status=self.status,
             step=state.consumed.steps,
@@ -97,16 +113,51 @@ class AgentWorkflow:
             cost=state.consumed.cost,
             trajectory=[r.call.name for r in state.records if r.status is ToolStatus.OK],
             stop=state.stop.value if state.stop else None,
+            pending_approvals=list(self.book.pending.values()),
+            compensations_done=len([c for c in self.compensations if c.status == "compensated"]),
+            compensations_remaining=[s.call.name for s in self.remaining],
         )
 
+    @workflow.query
+    def approvals(self) -> ApprovalsView:
+        return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
+
+    @workflow.signal(name="decision")
+    def decision(self, decision: Decision) -> None:
+        """A human's decision. One that does not fit (wrong hash, unknown or decided call, too late) changes
+        nothing and is recorded in the audit trail as rejected, with why."""
+        self._decide(decision)
+
+    @workflow.update(name="decide")
+    def decide(self, decision: Decision) -> AuditEntry:
+        """The same decision, answered synchronously. A rejection is raised to the caller by the validator
+        (and so, by Temporal's design, leaves no trace in history)."""
+        return self._decide(decision)
+
+    @decide.validator
+    def _validate_decision(self, decision: Decision) -> None:
+        why = self.book.rejection(decision, workflow.now(), self._queued_calls())
+        if why is not None:
+            raise ValueError(why)
+
+    def _decide(self, decision: Decision) -> AuditEntry:
+        entry = self.book.decide(decision, workflow.now(), self._queued_calls())
+        self._show(self.status, self.label)
+        return entry
+
+    def _queued_calls(self) -> list[str]:
+        return [call.id for call in self.loop.state.queue]
+
+    # -- steps ------------------------------------------------------------------------------------
+
     async def _call_model(self, step: CallModel) -> None:
-        self.label = f"model call {step.step}"
+        self._show("running", f"model call {step.step}")
         timeouts = self.input.timeouts
         try:
             reply = await workflow.execute_activity_method(
                 ModelActivities.call_model,
                 ModelCallInput(
-                    run_id=workflow.info().workflow_id,
+                    run_id=self.run_id,
                     scenario=self.input.scenario,
                     model=self.input.model,
                     messages=self.messages,
@@ -126,34 +177,126 @@ class AgentWorkflow:
 
     async def _run_tool(self, step: RunTool) -> None:
         call = step.call
-        self.label = describe_call(call)
+        approved = None
+        if step.needs_approval:
+            outcome, waited = await self._await_approval(step)
+            if outcome is not Outcome.APPROVED:
+                self._refuse(call, outcome, waited)
+                return
+            approved = True
+        self._show("running", describe_call(call))
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
         try:
             result = await workflow.execute_activity_method(
                 ToolActivities.run_tool,
                 ToolCallInput(
-                    run_id=workflow.info().workflow_id,
+                    run_id=self.run_id,
                     scenario=self.input.scenario,
                     call=call,
-                    idempotency_key=idempotency_key(workflow.info().workflow_id, call.id),
+                    idempotency_key=idempotency_key(self.run_id, call.id),
+                    approved=approved,
                     options=self.input.options,
                 ),
                 start_to_close_timeout=timedelta(seconds=tool_timeout + timeouts.heartbeat_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
                 retry_policy=TOOL_RETRY,
+                # On cancellation, wait until the tool has really stopped: an effect must not land
+                # after its compensation ran.
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=self.label,
             )
         except ActivityError as exc:
             # Out of retries: the model hears about it, as it would from the in-process agent.
             result = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
+        except asyncio.CancelledError:
+            self.messages += self.loop.tool_finished(ToolResult.cancelled(call))
+            raise
         self.messages += self.loop.tool_finished(result)
+
+    async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
+        call = step.call
+        declared = step.spec.approval_timeout if step.spec else None
+        timeout = self.input.approvals.timeout_for(call.name, declared)
+        pending = self.book.request(self.run_id, call, workflow.now(), timeout)
+        self._show("awaiting_approval", f"awaiting approval: {describe_call(call)}")
+        if call.id not in self.book.outcomes:
+            # A durable timer: the deadline holds across worker restarts, and is not reset by them.
+            remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)
+            try:
+                await workflow.wait_condition(
+                    lambda: call.id in self.book.outcomes,
+                    timeout=remaining,
+                    timeout_summary=f"approval deadline for {call.name}",
+                )
+            except TimeoutError:
+                self.book.expire(call.id, workflow.now())
+        self._show("running", self.label)
+        return self.book.outcomes[call.id], timeout
+
+    def _refuse(self, call: ToolCall, outcome: Outcome, waited: float) -> None:
+        policy = self.input.approvals
+        if outcome is Outcome.DECLINED:
+            reason = next((e.reason for e in reversed(self.book.audit) if e.call_id == call.id), "")
+            self.messages += self.loop.tool_finished(ToolResult.declined(call, reason or None))
+            if policy.on_decline == "abandon":
+                self.messages += self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined")
+        else:
+            self.messages += self.loop.tool_finished(ToolResult.expired(call, _duration_of(waited)))
+            if policy.on_expire == "abandon":
+                self.messages += self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired")
+
+    # -- saga -------------------------------------------------------------------------------------
+
+    async def _compensate(self) -> None:
+        plan = compensation_plan(self.run_id, self.loop.state.records, self.loop.specs)
+        self.not_compensable = plan.not_compensable
+        if not plan.steps:
+            self._show("abandoned", f"abandoned: {self.loop.state.stop}")
+            return
+        self.remaining = list(plan.steps)
+        while self.remaining:
+            step = self.remaining[0]
+            self._show("compensating", f"undo {describe_call(step.call)}")
+            try:
+                result = await workflow.execute_activity_method(
+                    ToolActivities.compensate,
+                    CompensationInput(
+                        run_id=self.run_id, scenario=self.input.scenario, step=step, options=self.input.options
+                    ),
+                    start_to_close_timeout=timedelta(
+                        seconds=self.input.timeouts.tool_seconds + self.input.timeouts.heartbeat_seconds
+                    ),
+                    heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
+                    retry_policy=compensation_retry(self.input.saga),
+                    summary=self.label,
+                )
+            except ActivityError as exc:
+                self.compensations.append(_record(step, "failed", _cause(exc)))
+                self._show("compensation_failed", f"could not undo {step.call.name}")
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                raise ApplicationError(
+                    f"compensation of {step.call.name} kept failing ({_cause(exc)}); "
+                    f"not undone: {[s.call.name for s in self.remaining]}",
+                    self._result(),
+                    type="CompensationFailed",
+                    non_retryable=True,
+                ) from exc
+            self.compensations.append(_record(step, "compensated", result.content))
+            self.remaining.pop(0)
+        self._show("compensated", f"compensated: {self.loop.state.stop}")
+
+    # -- reporting --------------------------------------------------------------------------------
+
+    def _show(self, status: RunStatus, label: str) -> None:
+        self.status, self.label = status, label
+        publish(status, self.input.scenario, self.loop.state, self.book, label)
 
     def _result(self) -> AgentResult:
         state = self.loop.state
         assert state.stop is not None
         return AgentResult(
-            run_id=workflow.info().workflow_id,
+            run_id=self.run_id,
             scenario=self.input.scenario,
             status=self.status,
             messages=self.messages,
@@ -162,7 +305,25 @@ class AgentWorkflow:
             stop_detail=state.stop_detail,
             usage=state.consumed,
             records=state.records,
+            compensations=self.compensations,
+            not_compensable=self.not_compensable,
+            compensations_remaining=self.remaining,
+            audit=self.book.audit,
         )
+
+
+def _record(step: CompensationStep, status: str, result: str) -> CompensationRecord:
+    return CompensationRecord(
+        tool=step.call.name, original_key=step.original_key, key=step.key, status=status, result=result
+    )
+
+
+def _duration_of(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)} h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"
 
 
 def _cause(exc: BaseException) -> str:

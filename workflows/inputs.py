@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from agentic import Budget, Message, Run, Usage
+from agentic.approvals import ApprovalPolicy, AuditEntry, PendingApproval
+from agentic.saga import CompensationStep
 from scenarios import ScenarioOptions
 
+# completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
+# without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
 RunStatus = Literal[
-    "running", "awaiting_approval", "compensating", "completed", "compensated", "compensation_failed", "failed"
+    "running", "awaiting_approval", "compensating", "completed", "abandoned", "compensated", "compensation_failed"
 ]
 
 
@@ -37,6 +41,16 @@ class Timeouts(BaseModel):
     tool_seconds: PositiveFloat = 600.0
 
 
+class SagaPolicy(BaseModel):
+    """How hard to try each compensation before declaring the run `compensation_failed`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_attempts: PositiveInt = 5
+    initial_interval_seconds: PositiveFloat = 1.0
+    maximum_interval_seconds: PositiveFloat = 30.0
+
+
 class AgentInput(BaseModel):
     scenario: str
     task: str | None = Field(None, description="Overrides the scenario's task.")
@@ -47,6 +61,8 @@ class AgentInput(BaseModel):
     options: ScenarioOptions = Field(default_factory=ScenarioOptions)
     model: ModelChoice = Field(default_factory=ModelChoice)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    saga: SagaPolicy = Field(default_factory=SagaPolicy)
 
 
 class Progress(BaseModel):
@@ -63,6 +79,9 @@ class Progress(BaseModel):
     cost: float
     trajectory: list[str]
     stop: str | None = None
+    pending_approvals: list[PendingApproval] = Field(default_factory=list)
+    compensations_done: int = 0
+    compensations_remaining: list[str] = Field(default_factory=list)
 
 
 class AgentResult(Run):
@@ -71,3 +90,12 @@ class AgentResult(Run):
     run_id: str
     scenario: str
     status: RunStatus
+    audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
+    compensations_remaining: list[CompensationStep] = Field(default_factory=list)
+
+
+class ApprovalsView(BaseModel):
+    """What the `approvals` query answers: what waits, and everything decided or rejected so far."""
+
+    pending: list[PendingApproval]
+    audit: list[AuditEntry]

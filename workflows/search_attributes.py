@@ -8,6 +8,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
+from temporalio.service import RPCError, RPCStatusCode
 
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 AGENT_SCENARIO = SearchAttributeKey.for_keyword("AgentScenario")
@@ -46,10 +47,16 @@ def dev_server_flags() -> list[str]:
 async def register(client: Client) -> None:
     """Register the attributes through the operator service (what the time-skipping server and a fresh
     cluster need; the dev server takes them as flags). Already-registered keys are left alone."""
-    existing = await client.operator_service.list_search_attributes(
-        ListSearchAttributesRequest(namespace=client.namespace)
-    )
-    missing = {key.name: key.indexed_value_type for key in ALL if key.name not in existing.custom_attributes}
+    try:
+        existing = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=client.namespace)
+        )
+        registered = set(existing.custom_attributes)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.UNIMPLEMENTED:  # the time-skipping server cannot list them
+            raise
+        registered = set()
+    missing = {key.name: key.indexed_value_type for key in ALL if key.name not in registered}
     if missing:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(namespace=client.namespace, search_attributes=missing)

@@ -1,0 +1,38 @@
+"""Retry policies, stated explicitly, with the errors retrying cannot fix named as non-retryable."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.inputs import SagaPolicy
+
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=8,
+    non_retryable_error_types=["NonRetryableModelError", "ModelOutputError", "ConfigurationError"],
+)
+
+# A tool that keeps failing transiently is eventually reported to the model, like the in-process agent does.
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=6,
+    non_retryable_error_types=["ConfigurationError"],
+)
+
+
+def compensation_retry(policy: SagaPolicy) -> RetryPolicy:
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=policy.initial_interval_seconds),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=policy.maximum_interval_seconds),
+        maximum_attempts=policy.max_attempts,
+        non_retryable_error_types=["CompensationImpossible"],
+    )
