@@ -4,6 +4,7 @@
     python starter.py server                    # embedded Temporal dev server + Web UI
     python starter.py run billing --wait        # one agent run
     python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
+    python starter.py pending | approve RUN_ID --by NAME | deny RUN_ID --by NAME | cancel RUN_ID
 
 Every command takes --json. Errors are one line on stderr and a non-zero exit.
 """
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
 from cli.demo import cmd_demo
 from cli.effects import cmd_effects
 from cli.output import CliError, fail
@@ -28,6 +30,17 @@ def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     import devserver
 
     return devserver.main_foreground(args.port, args.ui_port, Path(args.db))
+
+
+async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.connection import connect_or_fail
+    from cli.output import emit
+    from workflows import search_attributes
+
+    await search_attributes.register(await connect_or_fail(settings))
+    names = [key.name for key in search_attributes.ALL]
+    emit(args.json, {"registered": names}, f"registered on {settings.address}: {', '.join(names)}")
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -53,6 +66,13 @@ def parser() -> argparse.ArgumentParser:
     command("status", cmd_status, "progress of a run").add_argument("run_id")
     command("result", cmd_result, "wait for a run's result").add_argument("run_id")
     command("effects", cmd_effects, "rows of the effects ledger").add_argument("--run", help="only this run")
+    command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
+    add_decision_arguments(command("approve", cmd_decide, "approve a pending tool call"))
+    add_decision_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
+    cancel.add_argument("run_id")
+    cancel.add_argument("--reason")
+    command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
     command("demo", cmd_demo, "server + worker + scenarios, including a worker killed mid-run")
     return root
 

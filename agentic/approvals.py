@@ -148,7 +148,9 @@ class ApprovalBook(BaseModel):
         del self.pending[decision.call_id]
         return self._log(decision, self.outcomes[decision.call_id].value, pending.tool, now)  # type: ignore[arg-type]
 
-    def expire(self, call_id: str, now: datetime) -> AuditEntry:
+    def expire(self, call_id: str) -> AuditEntry:
+        """The request expired at its deadline: recorded at the deadline itself, not at whenever a worker
+        got round to noticing."""
         pending = self.pending.pop(call_id)
         self.outcomes[call_id] = Outcome.EXPIRED
         entry = AuditEntry(
@@ -156,7 +158,7 @@ class ApprovalBook(BaseModel):
             tool=pending.tool,
             event="expired",
             approver=None,
-            at=now,
+            at=pending.deadline,
             arguments_hash=pending.arguments_hash,
             reason=f"no decision by {pending.deadline.isoformat()}",
         )

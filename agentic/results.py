@@ -62,12 +62,12 @@ class ToolResult(BaseModel):
         return cls.of(call, ToolStatus.DECLINED, text)
 
     @classmethod
-    def expired(cls, call: ToolCall, waited: str) -> ToolResult:
+    def expired(cls, call: ToolCall, waited_seconds: float) -> ToolResult:
         return cls.of(
             call,
             ToolStatus.EXPIRED,
-            f"Error: nobody approved this action within {waited}; the approval expired and the action "
-            "was not performed. Do not assume it happened; tell the user it needs a new approval.",
+            f"Error: nobody approved this action within {_duration(waited_seconds)}; the approval expired "
+            "and the action was not performed. Do not assume it happened; tell the user it needs a new approval.",
         )
 
     @classmethod
@@ -86,3 +86,11 @@ class ToolResult(BaseModel):
     @classmethod
     def skipped(cls, call: ToolCall, why: str) -> ToolResult:
         return cls.of(call, ToolStatus.SKIPPED, f"Error: {call.name} was not executed: {why}.")
+
+
+def _duration(seconds: float) -> str:
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)} h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)} min"
+    return f"{seconds:g} s"

@@ -14,13 +14,16 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 import devserver
+from agentic.approvals import Decision, PendingApproval
 from agentic.ledger import EffectsLedger
+from cli.approvals import pending_approvals
 from cli.output import emit
 from cli.runs import result_summary, start_run, wait_result
 from client import connect
 from scenarios import ScenarioOptions
 from settings import DEFAULT_DATA, Settings
 from worker_process import WorkerProcess
+from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult, Timeouts
 
 Handle = WorkflowHandle[Any, AgentResult]
@@ -58,7 +61,7 @@ class Demo:
         summary = result_summary(result) | {"url": self.settings.run_url(handle.id), "effects": len(effects)}
         summary["note"] = note
         self.results.append(summary)
-        say(self.as_json, f"  {result.stop.value}: {result.output or result.stop_detail}")
+        say(self.as_json, f"  {result.status} ({result.stop.value}): {result.output or result.stop_detail}")
         say(self.as_json, f"  trajectory {result.trajectory()}, {len(effects)} effect(s) in the ledger")
         if note:
             say(self.as_json, f"  {note}")
@@ -101,11 +104,47 @@ class Demo:
         say(self.as_json, f"  records migrated, in ledger order: {records} (each exactly once)")
         assert result.trajectory().count("migrate_record") == 5
 
+    async def refund_with_approval(self, client: Client) -> None:
+        say(self.as_json, "\n[refund] a tool that needs a human: the run waits (durable timer, 24 h deadline)")
+        handle = await start_run(client, self.settings, AgentInput(scenario="refund"), f"demo-refund-{self.stamp}")
+        waiting: list[PendingApproval] = []
+
+        async def is_waiting() -> bool:
+            nonlocal waiting
+            waiting = await pending_approvals(client, handle.id)
+            return bool(waiting)
+
+        await until(is_waiting, 30, "the refund's approval request")
+        [pending] = waiting
+        say(
+            self.as_json,
+            f"  waiting: {pending.tool}({pending.arguments}), deadline {pending.deadline:%Y-%m-%d %H:%M} UTC",
+        )
+        say(self.as_json, f"  approving it as 'demo-approver' with hash {pending.arguments_hash[:12]}…")
+        decision = Decision(
+            call_id=pending.call_id,
+            approve=True,
+            approver="demo-approver",
+            reason="demo",
+            arguments_hash=pending.arguments_hash,
+        )
+        await handle.execute_update(AgentWorkflow.decide, decision)
+        await self.report(handle, note="approved by demo-approver")
+
+    async def trip_with_saga(self, client: Client) -> None:
+        say(self.as_json, "\n[trip] flight, hotel, car; the car fails permanently: undo the rest, newest first")
+        handle = await start_run(client, self.settings, AgentInput(scenario="trip"), f"demo-trip-{self.stamp}")
+        result = await self.report(handle)
+        for c in result.compensations:
+            say(self.as_json, f"  undid {c.tool}: {c.result}")
+
     async def run(self) -> None:
         client = await connect(self.settings)
         self.start_worker()
         await self.billing(client)
         await self.migration_with_crash(client)
+        await self.refund_with_approval(client)
+        await self.trip_with_saga(client)
 
 
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,10 +12,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from agentic.approvals import ApprovalPolicy
 from cli.connection import connect_or_fail, existing_run
 from cli.output import CliError, emit
 from scenarios import SCENARIOS, ScenarioOptions, UnknownScenarioError, get_scenario
 from settings import Settings
+from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult, ModelChoice, Timeouts
 
@@ -35,6 +37,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="an OpenAI-compatible model name instead of the scripted model")
     parser.add_argument("--base-url", help="the OpenAI-compatible server (default: api.openai.com)")
     parser.add_argument("--heartbeat-timeout", type=float, default=10.0, help="seconds before a silent tool is retried")
+    parser.add_argument("--approval-timeout", type=float, help="seconds an approval may wait (default 24 h)")
+    parser.add_argument("--on-decline", choices=["continue", "abandon"], default="continue")
+    parser.add_argument("--on-expire", choices=["continue", "abandon"], default="continue")
+    parser.add_argument("--compensation-failures", type=int, default=0, help="compensations fail N attempts (trip)")
 
 
 def agent_input(args: argparse.Namespace) -> AgentInput:
@@ -52,9 +58,15 @@ def agent_input(args: argparse.Namespace) -> AgentInput:
                 records=args.records,
                 fail_at=args.fail_at,
                 flaky_attempts=args.flaky_attempts,
+                compensation_failures=args.compensation_failures,
             ),
             model=ModelChoice(kind="openai", name=args.model, base_url=args.base_url) if args.model else ModelChoice(),
             timeouts=Timeouts(heartbeat_seconds=args.heartbeat_timeout),
+            approvals=ApprovalPolicy(
+                on_decline=args.on_decline,
+                on_expire=args.on_expire,
+                **({"timeout_seconds": args.approval_timeout} if args.approval_timeout else {}),
+            ),
         )
     except ValueError as exc:
         raise CliError(f"invalid run options: {exc}", code=2) from None
@@ -94,6 +106,9 @@ def result_summary(result: AgentResult) -> dict[str, Any]:
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
         "cost": result.cost,
+        "compensations": [c.model_dump(mode="json") for c in result.compensations],
+        "not_compensable": result.not_compensable,
+        "audit": [a.model_dump(mode="json") for a in result.audit],
     }
 
 
@@ -154,9 +169,12 @@ async def run_status(handle: WorkflowHandle[Any, AgentResult]) -> dict[str, Any]
         summary = result_summary(result)
         return summary | {"step": result.step_count, "label": f"finished: {result.stop.value}"}
     ended = description.status.name.lower() if description.status else "unknown"
+    # A run that failed on purpose (e.g. compensation_failed) says so in its search attributes.
+    agent_status = description.typed_search_attributes.get(search_attributes.AGENT_STATUS)
     return {
         "run_id": handle.id,
-        "status": ended,  # failed, cancelled, terminated, timed_out
+        "status": agent_status if agent_status == "compensation_failed" else ended,
+        "temporal_status": ended,
         "step": None,
         "label": f"ended: {ended}",
         "stop": None,

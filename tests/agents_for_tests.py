@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentic import Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
+from agentic import Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
 from scenarios import Scenario, ScenarioOptions, register_scenario
+from scenarios import trip as trip_module
 from scenarios.effects import record_effect
 
 
@@ -65,5 +66,128 @@ ROWS = register_scenario(
 )
 SHORT = register_scenario(
     Scenario("t-short", "script runs out", "", "Go.", Registry([lookup]), _short_script, Budget(max_steps=5)),
+    replace=True,
+)
+
+
+@tool(description="Pay a supplier.", supplier="Supplier id.", mutating=True, requires_confirmation=True)
+def pay(supplier: str, ctx: ToolContext) -> str:
+    return record_effect(ctx, "pay", {"supplier": supplier}, f"paid {supplier}")
+
+
+def _pay_both_at_once(options: ScenarioOptions) -> FakeModel:
+    return FakeModel([[tool_call("pay", {"supplier": "s-1"}), tool_call("pay", {"supplier": "s-2"})], "Paid."])
+
+
+def _pay_one_after_another(options: ScenarioOptions) -> FakeModel:
+    def next_payment(messages: Sequence[Message]) -> object:
+        done = len(_results(messages))
+        return tool_call("pay", {"supplier": f"s-{done + 1}"}) if done < 2 else "Done with payments."
+
+    return FakeModel([next_payment] * 3)
+
+
+PAY_BATCH = register_scenario(
+    Scenario(
+        "t-pay-batch",
+        "two gated calls in one reply",
+        "",
+        "Pay s-1 and s-2.",
+        Registry([pay]),
+        _pay_both_at_once,
+        Budget(max_steps=4),
+    ),
+    replace=True,
+)
+PAY_SEQUENCE = register_scenario(
+    Scenario(
+        "t-pay-sequence",
+        "two gated calls, one per step",
+        "",
+        "Pay s-1 then s-2.",
+        Registry([pay]),
+        _pay_one_after_another,
+        Budget(max_steps=4),
+    ),
+    replace=True,
+)
+
+
+def _book_then_pay(options: ScenarioOptions) -> FakeModel:
+    def next_move(messages: Sequence[Message]) -> object:
+        done = len(_results(messages))
+        if done == 0:
+            return tool_call("book_flight", {"trip": "t-1"})
+        if done == 1:
+            return tool_call("pay", {"supplier": "airline"})
+        return "Booked and paid."
+
+    return FakeModel([next_move] * 3)
+
+
+def _book_then_give_up(options: ScenarioOptions) -> FakeModel:
+    def next_move(messages: Sequence[Message]) -> object:
+        done = len(_results(messages))
+        if done < 2:
+            return tool_call(("book_flight", "book_hotel")[done], {"trip": "t-2"})
+        return give_up("the customer changed their mind")
+
+    return FakeModel([next_move] * 3)
+
+
+BOOK_THEN_PAY = register_scenario(
+    Scenario(
+        "t-book-then-pay",
+        "a booking, then a gated payment",
+        "",
+        "Book and pay.",
+        Registry([trip_module.book_flight, pay]),
+        _book_then_pay,
+        Budget(max_steps=4),
+    ),
+    replace=True,
+)
+GIVE_UP = register_scenario(
+    Scenario(
+        "t-give-up",
+        "books two legs, then gives up",
+        "",
+        "Book.",
+        Registry([trip_module.book_flight, trip_module.book_hotel]),
+        _book_then_give_up,
+        Budget(max_steps=4),
+    ),
+    replace=True,
+)
+
+
+@tool(
+    description="Book the hotel, slowly.", trip="The trip id.", mutating=True, compensation=trip_module._cancel("hotel")
+)
+def slow_book_hotel(trip: str, ctx: ToolContext) -> str:
+    ctx.sleep(30.0)  # long enough that a cancellation lands in the middle
+    return record_effect(ctx, "book_hotel", {"trip": trip}, f"booked hotel for {trip}")
+
+
+def _fast_flight_slow_hotel(options: ScenarioOptions) -> FakeModel:
+    def next_move(messages: Sequence[Message]) -> object:
+        done = len(_results(messages))
+        if done < 2:
+            return tool_call(("book_flight", "slow_book_hotel")[done], {"trip": "t-3"})
+        return "Booked."
+
+    return FakeModel([next_move] * 3)
+
+
+SLOW_HOTEL = register_scenario(
+    Scenario(
+        "t-slow-hotel",
+        "a fast booking, then a slow one",
+        "",
+        "Book.",
+        Registry([trip_module.book_flight, slow_book_hotel]),
+        _fast_flight_slow_hotel,
+        Budget(max_steps=4),
+    ),
     replace=True,
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from devserver import free_port
 from settings import ROOT, Settings
-from tests.conftest import dev_settings, new_worker
+from tests.conftest import dev_settings, eventually, new_worker
 
 
 async def starter(*args: str, settings: Settings | None = None, timeout: float = 120) -> tuple[int, str, str]:
@@ -125,4 +125,93 @@ async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path
     assert runs["billing"]["stop"] == "answered" and runs["billing"]["effects"] == 1
     assert runs["migration"]["stop"] == "answered" and runs["migration"]["effects"] == 5
     assert "killed" in runs["migration"]["note"]
+    assert runs["refund"]["output"] == "Refunded order 4471." and runs["refund"]["effects"] == 1
+    assert runs["refund"]["audit"][0]["approver"] == "demo-approver"
+    assert (runs["trip"]["status"], runs["trip"]["stop"], runs["trip"]["effects"]) == ("compensated", "tool_failed", 4)
     assert Path(settings.ledger_path).exists()
+
+
+async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_path, ledger):
+    """`pending` finds exactly the waiting runs through visibility; `approve`/`deny` decide them."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    ids = [f"refund-a-{task_queue}", f"refund-b-{task_queue}"]
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        for run_id in ids:
+            code, _, err = await starter("run", "refund", "--id", run_id, settings=settings)
+            assert code == 0, err
+        code, _, _ = await starter("run", "billing", "--id", f"done-{task_queue}", "--wait", settings=settings)
+        assert code == 0
+
+        async def listed() -> list[dict]:
+            code, out, _ = await starter("pending", "--json", settings=settings)
+            assert code == 0
+            return [row for row in json.loads(out) if row["run_id"].endswith(task_queue)]
+
+        async def both_listed() -> bool:
+            return len(await listed()) == 2
+
+        await eventually(both_listed, what="both refunds in visibility")
+        rows = await listed()
+        assert sorted(r["run_id"] for r in rows) == sorted(ids)
+        assert all(r["tool"] == "refund" and r["arguments"] == {"order_id": "4471"} for r in rows)
+        assert all(len(r["arguments_hash"]) == 64 and r["deadline"] for r in rows)
+
+        # Visibility answers "which runs await approval" exactly, for the Web UI's filter too.
+        query = f'AgentStatus = "awaiting_approval" AND TaskQueue = "{task_queue}"'
+        found = sorted([w.id async for w in dev_env.client.list_workflows(query)])
+        assert found == sorted(ids)
+
+        code, out, err = await starter(
+            "approve", ids[0], "--by", "maria", "--reason", "ok", "--json", settings=settings
+        )
+        assert code == 0, err
+        assert json.loads(out)["decision"] == "approved" and json.loads(out)["via"] == "update"
+        code, out, err = await starter("deny", ids[1], "--by", "tom", "--reason", "duplicate", settings=settings)
+        assert code == 0, err
+        assert out.startswith("declined: refund")
+
+        code, _, err = await starter("approve", ids[1], "--by", "late", settings=settings)
+        assert code == 1
+        assert_one_clear_line(err, "has no pending approval")
+
+        code, out, _ = await starter("result", ids[0], "--json", settings=settings)
+        assert json.loads(out)["output"] == "Refunded order 4471."
+        code, out, _ = await starter("result", ids[1], "--json", settings=settings)
+        declined = json.loads(out)
+        assert declined["output"] == "The refund of order 4471 was declined; nothing was refunded."
+        assert [(a["event"], a["approver"], a["reason"]) for a in declined["audit"]] == [
+            ("declined", "tom", "duplicate")
+        ]
+    ledger_rows = type(ledger)(settings.ledger_path).effects()
+    assert [(e.run_id, e.tool) for e in ledger_rows if e.run_id in ids] == [(ids[0], "refund")]
+
+
+async def test_cancel_through_the_cli_compensates(dev_env, task_queue, tmp_path, ledger):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    run_id = f"trip-{task_queue}"
+    trip_ledger = type(ledger)(settings.ledger_path)
+    async with new_worker(dev_env.client, task_queue, trip_ledger):
+        code, _, err = await starter(
+            "run",
+            "trip",
+            "--id",
+            run_id,
+            "--fail-at",
+            "none",
+            "--step-delay",
+            "2",
+            "--heartbeat-timeout",
+            "2",
+            settings=settings,
+        )
+        assert code == 0, err
+        await eventually(lambda: len(trip_ledger.effects(run_id)) >= 1, what="the flight booking")
+        code, out, err = await starter("cancel", run_id, "--reason", "customer called", settings=settings)
+        assert code == 0, err
+        code, out, err = await starter("result", run_id, "--json", settings=settings)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["stop"], result["status"], result["stop_detail"]) == ("cancelled", "compensated", "customer called")
+    forward = [e for e in trip_ledger.effects(run_id) if e.compensates is None]
+    undone = [e for e in trip_ledger.effects(run_id) if e.compensates is not None]
+    assert [e.compensates for e in undone] == [e.key for e in reversed(forward)]

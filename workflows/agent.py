@@ -12,7 +12,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -72,7 +72,9 @@ class AgentWorkflow:
         self._show("running", "starting")
         try:
             await self._drive()
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ActivityError) as exc:
+            if not is_cancelled_exception(exc):
+                raise
             # A Temporal cancellation abandons the run; the compensations below still run in full.
             reason = workflow.cancellation_reason() or "cancelled"
             self.messages += self.loop.stop_with(Stop.CANCELLED, reason)
@@ -88,6 +90,10 @@ class AgentWorkflow:
 
     async def _drive(self) -> None:
         while True:
+            if workflow.cancellation_reason() is not None:
+                # A cancel that arrived as an activity was completing is delivered as that activity's
+                # result, not as an exception: without this check the run would carry on regardless.
+                raise asyncio.CancelledError()
             step = self.loop.next_step()
             if isinstance(step, Finish):
                 return
@@ -169,6 +175,8 @@ class AgentWorkflow:
                 summary=self.label,
             )
         except ActivityError as exc:
+            if is_cancelled_exception(exc):
+                raise
             # Retrying cannot fix it (or retries ran out): fail the run visibly instead of looping.
             raise ApplicationError(
                 f"{self.label} failed: {_cause(exc)}", type="ModelCallFailed", non_retryable=True
@@ -206,12 +214,14 @@ class AgentWorkflow:
                 cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=self.label,
             )
-        except ActivityError as exc:
+        except (asyncio.CancelledError, ActivityError) as exc:
+            if is_cancelled_exception(exc):
+                # The run is being cancelled: the call stopped, and whether its effect landed is
+                # unknown — the saga plans its undo, which checks the ledger first.
+                self.messages += self.loop.tool_finished(ToolResult.cancelled(call))
+                raise
             # Out of retries: the model hears about it, as it would from the in-process agent.
             result = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
-        except asyncio.CancelledError:
-            self.messages += self.loop.tool_finished(ToolResult.cancelled(call))
-            raise
         self.messages += self.loop.tool_finished(result)
 
     async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
@@ -230,7 +240,7 @@ class AgentWorkflow:
                     timeout_summary=f"approval deadline for {call.name}",
                 )
             except TimeoutError:
-                self.book.expire(call.id, workflow.now())
+                self.book.expire(call.id)
         self._show("running", self.label)
         return self.book.outcomes[call.id], timeout
 
@@ -242,7 +252,7 @@ class AgentWorkflow:
             if policy.on_decline == "abandon":
                 self.messages += self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined")
         else:
-            self.messages += self.loop.tool_finished(ToolResult.expired(call, _duration_of(waited)))
+            self.messages += self.loop.tool_finished(ToolResult.expired(call, waited))
             if policy.on_expire == "abandon":
                 self.messages += self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired")
 
@@ -316,14 +326,6 @@ def _record(step: CompensationStep, status: str, result: str) -> CompensationRec
     return CompensationRecord(
         tool=step.call.name, original_key=step.original_key, key=step.key, status=status, result=result
     )
-
-
-def _duration_of(seconds: float) -> str:
-    if seconds % 3600 == 0:
-        return f"{int(seconds // 3600)} h"
-    if seconds % 60 == 0:
-        return f"{int(seconds // 60)} min"
-    return f"{seconds:g} s"
 
 
 def _cause(exc: BaseException) -> str:

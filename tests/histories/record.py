@@ -19,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentic.ledger import EffectsLedger
 from scenarios import ScenarioOptions
 from worker import build_worker
+from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -28,6 +29,7 @@ RECORDINGS = {
     "migration": AgentInput(scenario="migration"),
     "trip-car-fails": AgentInput(scenario="trip"),
     "billing-flaky": AgentInput(scenario="billing", options=ScenarioOptions(flaky_attempts=1)),
+    "refund-expired": AgentInput(scenario="refund"),
 }
 
 
@@ -37,6 +39,7 @@ async def record() -> None:
         test_server_existing_path=str(Path(sys.executable).parent / "temporal-test-server"),
     )
     try:
+        await search_attributes.register(env.client)  # else every upsert fails its workflow task
         with tempfile.TemporaryDirectory() as tmp:
             async with build_worker(env.client, task_queue="record", ledger=EffectsLedger(Path(tmp) / "l.db")):
                 for name, input in RECORDINGS.items():

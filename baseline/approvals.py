@@ -1,0 +1,265 @@
+"""Durable approvals in the store: the request (with its deadline) is written before the wait starts, the
+waiting worker polls the row, and decisions from any process go through `agentic.approvals`' rules.
+
+`pending`, `approved`, `declined` and `expired` are distinct; `withdrawn` means the run was cancelled
+while it waited. A decision that does not fit changes nothing and is recorded in `approval_audit`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentic import ToolCall
+from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome, PendingApproval
+from baseline.errors import BadInput, DecisionRejected, UnknownRun
+from baseline.lease import LeaseKeeper
+from baseline.schema import TERMINAL
+from baseline.store import Progress, Store, iso
+
+_DECIDED = {o.value for o in Outcome}
+
+
+@dataclass(frozen=True)
+class Answer:
+    outcome: Outcome | None  # None: the run was cancelled while waiting
+    reason: str
+    timeout: float
+    cancel_detail: str = ""
+
+
+def await_decision(
+    store: Store,
+    run_id: str,
+    owner: str,
+    call: ToolCall,
+    *,
+    declared_timeout: float | None,
+    policy: ApprovalPolicy,
+    poll: float,
+    lease: LeaseKeeper | None,
+    progress: Progress,
+) -> Answer:
+    timeout = policy.timeout_for(call.name, declared_timeout)
+    _open(store, run_id, owner, call, timeout, progress)
+    while True:
+        if lease is not None:
+            lease.check()
+        row = _row(store.query("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.id)))
+        if row["status"] in _DECIDED:
+            break
+        cancel = store.pending_cancel(run_id)
+        if row["status"] == "withdrawn":  # also found on resume, if the worker died right after withdrawing
+            detail = cancel["detail"] if cancel is not None else ""
+            return Answer(None, "", row["timeout_s"], cancel_detail=detail or "cancelled by request")
+        now = datetime.now(UTC)
+        deadline = datetime.fromisoformat(row["deadline"])
+        if now >= deadline:
+            _expire(store, run_id, call.id, now)
+            continue
+        if cancel is not None:
+            _withdraw(store, run_id, call.id)  # unless a decision landed first: then the decision stands
+            continue
+        time.sleep(min(poll, max((deadline - now).total_seconds(), 0.01)))
+    store.set_status(run_id, owner, "running")
+    return Answer(Outcome(row["status"]), row["reason"], row["timeout_s"])
+
+
+def _open(store: Store, run_id: str, owner: str, call: ToolCall, timeout: float, progress: Progress) -> None:
+    """Record the request and its deadline (once: a resumed wait keeps the original deadline)."""
+    with store.owned(run_id, owner) as db:
+        row = db.execute("SELECT status FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.id)).fetchone()
+        if row is None:
+            pending = ApprovalBook().request(run_id, call, datetime.now(UTC), timeout)
+            _insert(db, pending, timeout)
+        elif row[0] != "pending":
+            return
+        db.execute(
+            "UPDATE runs SET status = 'awaiting_approval', progress_step = ?, progress_total = ?,"
+            " progress_label = ? WHERE run_id = ?",
+            (progress.step, progress.total, progress.label, run_id),
+        )
+
+
+def _insert(db: sqlite3.Connection, pending: PendingApproval, timeout: float) -> None:
+    db.execute(
+        "INSERT INTO approvals(run_id, call_id, tool, arguments, arguments_hash, status, timeout_s,"
+        " requested_at, deadline) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+        (
+            pending.run_id,
+            pending.call_id,
+            pending.tool,
+            json.dumps(pending.arguments, sort_keys=True),
+            pending.arguments_hash,
+            timeout,
+            pending.requested_at.isoformat(timespec="milliseconds"),
+            pending.deadline.isoformat(timespec="milliseconds"),
+        ),
+    )
+
+
+def _expire(store: Store, run_id: str, call_id: str, now: datetime) -> None:
+    with store.transaction() as db:
+        book, _ = _book(db, run_id)
+        if call_id in book.pending:
+            _persist(db, run_id, book.expire(call_id))
+
+
+def _withdraw(store: Store, run_id: str, call_id: str) -> None:
+    with store.transaction() as db:
+        changed = db.execute(
+            "UPDATE approvals SET status = 'withdrawn', decided_at = ? WHERE run_id = ? AND call_id = ?"
+            " AND status = 'pending'",
+            (iso(), run_id, call_id),
+        ).rowcount
+        if changed:
+            db.execute(
+                "INSERT INTO approval_audit(run_id, call_id, event, at, reason) VALUES (?, ?, 'withdrawn', ?, ?)",
+                (run_id, call_id, iso(), "the run was cancelled while waiting"),
+            )
+
+
+def decide(
+    store: Store,
+    run_id: str,
+    *,
+    approve: bool,
+    approver: str,
+    call_id: str | None = None,
+    reason: str = "",
+    arguments_hash: str | None = None,
+) -> AuditEntry:
+    """Apply a human's decision, or record why it was rejected (and raise DecisionRejected)."""
+    now = datetime.now(UTC)
+    with store.transaction() as db:
+        run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if run is None:
+            raise UnknownRun(f"unknown run id {run_id!r}")
+        rows = {r["call_id"]: r for r in db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,))}
+        call_id = call_id or _only_call(run_id, rows)
+        row = rows.get(call_id)
+        try:
+            decision = Decision(
+                call_id=call_id,
+                approve=approve,
+                approver=approver,
+                reason=reason,
+                arguments_hash=arguments_hash or (row["arguments_hash"] if row else ""),
+            )
+        except ValidationError as exc:
+            raise BadInput(f"invalid decision: {exc.errors()[0]['msg']}") from None
+        book, _ = _book(db, run_id)
+        if call_id in book.pending and now >= book.pending[call_id].deadline:
+            _persist(db, run_id, book.expire(call_id))  # whoever notices the deadline first records it
+        why = _outside_the_book(run["status"], row)
+        entry = _rejected(decision, row, now, why) if why else book.decide(decision, now)
+        if entry.tool is None and row is not None:
+            entry = entry.model_copy(update={"tool": row["tool"]})
+        _persist(db, run_id, entry)
+    if entry.event == "rejected":
+        raise DecisionRejected(f"decision rejected: {entry.rejection}")
+    return entry
+
+
+def _outside_the_book(run_status: str, row: sqlite3.Row | None) -> str | None:
+    """Rejections the pure rules cannot know: the run stopped waiting."""
+    if row is not None and row["status"] == "withdrawn":
+        return f"the run was cancelled before a decision on call {row['call_id']}"
+    if row is not None and row["status"] == "pending" and run_status in TERMINAL:
+        return f"the run already ended ({run_status}); nothing waits for this decision"
+    return None
+
+
+def _rejected(decision: Decision, row: sqlite3.Row | None, now: datetime, why: str) -> AuditEntry:
+    return AuditEntry(
+        call_id=decision.call_id,
+        tool=row["tool"] if row else None,
+        event="rejected",
+        approver=decision.approver,
+        at=now,
+        arguments_hash=decision.arguments_hash,
+        reason=decision.reason,
+        rejection=why,
+    )
+
+
+def _only_call(run_id: str, rows: dict[str, sqlite3.Row]) -> str:
+    pending = [c for c, r in rows.items() if r["status"] == "pending"]
+    candidates = pending or list(rows)
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise DecisionRejected(f"run {run_id} has requested no approval; nothing to decide")
+    raise BadInput(f"run {run_id} has several approvals ({', '.join(candidates)}); pass --call")
+
+
+def _book(db: sqlite3.Connection, run_id: str) -> tuple[ApprovalBook, list[sqlite3.Row]]:
+    """The run's approvals as agentic's ApprovalBook, so its rules decide."""
+    rows = db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,)).fetchall()
+    book = ApprovalBook()
+    for r in rows:
+        if r["status"] == "pending":
+            book.pending[r["call_id"]] = PendingApproval(
+                run_id=run_id,
+                call_id=r["call_id"],
+                tool=r["tool"],
+                arguments=json.loads(r["arguments"]),
+                arguments_hash=r["arguments_hash"],
+                requested_at=datetime.fromisoformat(r["requested_at"]),
+                deadline=datetime.fromisoformat(r["deadline"]),
+            )
+        elif r["status"] in _DECIDED:
+            book.outcomes[r["call_id"]] = Outcome(r["status"])
+    return book, rows
+
+
+def _persist(db: sqlite3.Connection, run_id: str, entry: AuditEntry) -> None:
+    if entry.event != "rejected":
+        db.execute(
+            "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?"
+            " WHERE run_id = ? AND call_id = ?",
+            (
+                entry.event,
+                entry.approver,
+                entry.reason,
+                entry.at.isoformat(timespec="milliseconds"),
+                run_id,
+                entry.call_id,
+            ),
+        )
+    db.execute(
+        "INSERT INTO approval_audit(run_id, call_id, tool, event, approver, at, arguments_hash, reason, rejection)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            entry.call_id,
+            entry.tool,
+            entry.event,
+            entry.approver,
+            entry.at.isoformat(timespec="milliseconds"),
+            entry.arguments_hash,
+            entry.reason,
+            entry.rejection,
+        ),
+    )
+
+
+def _row(rows: list[sqlite3.Row]) -> sqlite3.Row:
+    if not rows:
+        raise LookupError("the approval request vanished")
+    return rows[0]
+
+
+def view(store: Store, run_id: str) -> dict[str, Any]:
+    approvals = [
+        dict(r) | {"arguments": json.loads(r["arguments"])}
+        for r in store.query("SELECT * FROM approvals WHERE run_id = ? ORDER BY requested_at", (run_id,))
+    ]
+    audit = [dict(r) for r in store.query("SELECT * FROM approval_audit WHERE run_id = ? ORDER BY id", (run_id,))]
+    return {"approvals": approvals, "audit": audit}

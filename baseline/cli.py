@@ -1,0 +1,317 @@
+"""`job`: run agent scenarios with SQLite checkpoints — run, resume, status, cancel, approve/deny,
+effects, prune, recover, serve. Every command takes --db, --ledger and --json.
+
+Exit codes: 0 done (a run that ended completed, compensated or abandoned); 1 error, or a run that ended
+failed / compensation_failed / dead_letter; 2 bad input; 3 lease held or lost; 4 checkpoint mismatch.
+Errors are one line on stderr, never a traceback (BASELINE_DEBUG=1 shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import traceback
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
+
+from agentic.approvals import ApprovalPolicy
+from agentic.ledger import EffectsLedger
+from baseline import approvals, jobs, prune, runner, status
+from baseline.errors import BadInput, BaselineError, UnknownRun
+from baseline.options import RunOptions
+from baseline.schema import FAILED
+from baseline.store import Store
+from scenarios import SCENARIOS, ScenarioOptions, UnknownScenarioError
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> Parser:
+    root = Parser(prog="job", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = root.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler: Callable[[argparse.Namespace], int], help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.add_argument("--db", type=Path, default=Path(".data/baseline.db"), help="checkpoint store")
+        sub.add_argument(
+            "--ledger",
+            type=Path,
+            default=Path(os.environ.get("AGENT_LEDGER", ".data/ledger.db")),
+            help="effects ledger (default: $AGENT_LEDGER or .data/ledger.db)",
+        )
+        sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    run = command("run", cmd_run, "start a run and drive it to its end")
+    run.add_argument("--id", dest="run_id", help="the run id (generated when omitted); never reused")
+    run.add_argument("--scenario", required=True, help=f"one of: {', '.join(sorted(SCENARIOS))}")
+    run.add_argument("--task", help="override the scenario's task")
+    run.add_argument("--max-steps", type=int, help="override the scenario's step budget")
+    run.add_argument("--step-delay", type=float, default=0.0, help="seconds of simulated work per mutating step")
+    run.add_argument("--after-effect-delay", type=float, default=0.0, help="seconds a tool waits after its effect")
+    run.add_argument("--records", type=int, default=5, help="records to migrate (migration)")
+    run.add_argument("--fail-at", choices=["none", "flight", "hotel", "car"], default="car", help="(trip)")
+    run.add_argument("--flaky-attempts", type=int, default=0, help="fail N attempts after the effect")
+    run.add_argument("--compensation-failures", type=int, default=0, help="compensations fail N first attempts")
+    run.add_argument("--approval-timeout", type=float, help="seconds to wait for an approval (default 24h)")
+    run.add_argument("--on-decline", choices=["continue", "abandon"], default="continue")
+    run.add_argument("--on-expire", choices=["continue", "abandon"], default="continue")
+    run.add_argument("--webhook", help="URL POSTed when the run reaches a terminal state")
+    run.add_argument("--lease-seconds", type=float, default=15.0, help="lease length, renewed every third")
+    run.add_argument("--max-attempts", type=int, default=5, help="workers that may take the run before dead_letter")
+    run.add_argument("--poll-interval", type=float, default=0.2, help="seconds between approval/cancel checks")
+
+    resume = command("resume", cmd_resume, "continue a run from the store, once its lease expired")
+    resume.add_argument("--id", dest="run_id", required=True)
+    resume.add_argument("--lease-seconds", type=float, help="lease length for this worker")
+
+    show = command("status", cmd_status, "steps, percent complete, progress, consumption, lease")
+    show.add_argument("--id", dest="run_id", required=True)
+    show.add_argument("--messages", action="store_true", help="include the transcript rebuilt from the steps")
+
+    stop = command("cancel", cmd_cancel, "ask the run to stop (its effects are compensated)")
+    stop.add_argument("--id", dest="run_id", required=True)
+    stop.add_argument("--reason", default="cancelled by request")
+
+    for name, verb in (("approve", "approve"), ("deny", "decline")):
+        decide = command(name, cmd_approve if name == "approve" else cmd_deny, f"{verb} a pending tool call")
+        decide.add_argument("--id", dest="run_id", required=True)
+        decide.add_argument("--call", help="the call id (default: the run's only pending call)")
+        decide.add_argument("--by", required=True, help="who decides")
+        decide.add_argument("--reason", default="")
+        decide.add_argument("--hash", help="arguments hash you reviewed (default: the pending call's)")
+
+    effects = command("effects", cmd_effects, "effects ledger rows of a run")
+    effects.add_argument("--id", dest="run_id", required=True)
+
+    retention = command("prune", cmd_prune, "archive and delete old finished runs (30 days; failed 90)")
+    retention.add_argument("--now", help="ISO time to prune as of (tests)")
+    retention.add_argument("--archive-dir", type=Path, help="where archives go (default: next to --db)")
+    retention.add_argument("--completed-days", type=float, default=30.0)
+    retention.add_argument("--failed-days", type=float, default=90.0)
+
+    sweep = command("recover", cmd_recover, "resume every active run whose lease expired")
+    sweep.add_argument("--lease-seconds", type=float)
+    sweep.add_argument("--detach", action="store_true", help="start the workers and return at once")
+
+    serve = command("serve", cmd_serve, "HTTP API: GET /runs/{id}, GET /runs/{id}/events (SSE), POST cancel")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--host", default="127.0.0.1")
+    return root
+
+
+# -- commands -------------------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        options = RunOptions(
+            scenario=ScenarioOptions(
+                step_delay=args.step_delay,
+                after_effect_delay=args.after_effect_delay,
+                records=args.records,
+                fail_at=args.fail_at,
+                flaky_attempts=args.flaky_attempts,
+                compensation_failures=args.compensation_failures,
+            ),
+            task=args.task,
+            max_steps=args.max_steps,
+            approvals=ApprovalPolicy(
+                on_decline=args.on_decline,
+                on_expire=args.on_expire,
+                **({"timeout_seconds": args.approval_timeout} if args.approval_timeout else {}),
+            ),
+            lease_seconds=args.lease_seconds,
+            max_attempts=args.max_attempts,
+            poll_seconds=args.poll_interval,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise BadInput(f"invalid run options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    store = Store(args.db)
+    run_id = args.run_id or f"{args.scenario}-{uuid.uuid4().hex[:8]}"
+    row = jobs.start(store, EffectsLedger(args.ledger), run_id, args.scenario, options, webhook_url=args.webhook)
+    return _ended(args, store, row.run_id)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    store = _existing(args.db, args.run_id)
+    row = jobs.resume(store, EffectsLedger(args.ledger), args.run_id, lease_seconds=args.lease_seconds)
+    return _ended(args, store, row.run_id)
+
+
+def _ended(args: argparse.Namespace, store: Store, run_id: str) -> int:
+    view = status.run_status(store, run_id)
+    _emit(args, view, status.summary_line(view))
+    if view["status"] in FAILED:
+        _fail(f"run {run_id} ended {view['status']}: {view['error']}")
+        return 1
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    store = _existing(args.db, args.run_id)
+    view = status.run_status(store, args.run_id)
+    if args.messages:
+        replayed = runner.transcript(store, EffectsLedger(args.ledger), args.run_id)
+        view["messages"] = [m.to_dict() for m in replayed.messages]
+    lines = [status.summary_line(view)]
+    lines += [f"  {s['step']:>3} {s['status']:<11} {s['step_name']:<24} {s['label']}" for s in view["steps"]]
+    lines += [f"  approval {a['call_id']}: {a['status']} (deadline {a['deadline']})" for a in view["approvals"]]
+    _emit(args, view, "\n".join(lines))
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    store = _existing(args.db, args.run_id)
+    jobs.cancel(store, args.run_id, args.reason)
+    _emit(args, {"run_id": args.run_id, "cancel_requested": True}, f"cancel requested for {args.run_id}")
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    return _decide(args, approve=True)
+
+
+def cmd_deny(args: argparse.Namespace) -> int:
+    return _decide(args, approve=False)
+
+
+def _decide(args: argparse.Namespace, approve: bool) -> int:
+    store = _existing(args.db, args.run_id)
+    entry = approvals.decide(
+        store,
+        args.run_id,
+        approve=approve,
+        approver=args.by,
+        call_id=args.call,
+        reason=args.reason,
+        arguments_hash=args.hash,
+    )
+    _emit(args, entry.model_dump(mode="json"), f"{entry.call_id}: {entry.event} by {entry.approver}")
+    return 0
+
+
+def cmd_effects(args: argparse.Namespace) -> int:
+    _existing(args.db, args.run_id)
+    rows = [e.model_dump() for e in EffectsLedger(args.ledger).effects(args.run_id)]
+    lines = [f"{e['at']}  {e['tool']:<16} {e['key']}  {e['result']}" for e in rows]
+    _emit(args, rows, "\n".join(lines) if lines else "no effects")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    store = Store(args.db)
+    now = datetime.now(UTC)
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            raise BadInput(f"--now: not an ISO time: {args.now!r}") from None
+        now = now if now.tzinfo else now.replace(tzinfo=UTC)
+    outcome = prune.prune(
+        store,
+        args.archive_dir or args.db.parent / "archive",
+        now,
+        completed_days=args.completed_days,
+        failed_days=args.failed_days,
+    )
+    _emit(
+        args,
+        outcome,
+        f"archived {len(outcome['archived'])} run(s){' to ' + outcome['archive'] if outcome['archive'] else ''}",
+    )
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    outcome = jobs.recover(Store(args.db), args.ledger, lease_seconds=args.lease_seconds, detach=args.detach)
+    lines = [
+        f"{r['run_id']}: {r.get('status') or 'started'} {r.get('error') or ''}".rstrip() for r in outcome["resumed"]
+    ]
+    _emit(args, outcome, "\n".join(lines) or "nothing to recover")
+    return 1 if any(r.get("exit_code") for r in outcome["resumed"]) else 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from baseline.server import create_app
+
+    uvicorn.run(create_app(args.db), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+# -- plumbing -------------------------------------------------------------------------------------------
+
+
+def _existing(db: Path, run_id: str) -> Store:
+    if not db.exists():  # reading must not create an empty store where the user mistyped a path
+        raise UnknownRun(f"unknown run id {run_id!r}: no checkpoint store at {db}")
+    store = Store(db)
+    store.require(run_id)
+    return store
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str) if args.json else text)
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+
+
+def run(argv: list[str]) -> int:
+    """The command line, returning its exit code (tests call this in-process)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.handler(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except BaselineError as exc:
+        _fail(str(exc))
+        return exc.exit_code
+    except UnknownScenarioError as exc:
+        _fail(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except (sqlite3.Error, OSError) as exc:
+        _debug()
+        _fail(f"{type(exc).__name__}: {exc}")
+        return 1
+    except Exception as exc:  # a bug: still one line, with the way to see more
+        _debug()
+        _fail(f"internal error: {type(exc).__name__}: {exc} (BASELINE_DEBUG=1 shows the traceback)")
+        return 1
+
+
+def _debug() -> None:
+    if os.environ.get("BASELINE_DEBUG"):
+        traceback.print_exc()
+
+
+def main() -> None:
+    code = run(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Exit deliberately: the lease renewer, uvicorn and httpx may leave threads that would delay or
+    # hang interpreter shutdown after the work is done and reported.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The worker's entry points: start a run, resume one, recover every run whose lease expired."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentic.ledger import EffectsLedger
+from baseline import webhooks
+from baseline.crash import CrashHook
+from baseline.errors import BadInput, DeadLettered, LeaseLost, RunFailed, RunNotResumable
+from baseline.lease import LeaseKeeper, acquire, new_owner
+from baseline.options import RunOptions
+from baseline.progress import planned_total
+from baseline.runner import Runner
+from baseline.schema import ACTIVE
+from baseline.store import Progress, RunRow, Store
+from scenarios import UnknownScenarioError, get_scenario
+
+
+def start(
+    store: Store,
+    ledger: EffectsLedger,
+    run_id: str,
+    scenario: str,
+    options: RunOptions,
+    *,
+    webhook_url: str | None = None,
+    crash: CrashHook | None = None,
+) -> RunRow:
+    try:
+        name = get_scenario(scenario).name
+    except UnknownScenarioError as exc:
+        raise BadInput(str(exc)) from None
+    owner = new_owner()
+    store.create_run(
+        run_id,
+        name,
+        options.model_dump_json(),
+        owner=owner,
+        lease_seconds=options.lease_seconds,
+        webhook_url=webhook_url,
+        progress=Progress(0, planned_total(name, options.scenario), "starting"),
+    )
+    return _drive(store, ledger, run_id, owner, options.lease_seconds, crash)
+
+
+def resume(
+    store: Store,
+    ledger: EffectsLedger,
+    run_id: str,
+    *,
+    lease_seconds: float | None = None,
+    crash: CrashHook | None = None,
+) -> RunRow:
+    """Continue `run_id` from the store alone, once its previous worker's lease expired."""
+    options = RunOptions.model_validate_json(store.require(run_id).options)
+    lease_seconds = lease_seconds or options.lease_seconds
+    owner = new_owner()
+    try:
+        acquire(store, run_id, owner, lease_seconds, options.max_attempts)
+    except DeadLettered:
+        webhooks.deliver_pending(store, run_id)
+        raise
+    return _drive(store, ledger, run_id, owner, lease_seconds, crash)
+
+
+def _drive(
+    store: Store, ledger: EffectsLedger, run_id: str, owner: str, lease_seconds: float, crash: CrashHook | None
+) -> RunRow:
+    with LeaseKeeper(store, run_id, owner, lease_seconds) as keeper:
+        try:
+            Runner(store, ledger, store.require(run_id), owner, keeper, crash or CrashHook.from_env()).run()
+        except RunFailed as exc:
+            progress = store.require(run_id).progress
+            store.finish(
+                run_id, owner, "failed", progress=Progress(progress.step, progress.total, "failed"), error=str(exc)
+            )
+        except LeaseLost:
+            raise
+        except BaseException as exc:
+            # Not the run's fault as far as we know (a mismatch, a locked database, a bug): keep the run
+            # active and let go of it, so a later resume can retry; dead-lettering bounds the retries.
+            _let_go(store, run_id, owner, f"{type(exc).__name__}: {exc}")
+            raise
+    webhooks.deliver_pending(store, run_id)
+    return store.require(run_id)
+
+
+def _let_go(store: Store, run_id: str, owner: str, error: str) -> None:
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE runs SET error = ?, lease_owner = NULL, lease_expires = 0 WHERE run_id = ? AND lease_owner = ?",
+            (error, run_id, owner),
+        )
+
+
+def recover(
+    store: Store, ledger_path: Path, *, lease_seconds: float | None = None, detach: bool = False
+) -> dict[str, Any]:
+    """Resume, each in its own worker process, every active run whose lease expired; then deliver
+    webhooks left queued by workers that died after finishing a run."""
+    placeholders = ", ".join("?" for _ in ACTIVE)
+    stale = [
+        r["run_id"]
+        for r in store.query(
+            f"SELECT run_id FROM runs WHERE status IN ({placeholders})"
+            " AND (lease_owner IS NULL OR lease_expires <= ?) ORDER BY created_at",
+            (*ACTIVE, time.time()),
+        )
+    ]
+    workers = []
+    for run_id in stale:
+        command = [sys.executable, "-m", "baseline.cli", "resume", "--id", run_id]
+        command += ["--db", str(store.path), "--ledger", str(ledger_path)]
+        if lease_seconds:
+            command += ["--lease-seconds", str(lease_seconds)]
+        pipe = subprocess.DEVNULL if detach else subprocess.PIPE
+        workers.append(
+            (run_id, subprocess.Popen(command, stdout=pipe, stderr=pipe, text=True, start_new_session=detach))
+        )
+    resumed = []
+    for run_id, worker in workers:
+        if detach:
+            resumed.append({"run_id": run_id, "pid": worker.pid})
+            continue
+        _, err = worker.communicate()
+        row = store.run(run_id)
+        resumed.append(
+            {
+                "run_id": run_id,
+                "exit_code": worker.returncode,
+                "status": row.status if row else None,
+                "error": err.strip().splitlines()[-1] if err.strip() else None,
+            }
+        )
+    return {"resumed": resumed, "webhooks_delivered": webhooks.deliver_pending(store)}
+
+
+def cancel(store: Store, run_id: str, detail: str) -> None:
+    """Write the control event; the worker checks it between steps (and while waiting for approval)."""
+    run = store.require(run_id)
+    if run.terminal:
+        raise RunNotResumable(f"run {run_id} already ended ({run.status}); nothing to cancel")
+    store.request_cancel(run_id, detail)

@@ -1,0 +1,71 @@
+"""Retention: finished runs are archived to gzip JSONL, then deleted — successful ones after 30 days,
+failed ones after 90 (kept longer for postmortems). Active runs are never touched.
+
+The archive is written and fsynced before anything is deleted, so a crash in between archives a run
+twice (the next prune writes it again), never zero times.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from baseline.schema import FAILED, RUN_TABLES, SUCCEEDED
+from baseline.store import Store
+
+
+def prune(
+    store: Store, archive_dir: Path, now: datetime, *, completed_days: float = 30, failed_days: float = 90
+) -> dict[str, Any]:
+    ok_cut = (now - timedelta(days=completed_days)).isoformat(timespec="milliseconds")
+    failed_cut = (now - timedelta(days=failed_days)).isoformat(timespec="milliseconds")
+    ok_in, failed_in = _marks(SUCCEEDED), _marks(FAILED)
+    rows = store.query(
+        f"SELECT run_id FROM runs WHERE (status IN ({ok_in}) AND COALESCE(finished_at, updated_at) < ?)"
+        f" OR (status IN ({failed_in}) AND COALESCE(finished_at, updated_at) < ?) ORDER BY created_at",
+        (*SUCCEEDED, ok_cut, *FAILED, failed_cut),
+    )
+    run_ids = [r["run_id"] for r in rows]
+    if not run_ids:
+        return {"archived": [], "archive": None}
+    archive = archive_dir / f"baseline-runs-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}.jsonl.gz"
+    _write_archive(archive, [_dump(store, run_id) for run_id in run_ids])
+    with store.transaction() as db:
+        for run_id in run_ids:
+            for table in RUN_TABLES:
+                db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+    return {"archived": run_ids, "archive": str(archive)}
+
+
+def _marks(values: tuple[str, ...]) -> str:
+    return ", ".join("?" for _ in values)
+
+
+def _dump(store: Store, run_id: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"run": dict(store.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))[0])}
+    for table in reversed(RUN_TABLES):
+        record[table] = [dict(r) for r in store.query(f"SELECT * FROM {table} WHERE run_id = ?", (run_id,))]
+    return record
+
+
+def _write_archive(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb") as out:
+            for record in records:
+                out.write((json.dumps(record, sort_keys=True) + "\n").encode())
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.replace(partial, path)
+
+
+def read_archive(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt") as lines:
+        return [json.loads(line) for line in lines]

@@ -1,0 +1,278 @@
+"""`Runner`: the agent loop driven step by step through the journal — the in-process `Agent`'s shape,
+plus a checkpoint at every step, approvals, cancellation between steps and the compensation walk.
+
+It owns no agent rule: `AgentLoop` decides every step, `agentic.saga` what to undo, `agentic.approvals`
+what a decision means. Resume is this same code over a store that already has rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from agentic import (
+    AgentLoop,
+    CallModel,
+    Finish,
+    Message,
+    ModelError,
+    ModelReply,
+    RunTool,
+    Stop,
+    ToolContext,
+    ToolResult,
+    ToolStatus,
+)
+from agentic.approvals import Outcome
+from agentic.ledger import EffectsLedger
+from agentic.loop import initial_messages, tool_schemas
+from agentic.saga import abandons, compensation_plan
+from baseline import approvals, compensation, steps
+from baseline.crash import CrashHook
+from baseline.errors import CheckpointMismatch, RunFailed
+from baseline.journal import Journal
+from baseline.lease import LeaseKeeper
+from baseline.options import RunOptions
+from baseline.progress import planned_total
+from baseline.store import Progress, RunRow, Store
+from scenarios import ScenarioDeps, get_scenario
+
+
+class ReplayEnd(Exception):
+    """Raised in replay-only mode where a live step would begin."""
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        ledger: EffectsLedger,
+        run: RunRow,
+        owner: str,
+        lease: LeaseKeeper | None = None,
+        crash: CrashHook | None = None,
+        *,
+        replay_only: bool = False,
+    ) -> None:
+        self.store, self.run_id, self.owner, self.lease = store, run.run_id, owner, lease
+        self.stored_usage = run.consumed
+        self.options = RunOptions.model_validate_json(run.options)
+        self.scenario = get_scenario(run.scenario)
+        budget = self.scenario.budget
+        if self.options.max_steps:
+            budget = budget.model_copy(update={"max_steps": self.options.max_steps})
+        self.registry = self.scenario.registry
+        self.loop = AgentLoop(budget, self.registry.specs())
+        self.messages: list[Message] = initial_messages(self.scenario.system, self.options.task or self.scenario.task)
+        self.schemas = tool_schemas(self.loop.specs)
+        self.model = self.scenario.script(self.options.scenario)
+        self.deps = ScenarioDeps(ledger=ledger, options=self.options.scenario)
+        total = planned_total(run.scenario, self.options.scenario)
+        self.journal = Journal(store, self.run_id, owner, lease, crash or CrashHook(), total)
+        self.replay_only = replay_only
+        self._usage_checked = False
+
+    # -- the loop phase -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Drive the run to its end and record the end. Raises CheckpointMismatch, LeaseLost, RunFailed."""
+        self.drive()
+        self._conclude()
+
+    def drive(self) -> None:
+        while True:
+            self._replay_stops()
+            action = self.loop.next_step()
+            if isinstance(action, Finish):
+                return
+            if self.journal.live and self._cancel_requested():
+                continue
+            if isinstance(action, CallModel):
+                self._model_step(action)
+            elif isinstance(action, RunTool):
+                self._tool_step(action)
+
+    def _going_live(self) -> None:
+        if self.replay_only:
+            raise ReplayEnd()
+        if not self._usage_checked:
+            # Everything before this step was replayed: the consumption it adds up to must be the stored one.
+            if self.loop.state.consumed != self.stored_usage:
+                raise CheckpointMismatch(
+                    f"checkpoint mismatch in run {self.run_id}: the replayed steps consumed "
+                    f"{self.loop.state.consumed}, the run row says {self.stored_usage}; refusing to guess"
+                )
+            self._usage_checked = True
+
+    def _replay_stops(self) -> None:
+        """Stops that came from outside the loop (a cancellation) are steps too; replay puts them back."""
+        row = self.journal.peek()
+        while row is not None and row.step_name.startswith("stop:") and not self.loop.finished:
+            body = self.journal.output(row)
+            spec = steps.stop_step(row.step, Stop(body["stop"]), body["detail"])
+            self.journal.match(spec)
+            self.messages += self.loop.stop_with(Stop(body["stop"]), body["detail"])
+            self.journal.advance()
+            row = self.journal.peek()
+
+    def _cancel_requested(self) -> bool:
+        event = self.store.pending_cancel(self.run_id)
+        if event is None:
+            return False
+        self._going_live()
+        self._stop(Stop.CANCELLED, event["detail"] or "cancelled by request")
+        return True
+
+    def _stop(self, stop: Stop, detail: str) -> None:
+        spec = steps.stop_step(self.journal.next_step, stop, detail)
+        started = self.journal.before(spec)
+        body = {"stop": stop.value, "detail": detail}
+        self.journal.complete(spec, body, started_at=started, handles_cancel=stop is Stop.CANCELLED)
+        self.messages += self.loop.stop_with(stop, detail)
+
+    def _model_step(self, action: CallModel) -> None:
+        spec = steps.model_step(self.journal.next_step, self.messages, action.step)
+        row = self.journal.match(spec)
+        if row is not None and row.status == "completed":
+            self.messages += self.loop.model_replied(ModelReply.model_validate(self.journal.output(row)))
+            self.journal.advance()
+            return
+        # Read-only: nothing is written before the call; a crash during it just calls the model again.
+        self._going_live()
+        started = self.journal.before(spec)
+        reply = self._complete(action)
+        self.messages += self.loop.model_replied(reply)
+        self.journal.complete(
+            spec, reply.model_dump(mode="json"), started_at=started, consumed=self.loop.state.consumed
+        )
+
+    def _complete(self, action: CallModel) -> ModelReply:
+        attempts = self.options.model_attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.model.complete(self.messages, self.schemas, call_index=action.call_index)
+            except ModelError as exc:
+                if not exc.retryable or attempt == attempts:
+                    raise RunFailed(f"model call {action.step} failed: {exc}") from exc
+                wait = exc.retry_after if exc.retry_after is not None else self._backoff(attempt - 1)
+                time.sleep(min(wait, 30.0))
+        raise AssertionError("unreachable")
+
+    def _tool_step(self, action: RunTool) -> None:
+        call = action.call
+        spec = steps.tool_step(self.journal.next_step, self.run_id, call)
+        row = self.journal.match(spec)
+        if row is not None and row.status == "completed":
+            body = self.journal.output(row)
+            self.journal.advance()
+            self._apply(ToolResult.model_validate(body["result"]), body.get("stop"))
+            return
+        self._going_live()
+        approved: bool | None = None
+        if action.needs_approval:
+            answer = approvals.await_decision(
+                self.store,
+                self.run_id,
+                self.owner,
+                call,
+                declared_timeout=action.spec.approval_timeout if action.spec else None,
+                policy=self.options.approvals,
+                poll=self.options.poll_seconds,
+                lease=self.lease,
+                progress=self.journal.progress(spec.step, f"awaiting approval: {spec.label}"),
+            )
+            if answer.outcome is None:
+                self._stop(Stop.CANCELLED, answer.cancel_detail)
+                return
+            if answer.outcome is not Outcome.APPROVED:
+                self._refuse(spec, call, answer)
+                return
+            approved = True
+        mutating = action.spec is not None and action.spec.mutating
+        self._execute(spec, action, approved, mutating)
+
+    def _execute(self, spec: steps.StepSpec, action: RunTool, approved: bool | None, mutating: bool) -> None:
+        call = action.call
+        started = self.journal.before(spec)
+        assert spec.key is not None
+        context = ToolContext(run_id=self.run_id, call_id=call.id, idempotency_key=spec.key, deps=self.deps)
+        earlier = row.attempts if (row := self.journal.peek()) is not None else 0
+        result: ToolResult | None = None
+        for retry in range(self.options.tool_attempts):
+            # A mutating step's intent (with its key) is durable before the tool runs; each attempt counts.
+            context.attempt = self.journal.intend(spec) if mutating else earlier + retry + 1
+            result = self.registry.dispatch(call, context, approved=approved)
+            if result.status is not ToolStatus.RETRYABLE:
+                break
+            if retry + 1 < self.options.tool_attempts:
+                time.sleep(self._backoff(retry))
+        assert result is not None
+        body = {"result": result.model_dump(mode="json"), "stop": None}
+        self.journal.complete(spec, body, started_at=started, attempts=context.attempt)
+        self._apply(result, None)
+
+    def _refuse(self, spec: steps.StepSpec, call: Any, answer: approvals.Answer) -> None:
+        policy = self.options.approvals
+        if answer.outcome is Outcome.DECLINED:
+            result = ToolResult.declined(call, answer.reason or None)
+            stop = {"stop": Stop.APPROVAL_DECLINED.value, "detail": f"{call.name} was declined"}
+            abandon = policy.on_decline == "abandon"
+        else:
+            result = ToolResult.expired(call, answer.timeout)
+            stop = {"stop": Stop.APPROVAL_EXPIRED.value, "detail": f"approval for {call.name} expired"}
+            abandon = policy.on_expire == "abandon"
+        # The result and the policy's stop are one step, so a crash cannot separate them.
+        body = {"result": result.model_dump(mode="json"), "stop": stop if abandon else None}
+        started = self.journal.before(spec)
+        self.journal.complete(spec, body, started_at=started)
+        self._apply(result, body["stop"])
+
+    def _apply(self, result: ToolResult, stop: dict[str, str] | None) -> None:
+        self.messages += self.loop.tool_finished(result)
+        if stop:
+            self.messages += self.loop.stop_with(Stop(stop["stop"]), stop["detail"])
+
+    def _backoff(self, retry: int) -> float:
+        return self.options.retry_backoff_seconds * 2**retry
+
+    # -- the end ------------------------------------------------------------------------------------
+
+    def _conclude(self) -> None:
+        state = self.loop.state
+        assert state.stop is not None
+        result: dict[str, Any] = {"stop": state.stop.value, "stop_detail": state.stop_detail, "output": state.output}
+        if not abandons(state.stop):
+            return self._finish("completed", result)
+        plan = compensation_plan(self.run_id, state.records, self.loop.specs)
+        result["not_compensable"] = plan.not_compensable
+        if not plan.steps:
+            return self._finish("abandoned", result)
+        journal = self.journal
+        journal.estimate = max(journal.estimate or 0, journal.cursor + len(plan.steps))
+        if journal.live:
+            self._going_live()
+            journal.store.set_status(
+                self.run_id, self.owner, "compensating", journal.progress(journal.cursor, "compensating")
+            )
+        remaining, why = compensation.walk(journal, plan.steps, self.registry, self.deps, self.options)
+        if remaining:
+            result["remaining"] = [f"{s.call.name} ({s.original_key})" for s in remaining]
+            result["error"] = f"compensation of {remaining[0].call.name} kept failing: {why}"
+            return self._finish("compensation_failed", result)
+        return self._finish("compensated", result)
+
+    def _finish(self, status: str, result: dict[str, Any]) -> None:
+        self.journal.leftover()
+        self._going_live()
+        done = self.journal.cursor
+        label = f"finished: {status} ({result['stop']})"
+        self.store.finish(self.run_id, self.owner, status, progress=Progress(done, done, label), **result)
+
+
+def transcript(store: Store, ledger: EffectsLedger, run_id: str) -> Runner:
+    """The run's loop and messages rebuilt from its completed steps only (nothing executes)."""
+    runner = Runner(store, ledger, store.require(run_id), owner="", replay_only=True)
+    with contextlib.suppress(ReplayEnd):
+        runner.drive()
+    return runner

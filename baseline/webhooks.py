@@ -1,0 +1,92 @@
+"""Webhooks on terminal states, through an outbox: the terminal write queues the delivery in the same
+transaction, then whoever finished the run (or `job recover`) POSTs it with retries and backoff, and
+every attempt is recorded in `webhook_attempts`. Delivery is at least once: receivers dedupe on
+`X-Baseline-Delivery`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from baseline.store import Store, iso
+
+ATTEMPTS = 5
+BACKOFF_SECONDS = 0.5
+TIMEOUT_SECONDS = 5.0
+CLAIM_SECONDS = 120.0
+
+
+def deliver_pending(
+    store: Store,
+    run_id: str | None = None,
+    *,
+    attempts: int = ATTEMPTS,
+    backoff: float = BACKOFF_SECONDS,
+    timeout: float = TIMEOUT_SECONDS,
+) -> int:
+    """Deliver queued webhooks (of one run, or all); returns how many were delivered now."""
+    where, params = ("AND run_id = ?", (run_id,)) if run_id else ("", ())
+    rows = store.query(f"SELECT * FROM webhooks WHERE status = 'pending' {where} ORDER BY id", params)
+    delivered = 0
+    with httpx.Client(timeout=timeout) as client:
+        for row in rows:
+            if _claim(store, row["id"]) and _deliver(store, client, row, attempts, backoff):
+                delivered += 1
+    return delivered
+
+
+def _claim(store: Store, webhook_id: int) -> bool:
+    """One deliverer at a time per webhook (the worker and a `job recover` may race)."""
+    now = time.time()
+    with store.transaction() as db:
+        return bool(
+            db.execute(
+                "UPDATE webhooks SET claimed_until = ? WHERE id = ? AND status = 'pending' AND claimed_until < ?",
+                (now + CLAIM_SECONDS, webhook_id, now),
+            ).rowcount
+        )
+
+
+def _deliver(store: Store, client: httpx.Client, row: Any, attempts: int, backoff: float) -> bool:
+    headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
+    for attempt in range(attempts):
+        code: int | None = None
+        try:
+            response = client.post(row["url"], content=row["payload"], headers=headers)
+            code = response.status_code
+            error = None if 200 <= code < 300 else f"HTTP {code}"
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        _record(store, row, code, error)
+        if error is None:
+            return True
+        if attempt + 1 < attempts:
+            time.sleep(backoff * 2**attempt)
+    with store.transaction() as db:
+        db.execute("UPDATE webhooks SET status = 'failed' WHERE id = ?", (row["id"],))
+    return False
+
+
+def _record(store: Store, row: Any, code: int | None, error: str | None) -> None:
+    with store.transaction() as db:
+        attempt = db.execute(
+            "UPDATE webhooks SET attempts = attempts + 1 WHERE id = ? RETURNING attempts", (row["id"],)
+        ).fetchone()[0]
+        db.execute(
+            "INSERT INTO webhook_attempts(webhook_id, run_id, attempt, at, status_code, error)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (row["id"], row["run_id"], attempt, iso(), code, error),
+        )
+        if error is None:
+            db.execute("UPDATE webhooks SET status = 'delivered', delivered_at = ? WHERE id = ?", (iso(), row["id"]))
+
+
+def deliveries(store: Store, run_id: str) -> list[dict[str, Any]]:
+    hooks = store.query("SELECT id, url, status, attempts, delivered_at FROM webhooks WHERE run_id = ?", (run_id,))
+    tries = store.query(
+        "SELECT webhook_id, attempt, at, status_code, error FROM webhook_attempts WHERE run_id = ? ORDER BY id",
+        (run_id,),
+    )
+    return [dict(h) | {"history": [dict(t) for t in tries if t["webhook_id"] == h["id"]]} for h in hooks]

@@ -1,0 +1,60 @@
+"""Repeated kill -9 of the checkpoint runner at arbitrary moments: every record migrated exactly once,
+and the transcript is still the in-process agent's. The default run is bounded; `-m slow` goes wide."""
+
+from __future__ import annotations
+
+import random
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentic import Agent
+from agentic.ledger import EffectsLedger
+from baseline.runner import transcript
+from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
+from tests.baseline_helpers import Job, eventually, open_job
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[Job]:
+    yield from open_job(tmp_path)
+
+
+def survive_kills(job: Job, records: int, kill_after_effects: list[int], delay: float = 0.2) -> None:
+    options = ("--records", str(records), "--step-delay", str(delay), "--lease-seconds", "0.5", "--max-attempts", "50")
+    worker = job.spawn("run", "--id", "chaos", "--scenario", "migration", *options)
+    for target in kill_after_effects:
+        eventually(lambda t=target: len(job.effects("chaos")) >= t, what=f"{target} effects")
+        job.kill(worker)
+        assert worker.returncode == -signal.SIGKILL
+        job.wait_lease_expired("chaos")
+        worker = job.spawn("resume", "--id", "chaos")
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err
+
+    effects = job.effects("chaos")
+    assert [e.args["record"] for e in effects] == [f"rec-{n}" for n in range(1, records + 1)]
+    assert len({e.key for e in effects}) == records
+    assert job.status("chaos")["attempts"] == len(kill_after_effects) + 1
+    scenario = get_scenario("migration")
+    local = Agent(
+        scenario.script(ScenarioOptions(records=records)),
+        scenario.registry,
+        system=scenario.system,
+        budget=scenario.budget,
+        deps=ScenarioDeps(EffectsLedger(job.tmp / "local.db"), ScenarioOptions(records=records)),
+    ).run(scenario.task, run_id="chaos")
+    assert transcript(job.store, EffectsLedger(job.ledger_path), "chaos").messages == local.messages
+
+
+def test_survives_two_kills(job: Job) -> None:
+    survive_kills(job, records=4, kill_after_effects=[1, 2])
+
+
+@pytest.mark.slow
+def test_survives_many_kills_at_random_moments(job: Job) -> None:
+    rng = random.Random(4)
+    records = 12
+    survive_kills(job, records, sorted(rng.sample(range(1, records - 1), 8)), delay=0.3)

@@ -1,0 +1,71 @@
+"""One loop, many runners: the checkpoint runner produces the in-process agent's transcript and
+consumption for the same scenario, and its store's consumption is what the replay adds up to."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from agentic import Agent, FakeModel
+from agentic.ledger import EffectsLedger
+from baseline import jobs
+from baseline.options import RunOptions
+from baseline.runner import transcript
+from baseline.store import Store
+from scenarios import SCENARIOS, ScenarioDeps, ScenarioOptions, get_scenario, register_scenario
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("billing", ScenarioOptions()),
+        ("migration", ScenarioOptions(records=4)),
+        ("trip", ScenarioOptions(fail_at="none")),
+        ("trip", ScenarioOptions(fail_at="car")),
+        ("migration", ScenarioOptions(records=2, flaky_attempts=1)),
+    ],
+)
+def test_same_transcript_as_the_in_process_agent(tmp_path: Path, name: str, options: ScenarioOptions) -> None:
+    store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
+    run = jobs.start(store, ledger, "same", name, RunOptions(scenario=options))
+    scenario = get_scenario(name)
+    local = Agent(
+        scenario.script(options),
+        scenario.registry,
+        system=scenario.system,
+        budget=scenario.budget,
+        deps=ScenarioDeps(EffectsLedger(tmp_path / "local.db"), options),
+    ).run(scenario.task, run_id="same")
+
+    replayed = transcript(store, ledger, "same")
+    assert replayed.messages == local.messages
+    assert replayed.loop.state.consumed == local.usage == run.consumed
+    assert run.stop == local.stop.value
+    assert replayed.loop.state.records == local.records
+    store.close()
+
+
+def test_a_step_budget_stops_and_carries_consumption(tmp_path: Path) -> None:
+    store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
+    run = jobs.start(store, ledger, "budget", "migration", RunOptions(max_steps=2))
+    assert (run.status, run.stop) == ("abandoned", "step_budget")  # migrations declare no inverse
+    assert run.used_steps == 2
+    assert run.not_compensable is not None and "migrate_record" in run.not_compensable
+    assert len(ledger.effects("budget")) == 2
+    store.close()
+
+
+def test_a_model_that_cannot_answer_fails_the_run(tmp_path: Path) -> None:
+    billing = get_scenario("billing")
+    register_scenario(replace(billing, name="baseline-mute", script=lambda o: FakeModel([], name="mute")), replace=True)
+    store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
+    try:
+        run = jobs.start(store, ledger, "mute", "baseline-mute", RunOptions())
+    finally:
+        SCENARIOS.pop("baseline-mute", None)
+        store.close()
+    assert run.status == "failed"
+    assert run.error is not None and "model call 1 failed" in run.error
+    assert run.lease_owner is None
