@@ -1,4 +1,9 @@
-"""The model activity: one model call, retried by Temporal (the provider's own retries are off)."""
+"""The model activity: one model call, retried by Temporal (the provider's own retries are off).
+
+By reference, the input is a transcript head plus the messages added since; this activity stores those,
+reads the whole transcript from the store, calls the model, stores the reply (claim-checked if large) and
+returns the new head. Retries and replays hand it the same input, and every write is idempotent.
+"""
 
 from __future__ import annotations
 
@@ -9,33 +14,48 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.inputs import ModelCallInput
-from agentic import Model, ModelError, ModelReply
+from activities.heartbeat import heartbeating
+from activities.inputs import ModelCallInput, ModelStep
+from agentic import Message, Model, ModelError, ModelReply
 from agentic.loop import tool_schemas
 from agentic.models.openai_chat import OpenAIChatModel
+from agentic.transcript_store import PayloadTooLarge, Transcripts
 from scenarios import get_scenario
-from workflows.inputs import ModelChoice
+from workflows.inputs import ModelChoice, PayloadLimits
 
 
 class ModelActivities:
-    def __init__(self, openai_api_key: str | None = None) -> None:
+    def __init__(self, transcripts: Transcripts | None = None, openai_api_key: str | None = None) -> None:
+        self.transcripts = transcripts
         self.openai_api_key = openai_api_key or os.environ.get("OPENAI_API_KEY")
 
-    def _model(self, choice: ModelChoice, scenario_name: str, input: ModelCallInput) -> Model:
+    def _model(self, choice: ModelChoice, input: ModelCallInput) -> Model:
         if choice.kind == "openai":
             if not choice.name:
                 raise ApplicationError("an openai model needs a name", type="ConfigurationError", non_retryable=True)
             return OpenAIChatModel(choice.name, base_url=choice.base_url, api_key=self.openai_api_key)
-        return get_scenario(scenario_name).script(input.options)
+        return get_scenario(input.scenario).script(input.options)
 
     @activity.defn(name="call_model")
-    async def call_model(self, input: ModelCallInput) -> ModelReply:
+    async def call_model(self, input: ModelCallInput) -> ModelStep:
         scenario = get_scenario(input.scenario)
-        model = self._model(input.model, input.scenario, input)
+        model = self._model(input.model, input)
         schemas = tool_schemas(scenario.registry.specs())
+        if input.transcript is None:
+            return ModelStep(reply=await self._complete(model, input.messages, schemas, input.call_index))
+        transcripts = self._store()
+        head = await asyncio.to_thread(transcripts.append, input.transcript.head, input.transcript.unsaved)
+        messages = await asyncio.to_thread(transcripts.load, head)
+        reply = await self._complete(model, messages, schemas, input.call_index)
+        stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, input.limits or PayloadLimits())
+        head = await asyncio.to_thread(transcripts.append, head, [stub])
+        return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
+
+    async def _complete(self, model: Model, messages: list[Message], schemas: list, call_index: int) -> ModelReply:  # type: ignore[type-arg]
         try:
-            # The SDK client is synchronous; a thread keeps the worker's event loop free meanwhile.
-            return await asyncio.to_thread(model.complete, input.messages, schemas, call_index=input.call_index)
+            # The SDK client is synchronous; a thread keeps the worker's event loop free meanwhile, and
+            # heartbeats tell Temporal within seconds, not the model timeout, if this worker dies.
+            return await heartbeating(asyncio.to_thread(model.complete, messages, schemas, call_index=call_index))
         except ModelError as exc:
             raise ApplicationError(
                 str(exc),
@@ -43,3 +63,22 @@ class ModelActivities:
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from exc
+
+    def _store(self) -> Transcripts:
+        if self.transcripts is None:
+            raise ApplicationError(
+                "this worker has no transcript store; start it with one (worker.build_worker(transcripts=...))",
+                type="ConfigurationError",
+                non_retryable=True,
+            )
+        return self.transcripts
+
+
+def _claim_checked(transcripts: Transcripts, message: Message, limits: PayloadLimits) -> Message:
+    try:
+        content, ref = transcripts.claim_check(
+            message.content, limits.model_reply_bytes, limits.hard_cap_bytes, "the model's reply"
+        )
+    except PayloadTooLarge as exc:
+        raise ApplicationError(str(exc), type="PayloadTooLarge", non_retryable=True) from exc
+    return message if ref is None else message.model_copy(update={"content": content, "content_ref": ref})

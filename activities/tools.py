@@ -3,42 +3,73 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.inputs import CompensationInput, ToolCallInput
+from activities.heartbeat import heartbeating
+from activities.inputs import CompensationInput, ToolCallInput, ToolStep
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.ledger import EffectsLedger
-from scenarios import ScenarioDeps, get_scenario
-
-HEARTBEAT_EVERY = 1.0
+from agentic.transcript_store import PayloadTooLarge, Transcripts
+from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
+from workflows.inputs import PayloadLimits
 
 
 class ToolActivities:
     """Services are injected here once per worker; tools reach them through `ToolContext.deps`."""
 
-    def __init__(self, ledger: EffectsLedger) -> None:
+    def __init__(self, ledger: EffectsLedger, transcripts: Transcripts | None = None) -> None:
         self.ledger = ledger
+        self.transcripts = transcripts
 
     @activity.defn(name="run_tool")
-    async def run_tool(self, input: ToolCallInput) -> ToolResult:
+    async def run_tool(self, input: ToolCallInput) -> ToolStep:
         registry = get_scenario(input.scenario).registry
-        context = ToolContext(
-            run_id=input.run_id,
-            call_id=input.call.id,
-            idempotency_key=input.idempotency_key,
-            deps=ScenarioDeps(ledger=self.ledger, options=input.options),
-            attempt=activity.info().attempt,
-        )
-        result = await _heartbeating(
-            asyncio.to_thread(registry.dispatch, input.call, context, approved=input.approved), context
+        context = self._context(input.run_id, input.call.id, input.idempotency_key, input.options)
+        result = await heartbeating(
+            asyncio.to_thread(registry.dispatch, input.call, context, approved=input.approved), context.cancel
         )
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
-        return result
+        if input.transcript is None:
+            return ToolStep(result=result)
+        # By reference, the tool's message is stored here, so its content enters history at most once
+        # (as this result; as a preview when large) and the next model call carries only a head.
+        result = await asyncio.to_thread(self._claim_checked, result, input.limits or PayloadLimits())
+        transcripts = self._store()
+        head = await asyncio.to_thread(
+            transcripts.append, input.transcript.head, [*input.transcript.unsaved, result.to_message()]
+        )
+        return ToolStep(result=result, head=head)
+
+    def _context(
+        self, run_id: str, call_id: str, key: str, options: ScenarioOptions, compensates: str | None = None
+    ) -> ToolContext:
+        return ToolContext(
+            run_id=run_id,
+            call_id=call_id,
+            idempotency_key=key,
+            deps=ScenarioDeps(ledger=self.ledger, options=options),
+            attempt=activity.info().attempt,
+            compensates=compensates,
+        )
+
+    def _store(self) -> Transcripts:
+        if self.transcripts is None:
+            raise ApplicationError("this worker has no transcript store", type="ConfigurationError", non_retryable=True)
+        return self.transcripts
+
+    def _claim_checked(self, result: ToolResult, limits: PayloadLimits) -> ToolResult:
+        try:
+            content, ref = self._store().claim_check(
+                result.content, limits.tool_output_bytes, limits.hard_cap_bytes, f"the output of {result.name}"
+            )
+        except PayloadTooLarge as exc:
+            # The effect (if any) is recorded under its key; retrying would only make the same output again.
+            raise ApplicationError(str(exc), type="PayloadTooLarge", non_retryable=True) from exc
+        return result if ref is None else result.model_copy(update={"content": content, "content_ref": ref})
 
     @activity.defn(name="compensate")
     async def compensate(self, input: CompensationInput) -> ToolResult:
@@ -46,35 +77,15 @@ class ToolActivities:
         this activity is retried or the walk is resumed by a new worker."""
         step = input.step
         registry = get_scenario(input.scenario).registry
-        context = ToolContext(
-            run_id=input.run_id,
-            call_id=step.call.id,
-            idempotency_key=step.key,
-            deps=ScenarioDeps(ledger=self.ledger, options=input.options),
-            attempt=activity.info().attempt,
-            compensates=step.original_key,
+        context = self._context(input.run_id, step.call.id, step.key, input.options, compensates=step.original_key)
+        original = step.result
+        if step.result_ref is not None and self.transcripts is not None:
+            original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
+        result = await heartbeating(
+            asyncio.to_thread(registry.compensate, step.call, original, context), context.cancel
         )
-        result = await _heartbeating(asyncio.to_thread(registry.compensate, step.call, step.result, context), context)
         if result.status is ToolStatus.RETRYABLE:
             raise ApplicationError(result.content, type="CompensationRetry")
         if not result.ok:
             raise ApplicationError(result.content, type="CompensationImpossible", non_retryable=True)
         return result
-
-
-async def _heartbeating(work: object, context: ToolContext) -> ToolResult:
-    """Await the tool while heartbeating, so a dead worker is noticed within the heartbeat timeout
-    and a cancellation reaches the tool (through its context) instead of being lost."""
-    task = asyncio.ensure_future(work)  # type: ignore[arg-type]
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    except asyncio.CancelledError:
-        context.cancel()
-        # Wait for the tool to notice: compensations must not start while the effect may still land.
-        with contextlib.suppress(Exception):
-            await asyncio.shield(task)
-        raise

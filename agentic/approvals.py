@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
+from agentic.compact import Compact
 from agentic.messages import ToolCall, canonical_json
 
 DEFAULT_TIMEOUT = 24 * 3600.0
@@ -33,7 +34,7 @@ class Outcome(StrEnum):
     EXPIRED = "expired"
 
 
-class ApprovalPolicy(BaseModel):
+class ApprovalPolicy(Compact):
     """Per run: how long to wait, per tool if needed, and whether a decline or an expiry abandons the run.
 
     The default continues: the model is told the action did not happen and says so, nothing already done

@@ -9,15 +9,15 @@ is therefore the number of effects that really happened: the assertion surface o
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from agentic.sqlite_file import SqliteFile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS effects (
@@ -48,24 +48,9 @@ class Effect(BaseModel):
 
 
 class EffectsLedger:
-    """Opens a connection per operation: safe from any thread, and from several processes at once."""
-
     def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.busy_timeout = busy_timeout
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-        try:
-            db.execute("PRAGMA synchronous=NORMAL")
-            yield db
-        finally:
-            db.close()
+        self.file = SqliteFile(path, SCHEMA, busy_timeout)
+        self.path = self.file.path
 
     def apply(
         self,
@@ -78,25 +63,16 @@ class EffectsLedger:
         compensates: str | None = None,
     ) -> tuple[str, bool]:
         """Perform the effect unless `key` already has one. Returns (result, performed_now)."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()
-                if row is not None:
-                    db.execute("ROLLBACK")
-                    return row[0], False
-                result = perform()
-                db.execute(
-                    "INSERT INTO effects(key, run_id, tool, args, result, at, compensates)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, run_id, tool, json.dumps(dict(args), sort_keys=True), result, _now(), compensates),
-                )
-                db.execute("COMMIT")
-                return result, True
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+        with self.file.transaction() as db:
+            row = db.execute("SELECT result FROM effects WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                return row[0], False
+            result = perform()
+            db.execute(
+                "INSERT INTO effects(key, run_id, tool, args, result, at, compensates) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, run_id, tool, json.dumps(dict(args), sort_keys=True), result, _now(), compensates),
+            )
+            return result, True
 
     def get(self, key: str) -> Effect | None:
         rows = self._select("WHERE key = ?", (key,))
@@ -108,7 +84,7 @@ class EffectsLedger:
         return self._select("WHERE run_id = ?", (run_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
-        with self._connect() as db:
+        with self.file.connect() as db:
             rows = db.execute(
                 f"SELECT seq, key, run_id, tool, args, result, at, compensates FROM effects {where} ORDER BY seq",
                 params,

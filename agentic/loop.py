@@ -10,11 +10,13 @@ can persist it between any two transitions and rebuild the loop from it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic.budget import Budget, Stop, Usage
+from agentic.compact import Compact
 from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ToolSchema
 from agentic.results import ToolResult, ToolStatus
@@ -73,15 +75,16 @@ class Finish(BaseModel):
 NextStep = CallModel | RunTool | Finish
 
 
-class ToolRecord(BaseModel):
+class ToolRecord(Compact):
     """A resolved call, in order. Mutating calls that succeeded are what a saga may need to undo."""
 
     model_config = ConfigDict(frozen=True)
     step: int
     call: ToolCall
-    status: ToolStatus
-    content: str
+    status: ToolStatus = ToolStatus.OK
+    content: str = ""
     mutating: bool = False
+    content_ref: str | None = None  # the full output, when `content` is a claim-check preview
 
 
 class LoopState(BaseModel):
@@ -93,6 +96,17 @@ class LoopState(BaseModel):
     stop: Stop | None = None
     stop_detail: str | None = None
     output: str | None = None
+
+    def slim_records(self) -> None:
+        """Drop the outputs of successful read-only calls from their records: the outputs stay in the
+        transcript, and a long durable run carries its records across continue-as-new. Mutating records
+        keep everything (a compensation receives the original arguments and result), and so do errors."""
+        self.records = [
+            r.model_copy(update={"content": "", "content_ref": None})
+            if not r.mutating and r.status is ToolStatus.OK and r.content
+            else r
+            for r in self.records
+        ]
 
 
 class LoopError(RuntimeError):
@@ -192,9 +206,12 @@ class AgentLoop:
                 status=result.status,
                 content=result.content,
                 mutating=bool(spec and spec.mutating),
+                content_ref=result.content_ref,
             )
         )
 
 
 def _repeat_key(call: ToolCall) -> str:
-    return f"{call.name}\x00{call.canonical_arguments}"
+    # A digest, not the arguments themselves: the seen-set is carried across continue-as-new and must
+    # stay small however large the arguments were.
+    return hashlib.sha256(f"{call.name}\x00{call.canonical_arguments}".encode()).hexdigest()[:32]

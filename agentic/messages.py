@@ -61,6 +61,7 @@ class Message(BaseModel):
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    content_ref: str | None = None  # set when `content` is a preview of a claim-checked body
 
     def __init__(
         self,
@@ -86,6 +87,8 @@ class Message(BaseModel):
             row["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.tool_call_id is not None:
             row["tool_call_id"] = self.tool_call_id
+        if self.content_ref is not None:
+            row["content_ref"] = self.content_ref
         return row
 
     @classmethod
@@ -97,6 +100,7 @@ class Message(BaseModel):
             content=row.get("content") or "",
             tool_calls=tuple(ToolCall.from_dict(c) for c in row.get("tool_calls") or ()),
             tool_call_id=row.get("tool_call_id"),
+            content_ref=row.get("content_ref"),
         )
 
 

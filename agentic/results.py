@@ -44,13 +44,14 @@ class ToolResult(BaseModel):
     name: str
     content: str
     status: ToolStatus = ToolStatus.OK
+    content_ref: str | None = None  # the full output, when `content` is only a preview (claim check)
 
     @property
     def ok(self) -> bool:
         return self.status is ToolStatus.OK
 
     def to_message(self) -> Message:
-        return Message(role="tool", content=self.content, tool_call_id=self.call_id)
+        return Message(role="tool", content=self.content, tool_call_id=self.call_id, content_ref=self.content_ref)
 
     @classmethod
     def of(cls, call: ToolCall, status: ToolStatus, content: str) -> ToolResult:

@@ -37,6 +37,7 @@ class CompensationStep(BaseModel):
 
     call: ToolCall
     result: str
+    result_ref: str | None = None  # the full result, when `result` is a claim-check preview
     original_key: str
     key: str
     uncertain: bool = False  # the original was interrupted: its effect may not exist
@@ -64,6 +65,7 @@ def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping
             CompensationStep(
                 call=record.call,
                 result=record.content,
+                result_ref=record.content_ref,
                 original_key=key,
                 key=undo_key(key),
                 uncertain=record.status is ToolStatus.CANCELLED,

@@ -7,13 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
+from pydantic import ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from agentic import Budget, FakeModel, Registry
+from agentic.compact import Compact
 from agentic.ledger import EffectsLedger
 
 
-class ScenarioOptions(BaseModel):
+class ScenarioOptions(Compact):
     """Per-run knobs of the demo scenarios; every field has a default so old inputs stay valid."""
 
     model_config = ConfigDict(frozen=True)
@@ -29,6 +30,7 @@ class ScenarioOptions(BaseModel):
     compensation_failures: NonNegativeInt = Field(
         0, description="Compensations (trip cancellations) fail their first N attempts."
     )
+    output_bytes: NonNegativeInt = Field(0, description="Size of generated tool outputs (benchmark scenarios).")
     flaky_attempts: NonNegativeInt = Field(
         0, description="Mutating tools raise a transient error AFTER their effect on this many first attempts."
     )

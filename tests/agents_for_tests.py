@@ -191,3 +191,32 @@ SLOW_HOTEL = register_scenario(
     ),
     replace=True,
 )
+
+
+@tool(description="Fetch a document.", size="How many bytes it has.")
+def fetch_document(size: int) -> str:
+    return "x" * size
+
+
+def _read_big_document(options: ScenarioOptions) -> FakeModel:
+    def next_move(messages: Sequence[Message]) -> object:
+        results = _results(messages)
+        if not results:
+            return tool_call("fetch_document", {"size": options.records})
+        return f"The document has {len(results[-1])} characters."
+
+    return FakeModel([next_move] * 2)
+
+
+BIG = register_scenario(
+    Scenario(
+        "t-big-output",
+        "one large tool output (size = options.records)",
+        "",
+        "Read it.",
+        Registry([fetch_document]),
+        _read_big_document,
+        Budget(max_steps=3),
+    ),
+    replace=True,
+)

@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from agentic.ledger import EffectsLedger
+from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from settings import Settings
 from worker import build_worker
 from workflows import search_attributes
@@ -52,6 +53,11 @@ def ledger(tmp_path: Path) -> EffectsLedger:
 @pytest.fixture
 def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:12]}"
+
+
+def transcripts_next_to(ledger: EffectsLedger) -> Transcripts:
+    """The transcript store a worker built by `new_worker` uses: next to its ledger."""
+    return Transcripts(SqliteTranscriptStore(ledger.path.parent / "transcripts.db"))
 
 
 def new_worker(client: Client, task_queue: str, ledger: EffectsLedger, **kwargs: object) -> Worker:

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from agentic import Stop, ToolStatus, tool_call
 from agentic.approvals import ApprovalPolicy, Decision, PendingApproval, arguments_hash
 from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
-from tests.conftest import eventually, new_worker
+from tests.conftest import eventually, new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult
 
@@ -81,7 +81,7 @@ async def test_no_answer_expires_exactly_at_the_deadline_with_no_effect(skipping
     assert result.blocked_tools() == ["refund"]
     assert result.records[0].status is ToolStatus.EXPIRED
     assert "expired" in result.output and "nothing was refunded" in result.output
-    assert "approval expired" in result.messages[3].content
+    assert "approval expired" in result.transcript_messages(transcripts_next_to(ledger))[3].content
 
 
 async def test_declined_makes_no_effect_and_the_model_is_told(skipping_env, ledger, task_queue):
@@ -93,7 +93,7 @@ async def test_declined_makes_no_effect_and_the_model_is_told(skipping_env, ledg
 
     assert ledger.effects(handle.id) == []
     assert result.records[0].status is ToolStatus.DECLINED
-    tool_message = result.messages[3]
+    tool_message = result.transcript_messages(transcripts_next_to(ledger))[3]
     assert tool_message.content.startswith("Error: the user declined this action.")
     assert "order already refunded" in tool_message.content
     assert result.output == "The refund of order 4471 was declined; nothing was refunded."

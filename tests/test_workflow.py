@@ -13,7 +13,7 @@ from agentic import Agent, Budget, Stop, ToolStatus
 from agentic.ledger import EffectsLedger
 from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
 from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
-from tests.conftest import new_worker
+from tests.conftest import new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult
 
@@ -32,7 +32,8 @@ async def test_billing_answers_and_charges_once(skipping_env, ledger, task_queue
     assert result.stop is Stop.ANSWERED
     assert result.output == "Invoice inv-9 is settled."
     assert result.trajectory() == ["charge"]
-    assert [m.role for m in result.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    messages = result.transcript_messages(transcripts_next_to(ledger))
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
     effects = ledger.effects(result.run_id)
     assert [e.tool for e in effects] == ["charge"]
     assert result.status == "completed"
@@ -50,7 +51,7 @@ async def test_workflow_and_in_process_agent_reach_the_same_run(skipping_env, le
         budget=scenario.budget,
         deps=ScenarioDeps(EffectsLedger(tmp_path / "local.db"), options),
     ).run(scenario.task, run_id=durable.run_id)
-    assert durable.messages == local.messages
+    assert durable.transcript_messages(transcripts_next_to(ledger)) == local.messages
     assert durable.usage == local.usage
     assert durable.stop is local.stop is Stop.ANSWERED
 
@@ -61,7 +62,7 @@ async def test_step_budget_stops_and_a_resumed_run_keeps_counting(skipping_env, 
     assert first.step_count == 1
     assert len(ledger.effects(first.run_id)) == 1
 
-    history = [m for m in first.messages if m.role != "system"]
+    history = [m for m in first.transcript_messages(transcripts_next_to(ledger)) if m.role != "system"]
     # The same allowance, carried over: no model call may happen at all.
     exhausted = await execute(
         skipping_env,

@@ -20,14 +20,15 @@ with workflow.unsafe.imports_passed_through():
     from activities.inputs import CompensationInput, ModelCallInput, ToolCallInput
     from activities.model import ModelActivities
     from activities.tools import ToolActivities
-    from agentic import AgentLoop, CallModel, Finish, LoopState, Message, RunTool, Stop, ToolResult, ToolStatus
+    from agentic import AgentLoop, CallModel, Finish, LoopState, RunTool, Stop, ToolResult, ToolStatus
     from agentic.approvals import ApprovalBook, AuditEntry, Decision, Outcome
     from agentic.loop import idempotency_key, initial_messages
     from agentic.messages import ToolCall
     from agentic.saga import CompensationRecord, CompensationStep, abandons, compensation_plan
     from scenarios import Scenario, UnknownScenarioError, get_scenario
-    from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Progress, RunStatus
+    from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
     from workflows.policies import MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from workflows.transcript import WorkflowTranscript
     from workflows.visibility import publish
 
 
@@ -50,13 +51,25 @@ class AgentWorkflow:
         self.input = input
         self.scenario: Scenario = get_scenario(input.scenario)
         self.budget = input.budget or self.scenario.budget
-        self.loop = AgentLoop(self.budget, self.scenario.registry.specs(), LoopState(consumed=input.consumed))
-        self.messages: list[Message] = initial_messages(
-            self.scenario.system if input.system is None else input.system,
-            input.task or self.scenario.task,
-            input.history,
-        )
-        self.book = ApprovalBook()
+        specs = self.scenario.registry.specs()
+        carry = input.carry
+        if carry is not None:  # a continuation: everything comes from the run that handed over
+            self.loop = AgentLoop(self.budget, specs, carry.loop)
+            self.transcript = carry.transcript
+            self.book = carry.book
+            self.continued = carry.continued
+        else:
+            self.loop = AgentLoop(self.budget, specs, LoopState(consumed=input.consumed))
+            self.transcript = WorkflowTranscript(mode=input.transcript)
+            self.transcript.add(
+                initial_messages(
+                    self.scenario.system if input.system is None else input.system,
+                    input.task or self.scenario.task,
+                    input.history,
+                )
+            )
+            self.book = ApprovalBook()
+            self.continued = 0
         self.compensations: list[CompensationRecord] = []
         self.remaining: list[CompensationStep] = []
         self.not_compensable: list[str] = []
@@ -77,7 +90,7 @@ class AgentWorkflow:
                 raise
             # A Temporal cancellation abandons the run; the compensations below still run in full.
             reason = workflow.cancellation_reason() or "cancelled"
-            self.messages += self.loop.stop_with(Stop.CANCELLED, reason)
+            self.transcript.add(self.loop.stop_with(Stop.CANCELLED, reason))
         stop = self.loop.state.stop
         assert stop is not None
         if abandons(stop):
@@ -94,6 +107,7 @@ class AgentWorkflow:
                 # A cancel that arrived as an activity was completing is delivered as that activity's
                 # result, not as an exception: without this check the run would carry on regardless.
                 raise asyncio.CancelledError()
+            await self._continue_as_new_if_due()
             step = self.loop.next_step()
             if isinstance(step, Finish):
                 return
@@ -104,7 +118,7 @@ class AgentWorkflow:
 
     # -- queries, signals, updates --------------------------------------------------------------
 
-    @workflow.query
+    @workflow.query(description="Live progress: status, step, label, tokens, cost, trajectory, pending approvals.")
     def progress(self) -> Progress:
         state = self.loop.state
         return Progress(
@@ -124,17 +138,17 @@ class AgentWorkflow:
             compensations_remaining=[s.call.name for s in self.remaining],
         )
 
-    @workflow.query
+    @workflow.query(description="Approvals waiting, and the audit trail of every decision, rejection and expiry.")
     def approvals(self) -> ApprovalsView:
         return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
 
-    @workflow.signal(name="decision")
+    @workflow.signal(name="decision", description="A human's approve/deny for a pending call (with its hash).")
     def decision(self, decision: Decision) -> None:
         """A human's decision. One that does not fit (wrong hash, unknown or decided call, too late) changes
         nothing and is recorded in the audit trail as rejected, with why."""
         self._decide(decision)
 
-    @workflow.update(name="decide")
+    @workflow.update(name="decide", description="The same decision, answered synchronously; rejections raised.")
     def decide(self, decision: Decision) -> AuditEntry:
         """The same decision, answered synchronously. A rejection is raised to the caller by the validator
         (and so, by Temporal's design, leaves no trace in history)."""
@@ -166,11 +180,14 @@ class AgentWorkflow:
                     run_id=self.run_id,
                     scenario=self.input.scenario,
                     model=self.input.model,
-                    messages=self.messages,
+                    messages=self.transcript.messages if self.transcript.mode == "inline" else [],
+                    transcript=self.transcript.part(),
+                    limits=self._limits,
                     call_index=step.call_index,
                     options=self.input.options,
                 ),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
+                heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
                 retry_policy=MODEL_RETRY,
                 summary=self.label,
             )
@@ -181,7 +198,7 @@ class AgentWorkflow:
             raise ApplicationError(
                 f"{self.label} failed: {_cause(exc)}", type="ModelCallFailed", non_retryable=True
             ) from exc
-        self.messages += self.loop.model_replied(reply)
+        self.transcript.stored_through(reply.head, self.loop.model_replied(reply.reply))
 
     async def _run_tool(self, step: RunTool) -> None:
         call = step.call
@@ -196,7 +213,7 @@ class AgentWorkflow:
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
         try:
-            result = await workflow.execute_activity_method(
+            done = await workflow.execute_activity_method(
                 ToolActivities.run_tool,
                 ToolCallInput(
                     run_id=self.run_id,
@@ -205,6 +222,8 @@ class AgentWorkflow:
                     idempotency_key=idempotency_key(self.run_id, call.id),
                     approved=approved,
                     options=self.input.options,
+                    limits=self._limits,
+                    transcript=self.transcript.part(),
                 ),
                 start_to_close_timeout=timedelta(seconds=tool_timeout + timeouts.heartbeat_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
@@ -218,18 +237,28 @@ class AgentWorkflow:
             if is_cancelled_exception(exc):
                 # The run is being cancelled: the call stopped, and whether its effect landed is
                 # unknown — the saga plans its undo, which checks the ledger first.
-                self.messages += self.loop.tool_finished(ToolResult.cancelled(call))
+                self.transcript.add(self.loop.tool_finished(ToolResult.cancelled(call)))
                 raise
             # Out of retries: the model hears about it, as it would from the in-process agent.
-            result = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
-        self.messages += self.loop.tool_finished(result)
+            failed = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
+            self.transcript.add(self.loop.tool_finished(failed))
+            return
+        self.transcript.stored_through(done.head, self.loop.tool_finished(done.result))
+        if self.transcript.mode == "reference":
+            self.loop.state.slim_records()  # by reference the output lives in the store, not in state
 
     async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
         call = step.call
         declared = step.spec.approval_timeout if step.spec else None
         timeout = self.input.approvals.timeout_for(call.name, declared)
         pending = self.book.request(self.run_id, call, workflow.now(), timeout)
-        self._show("awaiting_approval", f"awaiting approval: {describe_call(call)}")
+        self._show(
+            "awaiting_approval",
+            f"awaiting approval: {describe_call(call)} until {pending.deadline:%Y-%m-%d %H:%M} UTC — "
+            f"`starter.py approve {self.run_id} --by NAME` or `deny`",
+        )
+        # A wait can last days: hand over first if due, the pending request (and its deadline) included.
+        await self._continue_as_new_if_due()
         if call.id not in self.book.outcomes:
             # A durable timer: the deadline holds across worker restarts, and is not reset by them.
             remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)
@@ -248,13 +277,35 @@ class AgentWorkflow:
         policy = self.input.approvals
         if outcome is Outcome.DECLINED:
             reason = next((e.reason for e in reversed(self.book.audit) if e.call_id == call.id), "")
-            self.messages += self.loop.tool_finished(ToolResult.declined(call, reason or None))
+            self.transcript.add(self.loop.tool_finished(ToolResult.declined(call, reason or None)))
             if policy.on_decline == "abandon":
-                self.messages += self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined")
+                self.transcript.add(self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined"))
         else:
-            self.messages += self.loop.tool_finished(ToolResult.expired(call, waited))
+            self.transcript.add(self.loop.tool_finished(ToolResult.expired(call, waited)))
             if policy.on_expire == "abandon":
-                self.messages += self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired")
+                self.transcript.add(self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired"))
+
+    # -- long runs ----------------------------------------------------------------------------------
+
+    @property
+    def _limits(self) -> PayloadLimits | None:
+        reference = self.transcript.mode == "reference"
+        return self.input.limits if reference and self.input.limits != PayloadLimits() else None
+
+    async def _continue_as_new_if_due(self) -> None:
+        info = workflow.info()
+        policy = self.input.continue_as_new
+        due = (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() >= policy.max_history_events
+            or info.get_current_history_size() >= policy.max_history_bytes
+        )
+        if not due:
+            return
+        # Handlers still running would be cut off by the handover; let them finish writing the book.
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        carry = Carried(loop=self.loop.state, transcript=self.transcript, book=self.book, continued=self.continued + 1)
+        workflow.continue_as_new(self.input.model_copy(update={"carry": carry, "history": []}))
 
     # -- saga -------------------------------------------------------------------------------------
 
@@ -262,7 +313,7 @@ class AgentWorkflow:
         plan = compensation_plan(self.run_id, self.loop.state.records, self.loop.specs)
         self.not_compensable = plan.not_compensable
         if not plan.steps:
-            self._show("abandoned", f"abandoned: {self.loop.state.stop}")
+            self._show("abandoned", f"abandoned ({self._why()}); nothing to undo")
             return
         self.remaining = list(plan.steps)
         while self.remaining:
@@ -294,7 +345,13 @@ class AgentWorkflow:
                 ) from exc
             self.compensations.append(_record(step, "compensated", result.content))
             self.remaining.pop(0)
-        self._show("compensated", f"compensated: {self.loop.state.stop}")
+        undone = ", ".join(c.tool for c in self.compensations)
+        self._show("compensated", f"abandoned ({self._why()}); undone, newest first: {undone}")
+
+    def _why(self) -> str:
+        state = self.loop.state
+        stop = state.stop.value if state.stop else "running"
+        return f"{stop}: {state.stop_detail}" if state.stop_detail else stop
 
     # -- reporting --------------------------------------------------------------------------------
 
@@ -309,7 +366,9 @@ class AgentWorkflow:
             run_id=self.run_id,
             scenario=self.input.scenario,
             status=self.status,
-            messages=self.messages,
+            messages=self.transcript.messages,
+            transcript_ref=self.transcript.head if self.transcript.mode == "reference" else None,
+            continued=self.continued,
             stop=state.stop,
             output=state.output,
             stop_detail=state.stop_detail,

@@ -6,10 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from agentic import Budget, Message, Run, Usage
-from agentic.approvals import ApprovalPolicy, AuditEntry, PendingApproval
+from agentic import Budget, LoopState, Message, Run, Usage
+from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
+from agentic.compact import Compact
 from agentic.saga import CompensationStep
+from agentic.transcript_store import Transcripts
 from scenarios import ScenarioOptions
+from workflows.transcript import TranscriptMode, WorkflowTranscript
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
 # without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
@@ -18,7 +21,7 @@ RunStatus = Literal[
 ]
 
 
-class ModelChoice(BaseModel):
+class ModelChoice(Compact):
     """Which model answers: the scenario's scripted `FakeModel`, or an OpenAI-compatible server.
 
     API keys are never here (this lands in history); the worker reads them from its environment.
@@ -31,7 +34,7 @@ class ModelChoice(BaseModel):
     base_url: str | None = None
 
 
-class Timeouts(BaseModel):
+class Timeouts(Compact):
     """How long an activity may stay silent before Temporal presumes its worker dead and retries it."""
 
     model_config = ConfigDict(frozen=True)
@@ -41,7 +44,7 @@ class Timeouts(BaseModel):
     tool_seconds: PositiveFloat = 600.0
 
 
-class SagaPolicy(BaseModel):
+class SagaPolicy(Compact):
     """How hard to try each compensation before declaring the run `compensation_failed`."""
 
     model_config = ConfigDict(frozen=True)
@@ -49,6 +52,36 @@ class SagaPolicy(BaseModel):
     max_attempts: PositiveInt = 5
     initial_interval_seconds: PositiveFloat = 1.0
     maximum_interval_seconds: PositiveFloat = 30.0
+
+
+class PayloadLimits(Compact):
+    """Claim checks: contents over a threshold go to the transcript store and travel as a reference;
+    over the hard cap they fail clearly and are not retried (Temporal's own limit is 2 MB a payload)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_output_bytes: PositiveInt = 512
+    model_reply_bytes: PositiveInt = 65536
+    hard_cap_bytes: PositiveInt = 16 * 1024 * 1024
+
+
+class ContinueAsNewPolicy(Compact):
+    """When a run hands over to a fresh one: when Temporal suggests it, or at these marks — well under
+    the 10,240 events / 10 MB at which Temporal starts warning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_history_events: PositiveInt = 5000
+    max_history_bytes: PositiveInt = 4 * 1024 * 1024
+
+
+class Carried(BaseModel):
+    """Everything a run hands to its continuation: losslessly, so continuing changes no outcome."""
+
+    loop: LoopState
+    transcript: WorkflowTranscript
+    book: ApprovalBook
+    continued: int = 0
 
 
 class AgentInput(BaseModel):
@@ -63,6 +96,10 @@ class AgentInput(BaseModel):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
     saga: SagaPolicy = Field(default_factory=SagaPolicy)
+    transcript: TranscriptMode = Field("reference", description="reference: linear history; inline: naive.")
+    limits: PayloadLimits = Field(default_factory=PayloadLimits)
+    continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
+    carry: Carried | None = Field(None, description="Set by the run itself when it continues as new.")
 
 
 class Progress(BaseModel):
@@ -92,6 +129,24 @@ class AgentResult(Run):
     status: RunStatus
     audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
     compensations_remaining: list[CompensationStep] = Field(default_factory=list)
+    transcript_ref: str | None = Field(
+        None, description="By reference, the transcript is the store's messages at this head, then `messages`."
+    )
+    continued: int = Field(0, description="How many times the run continued as new.")
+
+    def transcript_messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The whole transcript, claim-checked contents restored (by reference, read from the store)."""
+        if self.transcript_ref is None:
+            return self.messages
+        if transcripts is None:
+            raise ValueError("this run kept its transcript by reference: pass the transcript store")
+        tail = [
+            m.model_copy(update={"content": transcripts.resolve(m.content, m.content_ref), "content_ref": None})
+            if m.content_ref
+            else m
+            for m in self.messages
+        ]
+        return transcripts.load(self.transcript_ref) + tail
 
 
 class ApprovalsView(BaseModel):

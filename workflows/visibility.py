@@ -11,18 +11,27 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search_attributes as sa
 
 
+# Step, tokens and cost change every step; refreshing them every few steps (and whenever the status
+# changes) keeps a long run's history from paying an upsert event per step. The query is exact.
+PROGRESS_EVERY = 5
+
+
 def publish(status: str, scenario: str, state: LoopState, book: ApprovalBook, label: str) -> None:
     """Upsert only what changed: each upsert is a history event."""
+    current = workflow.info().typed_search_attributes
     wanted = {
         sa.AGENT_STATUS: status,
         sa.AGENT_SCENARIO: scenario,
-        sa.AGENT_STEP: state.consumed.steps,
         sa.AGENT_PENDING_APPROVALS: len(book.pending),
-        sa.AGENT_TOKENS: state.consumed.input_tokens + state.consumed.output_tokens,
-        sa.AGENT_COST: state.consumed.cost,
         sa.AGENT_STOP: state.stop.value if state.stop else "",
     }
-    current = workflow.info().typed_search_attributes
+    changed = any(current.get(key) != value for key, value in wanted.items())
+    if changed or state.consumed.steps % PROGRESS_EVERY == 0:
+        wanted |= {
+            sa.AGENT_STEP: state.consumed.steps,
+            sa.AGENT_TOKENS: state.consumed.input_tokens + state.consumed.output_tokens,
+            sa.AGENT_COST: state.consumed.cost,
+        }
     updates = [key.value_set(value) for key, value in wanted.items() if current.get(key) != value]  # type: ignore[attr-defined]
     if updates:
         workflow.upsert_search_attributes(updates)

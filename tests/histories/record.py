@@ -17,11 +17,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentic.ledger import EffectsLedger
+from bench.history import chain
 from scenarios import ScenarioOptions
 from worker import build_worker
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
+from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 HERE = Path(__file__).parent
 RECORDINGS = {
@@ -30,6 +31,12 @@ RECORDINGS = {
     "trip-car-fails": AgentInput(scenario="trip"),
     "billing-flaky": AgentInput(scenario="billing", options=ScenarioOptions(flaky_attempts=1)),
     "refund-expired": AgentInput(scenario="refund"),
+    "migration-continued": AgentInput(
+        scenario="migration",
+        options=ScenarioOptions(records=8),
+        continue_as_new=ContinueAsNewPolicy(max_history_events=40),
+    ),
+    "trip-inline": AgentInput(scenario="trip", transcript="inline"),
 }
 
 
@@ -47,9 +54,11 @@ async def record() -> None:
                         AgentWorkflow.run, input, id=f"recorded-{name}", task_queue="record"
                     )
                     await handle.result()
-                    history = await handle.fetch_history()
-                    (HERE / f"{name}.json").write_text(history.to_json())
-                    print(f"recorded {name}: {len(history.events)} events")
+                    runs = await chain(env.client, handle.id)  # every run of a continue-as-new chain
+                    for i, history in enumerate(runs, 1):
+                        label = name if len(runs) == 1 else f"{name}-run{i}"
+                        (HERE / f"{label}.json").write_text(history.to_json())
+                        print(f"recorded {label}: {len(history.events)} events")
     finally:
         await env.shutdown()
 

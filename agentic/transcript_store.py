@@ -1,0 +1,181 @@
+"""The transcript store: every message stored once, content-addressed, and a transcript as a hash chain.
+
+Why: an agent that hands its whole transcript to every model call grows its workflow history
+quadratically (sdk-python issue 1890: an agent terminated at 50 MB after 53 model calls). Here a durable
+runner hands a model call one *head* reference plus the few messages added since; the store resolves the
+rest. A head names a whole transcript — `node = sha256(previous node + message ref)` — so the same
+transcript always has the same head, every write is idempotent (INSERT OR IGNORE of immutable rows), and
+a retry or a replay sees exactly the input the first attempt saw.
+
+Large contents are *claim-checked*: a tool output or model reply over a threshold is stored as a blob and
+the message carries a preview plus `content_ref`; readers expand it back. The store is an interface:
+`SqliteTranscriptStore` is the embedded one (next to the effects ledger); a cluster would implement the
+same four methods on Postgres or an object store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from agentic.messages import Message, canonical_json
+from agentic.sqlite_file import SqliteFile
+
+EMPTY = "empty"  # the head of a transcript with no messages
+PREVIEW_CHARS = 80
+
+
+class TranscriptStore(Protocol):
+    def put_blobs(self, blobs: dict[str, str]) -> None: ...
+    def get_blobs(self, refs: Sequence[str]) -> dict[str, str]: ...
+    def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None: ...  # (node, previous, message ref)
+    def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]: ...  # node -> (previous, message)
+
+
+class PayloadTooLarge(ValueError):
+    """Over the hard cap: not stored, not retried — the caller must fail clearly instead."""
+
+
+def ref_of(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def node_of(previous: str, message_ref: str) -> str:
+    return ref_of(f"{previous}\n{message_ref}")
+
+
+def encode(message: Message) -> str:
+    return canonical_json(message.to_dict())
+
+
+class Transcripts:
+    """Appends and reads transcripts on any `TranscriptStore`, with claim checks and a read cache.
+
+    The cache maps heads to message lists; since a head names an immutable transcript, a cached list is
+    never stale, and reading the next head only fetches the few nodes added since.
+    """
+
+    def __init__(self, store: TranscriptStore, cache_size: int = 64) -> None:
+        self.store = store
+        self._cache: OrderedDict[str, list[Message]] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def claim_check(self, text: str, threshold: int, hard_cap: int, what: str) -> tuple[str, str | None]:
+        """(text, None) when small; (preview, blob ref) when over `threshold`; PayloadTooLarge over the cap."""
+        size = len(text.encode())
+        if size > hard_cap:
+            raise PayloadTooLarge(f"{what} is {size:,} bytes, over the hard cap of {hard_cap:,} bytes")
+        if size <= threshold:
+            return text, None
+        ref = ref_of(text)
+        self.store.put_blobs({ref: text})
+        preview = text[:PREVIEW_CHARS] + f"… [{size:,} bytes, stored as {ref[:19]}…]"
+        return preview, ref
+
+    def append(self, head: str, messages: Sequence[Message]) -> str:
+        blobs: dict[str, str] = {}
+        nodes: list[tuple[str, str, str]] = []
+        for message in messages:
+            body = encode(message)
+            message_ref = ref_of(body)
+            blobs[message_ref] = body
+            node = node_of(head, message_ref)
+            nodes.append((node, head, message_ref))
+            head = node
+        if nodes:
+            self.store.put_blobs(blobs)  # blobs before nodes: a node never points at nothing
+            self.store.put_nodes(nodes)
+        return head
+
+    def load(self, head: str, *, expand: bool = True) -> list[Message]:
+        """The messages of `head`, oldest first; with `expand`, claim-checked contents restored."""
+        messages = self._stubs(head)
+        if not expand:
+            return messages
+        refs = [m.content_ref for m in messages if m.content_ref]
+        if not refs:
+            return messages
+        contents = self.store.get_blobs(refs)
+        return [
+            m.model_copy(update={"content": contents[m.content_ref], "content_ref": None}) if m.content_ref else m
+            for m in messages
+        ]
+
+    def resolve(self, text: str, ref: str | None) -> str:
+        return self.store.get_blobs([ref])[ref] if ref else text
+
+    def size(self, head: str) -> int:
+        """Bytes of the transcript as a model would read it (expanded contents)."""
+        return sum(len(encode(m).encode()) for m in self.load(head))
+
+    def _stubs(self, head: str) -> list[Message]:
+        chain: list[str] = []  # message refs newest first, back to a cached head or the start
+        cursor = head
+        while cursor != EMPTY:
+            with self._lock:
+                cached = self._cache.get(cursor)
+            if cached is not None:
+                break
+            found = self.store.get_nodes([cursor])
+            if cursor not in found:
+                raise KeyError(f"transcript node {cursor} is not in the store")
+            previous, message_ref = found[cursor]
+            chain.append(message_ref)
+            cursor = previous
+        base = [] if cursor == EMPTY else list(self._cache[cursor])
+        bodies = self.store.get_blobs(chain)
+        messages = base + [Message.from_dict(json.loads(bodies[r])) for r in reversed(chain)]
+        with self._lock:
+            self._cache[head] = messages
+            self._cache.move_to_end(head)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return list(messages)
+
+
+class SqliteTranscriptStore:
+    """The embedded store: one SQLite file next to the effects ledger."""
+
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS blobs (ref TEXT PRIMARY KEY, body TEXT NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS nodes (ref TEXT PRIMARY KEY, previous TEXT NOT NULL, message TEXT NOT NULL);"
+    )
+
+    def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
+        self.file = SqliteFile(path, self.SCHEMA, busy_timeout)
+
+    def put_blobs(self, blobs: dict[str, str]) -> None:
+        with self.file.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
+
+    def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self.file.connect() as db:
+            for chunk in _chunks(list(dict.fromkeys(refs)), 500):
+                marks = ",".join("?" * len(chunk))
+                found |= dict(db.execute(f"SELECT ref, body FROM blobs WHERE ref IN ({marks})", chunk).fetchall())
+        missing = set(refs) - set(found)
+        if missing:
+            raise KeyError(f"{len(missing)} blob(s) missing from the transcript store, e.g. {sorted(missing)[0]}")
+        return found
+
+    def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None:
+        with self.file.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
+
+    def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
+        with self.file.connect() as db:
+            marks = ",".join("?" * len(refs))
+            rows = db.execute(f"SELECT ref, previous, message FROM nodes WHERE ref IN ({marks})", list(refs))
+            return {ref: (previous, message) for ref, previous, message in rows.fetchall()}
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

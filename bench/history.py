@@ -1,0 +1,251 @@
+"""`bench history`: how workflow history grows with model calls — by reference (ours) vs the naive way
+(the whole transcript handed to every model call, as public Temporal agent integrations do).
+
+    python -m bench history --calls 1000 --message-bytes 1000
+
+Each model call asks for a tool whose output is `--message-bytes` of text, so the transcript grows by
+about that much per call. For our workflow it prints every run of the continue-as-new chain (events and
+bytes), the totals and the transcript size; for the naive variant the same, stopped early if it hits
+Temporal's limits. It draws bytes-vs-calls for both into results/history.png and writes
+results/history.json. The last line is the summary for our workflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from agentic import Budget, FakeModel, Message, Registry, tool, tool_call
+from agentic.ledger import EffectsLedger
+from agentic.transcript_store import SqliteTranscriptStore, Transcripts, encode
+from bench.cli import Command, register
+from scenarios import Scenario, ScenarioOptions, register_scenario
+from settings import ROOT
+from worker import build_worker
+from workflows import search_attributes
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, AgentResult, ContinueAsNewPolicy
+
+SCENARIO = "bench-history"
+WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
+
+
+@tool(description="Read one page of the archive.", page="Page number.", size="Bytes of text to return.")
+def read_page(page: int, size: int) -> str:
+    line = f"page {page}: lorem ipsum dolor sit amet, consectetur adipiscing elit. "
+    return (line * (size // len(line) + 1))[:size]
+
+
+def _script(options: ScenarioOptions) -> FakeModel:
+    calls, size = options.records, options.output_bytes
+
+    def next_move(messages: Sequence[Message]) -> object:
+        pages = sum(1 for m in messages if m.role == "tool")
+        return tool_call("read_page", {"page": pages + 1, "size": size}) if pages < calls - 1 else "Read it all."
+
+    return FakeModel([next_move] * calls)
+
+
+register_scenario(
+    Scenario(
+        SCENARIO,
+        "N calls each adding a large tool output",
+        "Read the archive.",
+        "Read every page.",
+        Registry([read_page]),
+        _script,
+        Budget(max_steps=1_000_000),
+    ),
+    replace=True,
+)
+
+
+def curve(histories: Sequence[Any]) -> list[tuple[int, int]]:
+    """(model calls completed, cumulative history bytes) along a chain of runs."""
+    points, total, calls = [(0, 0)], 0, 0
+    for history in histories:
+        model_activities: set[int] = set()
+        for event in history.events:
+            total += event.ByteSize()
+            scheduled = event.activity_task_scheduled_event_attributes
+            completed = event.activity_task_completed_event_attributes
+            if (
+                event.HasField("activity_task_scheduled_event_attributes")
+                and scheduled.activity_type.name == "call_model"
+            ):
+                model_activities.add(event.event_id)
+            elif (
+                event.HasField("activity_task_completed_event_attributes")
+                and completed.scheduled_event_id in model_activities
+            ):
+                calls += 1
+                points.append((calls, total))
+        points.append((calls, total))
+    return points
+
+
+async def chain(client: Client, workflow_id: str) -> list[Any]:
+    """Every run of a continue-as-new chain, oldest first."""
+    description = await client.get_workflow_handle(workflow_id).describe()
+    run_id, histories = description.raw_description.workflow_execution_info.first_run_id, []
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        continued = last.HasField("workflow_execution_continued_as_new_event_attributes")
+        run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id if continued else ""
+    return histories
+
+
+async def measure(
+    client: Client, task_queue: str, calls: int, size: int, mode: str, policy: ContinueAsNewPolicy
+) -> dict[str, Any]:
+    input = AgentInput(
+        scenario=SCENARIO,
+        options=ScenarioOptions(records=calls, output_bytes=size),
+        transcript=mode,  # type: ignore[arg-type]
+        continue_as_new=policy,
+    )
+    workflow_id = f"history-{mode}-{uuid.uuid4().hex[:8]}"
+    started = time.perf_counter()
+    failure = None
+    result: AgentResult | None = None
+    try:
+        result = await client.execute_workflow(AgentWorkflow.run, input, id=workflow_id, task_queue=task_queue)
+    except WorkflowFailureError as exc:
+        failure = str(exc.cause or exc)
+    histories = await chain(client, workflow_id)
+    runs = [{"events": len(h.events), "bytes": sum(e.ByteSize() for e in h.events)} for h in histories]
+    return {
+        "mode": mode,
+        "calls_requested": calls,
+        "seconds": round(time.perf_counter() - started, 1),
+        "runs": runs,
+        "curve": curve(histories),
+        "result": result,
+        "failure": failure,
+    }
+
+
+def transcript_bytes(result: AgentResult, transcripts: Transcripts) -> int:
+    return sum(len(encode(m).encode()) for m in result.transcript_messages(transcripts))
+
+
+def plot(ours: dict[str, Any], naive: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for data, label in ((ours, "by reference + continue-as-new (ours)"), (naive, "whole transcript per call (naive)")):
+        xs, ys = zip(*data["curve"], strict=True)
+        ax.plot(xs, [y / 1e6 for y in ys], label=label)
+    ax.axhline(50, color="red", linestyle=":", label="Temporal's 50 MB limit per run")
+    ax.set_xlabel("model calls")
+    ax.set_ylabel("workflow history, MB (all runs of the chain)")
+    ax.set_title(f"History growth, {ours['bytes_per_output']} bytes of new content per call")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+async def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
+        search_attributes=search_attributes.ALL,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            ledger = EffectsLedger(Path(tmp) / "ledger.db")
+            transcripts = Transcripts(SqliteTranscriptStore(Path(tmp) / "transcripts.db"))
+            async with build_worker(env.client, task_queue="history", ledger=ledger, transcripts=transcripts):
+                policy = ContinueAsNewPolicy(max_history_events=args.continue_as_new_events)
+                ours = await measure(env.client, "history", args.calls, args.message_bytes, "reference", policy)
+                naive = await measure(
+                    env.client, "history", min(args.calls, args.naive_calls), args.message_bytes, "inline", policy
+                )
+            result = ours["result"]
+            if result is None:
+                print(f"our workflow failed: {ours['failure']}", file=sys.stderr)
+                return 1
+            ours["transcript_bytes"] = transcript_bytes(result, transcripts)
+    finally:
+        await env.shutdown()
+    ours["bytes_per_output"] = naive["bytes_per_output"] = args.message_bytes
+    report(ours, naive)
+    plot(ours, naive, out / "history.png")
+    (out / "history.json").write_text(
+        json.dumps(
+            {k: {kk: vv for kk, vv in v.items() if kk != "result"} for k, v in {"ours": ours, "naive": naive}.items()},
+            indent=2,
+        )
+    )
+    runs = ours["runs"]
+    total = sum(r["bytes"] for r in runs)
+    within = all(r["bytes"] < WARN_BYTES and r["events"] < WARN_EVENTS for r in runs)
+    print(f"plot: {out / 'history.png'}; every run under 10 MB and 10,240 events: {within}")
+    print(
+        f"history: calls={result.step_count} runs={len(runs)} max_run_bytes={max(r['bytes'] for r in runs)} "
+        f"max_run_events={max(r['events'] for r in runs)} total_history_bytes={total} "
+        f"transcript_bytes={ours['transcript_bytes']} ratio={total / ours['transcript_bytes']:.2f}"
+    )
+    return 0
+
+
+def report(ours: dict[str, Any], naive: dict[str, Any]) -> None:
+    result = ours["result"]
+    tokens = ours["transcript_bytes"] // 4
+    print(f"our workflow: {result.step_count} model calls in {ours['seconds']} s, {result.continued} continue-as-new")
+    print(f"transcript: {ours['transcript_bytes']:,} bytes (~{tokens:,} tokens)")
+    print("| run | events | history bytes |")
+    print("|---:|---:|---:|")
+    for i, r in enumerate(ours["runs"], 1):
+        print(f"| {i} | {r['events']:,} | {r['bytes']:,} |")
+    naive_calls, naive_bytes = naive["curve"][-1]
+    status = f"stopped: {naive['failure']}" if naive["failure"] else "completed"
+    print(f"naive variant: {naive_calls} model calls, {naive_bytes:,} history bytes in one run ({status})")
+    ours_at = dict(ours["curve"])
+    if naive_calls in ours_at:
+        print(
+            f"at {naive_calls} calls: ours {ours_at[naive_calls]:,} bytes, naive {naive_bytes:,} bytes "
+            f"({naive_bytes / max(ours_at[naive_calls], 1):.1f}x)"
+        )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--calls", type=int, default=1000, help="model calls in the run")
+    parser.add_argument("--message-bytes", type=int, default=1000, help="new content per call, bytes")
+    parser.add_argument("--naive-calls", type=int, default=300, help="stop the naive variant after this many")
+    parser.add_argument(
+        "--continue-as-new-events",
+        type=int,
+        default=ContinueAsNewPolicy().max_history_events,
+        help="continue as new at this many events (Temporal may suggest it sooner)",
+    )
+    parser.add_argument("--out", default=str(ROOT / "results"))
+
+
+register(
+    Command(
+        "history",
+        "history growth per model call: transcript by reference vs the whole transcript per call",
+        add_arguments,
+        lambda args: asyncio.run(run(args)),
+    )
+)
