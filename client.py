@@ -1,13 +1,115 @@
-"""One way to connect, so every process uses the same data converter (pydantic models on the wire)."""
+"""One way to connect, so every process uses the same data converter (pydantic models on the wire) and the
+same connection security.
+
+- Encryption at rest: when `AGENT_CODEC_KEYS` / `AGENT_CODEC_KEY_FILE` are set, every payload goes through
+  the AES-GCM codec (`codec/`), and failure messages and stack traces are moved into an encoded payload
+  too (`DefaultFailureConverterWithEncodedAttributes`), so none of them is readable in Temporal.
+- TLS / mTLS / API key for a remote cluster (`TEMPORAL_TLS_*`, `TEMPORAL_API_KEY`): `connect_options`.
+"""
 
 from __future__ import annotations
 
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
+from temporalio.client import Client, Interceptor
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, DefaultFailureConverterWithEncodedAttributes
+from temporalio.runtime import Runtime
+from temporalio.service import TLSConfig
+
+from codec import AesGcmCodec, load_keyring
 from settings import Settings
 
 
-async def connect(settings: Settings | None = None) -> Client:
+class ConnectionSettingsError(ValueError):
+    """The TLS / API key settings contradict each other or name files that cannot be read."""
+
+
+class TemporalConnectError(RuntimeError):
+    """Connecting failed; the message says what was tried (address, namespace, TLS or not) and the cause."""
+
+
+def data_converter(settings: Settings) -> DataConverter:
+    keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
+    if keyring is None:
+        return pydantic_data_converter
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_codec=AesGcmCodec(keyring),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
+    )
+
+
+def _read(path: Path, variable: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConnectionSettingsError(f"{variable}: cannot read {path}: {exc.strerror}") from None
+
+
+def tls_config(settings: Settings) -> TLSConfig | bool:
+    """What `Client.connect(tls=...)` gets: False (plaintext), True (TLS, system roots) or a TLSConfig."""
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise ConnectionSettingsError("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together (mTLS needs both)")
+    files = settings.tls_cert or settings.tls_ca or settings.tls_server_name
+    wanted = settings.tls if settings.tls is not None else bool(files or settings.api_key)
+    if not wanted:
+        if files:
+            raise ConnectionSettingsError("TEMPORAL_TLS=false contradicts the TEMPORAL_TLS_* settings")
+        if settings.api_key:
+            raise ConnectionSettingsError("an API key is never sent without TLS; unset TEMPORAL_TLS=false")
+        return False
+    if not files:
+        return True
+    return TLSConfig(
+        server_root_ca_cert=_read(settings.tls_ca, "TEMPORAL_TLS_CA") if settings.tls_ca else None,
+        domain=settings.tls_server_name,
+        client_cert=_read(settings.tls_cert, "TEMPORAL_TLS_CERT") if settings.tls_cert else None,
+        client_private_key=_read(settings.tls_key, "TEMPORAL_TLS_KEY") if settings.tls_key else None,
+    )
+
+
+def connect_options(settings: Settings) -> dict[str, Any]:
+    """The keyword arguments for `Client.connect`, from the settings (no I/O beyond reading PEM files)."""
+    return {
+        "target_host": settings.address,
+        "namespace": settings.namespace,
+        "data_converter": data_converter(settings),
+        "tls": tls_config(settings),
+        "api_key": settings.api_key,
+    }
+
+
+async def connect(
+    settings: Settings | None = None, *, runtime: Runtime | None = None, interceptors: Sequence[Interceptor] = ()
+) -> Client:
     settings = settings or Settings()
-    return await Client.connect(settings.address, namespace=settings.namespace, data_converter=pydantic_data_converter)
+    options = connect_options(settings)
+    interceptors = list(interceptors)
+    if settings.otel:
+        import observability
+
+        interceptors.append(observability.tracing_interceptor())
+    try:
+        return await Client.connect(**options, interceptors=interceptors, runtime=runtime)
+    except RuntimeError as exc:
+        raise TemporalConnectError(_explain(settings, options["tls"], exc)) from exc
+
+
+def _explain(settings: Settings, tls: TLSConfig | bool, exc: BaseException) -> str:
+    where = f"{settings.address} (namespace {settings.namespace})"
+    detail = str(exc)
+    if tls is False:
+        return f"cannot connect to Temporal at {where} without TLS: {detail}"
+    hint = ""
+    if any(marker in detail for marker in ("InvalidContentType", "InvalidMessage", "CorruptMessage", "wrong version")):
+        hint = (
+            " — the server answered, but not with TLS: it is a plaintext endpoint (e.g. a dev server). "
+            "Unset TEMPORAL_TLS / TEMPORAL_TLS_* / TEMPORAL_API_KEY for it, or point TEMPORAL_ADDRESS at a TLS endpoint"
+        )
+    elif "certificate" in detail.lower() or "UnknownIssuer" in detail:
+        hint = " — the server's certificate was not accepted: check TEMPORAL_TLS_CA and TEMPORAL_TLS_SERVER_NAME"
+    return f"cannot connect to Temporal at {where} over TLS: {detail}{hint}"

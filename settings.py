@@ -1,5 +1,12 @@
 """Where the worker and the command line connect, and where local state lives — read from the environment
-once, here. `TEMPORAL_TASK_QUEUE` is the single definition of the task queue name."""
+once, here. `TEMPORAL_TASK_QUEUE` is the single definition of the task queue name.
+
+Connection security (docs/operations.md): `TEMPORAL_TLS_CERT` / `TEMPORAL_TLS_KEY` (client certificate and
+key, PEM paths, for mTLS), `TEMPORAL_TLS_CA` (the server's CA, PEM path; default: the system roots),
+`TEMPORAL_TLS_SERVER_NAME` (SNI / verification name), `TEMPORAL_API_KEY` (implies TLS), `TEMPORAL_TLS`
+(`true` turns TLS on with none of the others). Encryption at rest: `AGENT_CODEC_KEYS` or
+`AGENT_CODEC_KEY_FILE`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,28 @@ ROOT = Path(__file__).resolve().parent
 DEFAULT_DATA = ROOT / ".data"
 
 
+def _env(name: str) -> str | None:
+    """The variable's value, or None when unset or blank (compose passes `${X:-}` as an empty string)."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _env_path(name: str) -> Path | None:
+    value = _env(name)
+    return Path(value) if value else None
+
+
+def _env_flag(name: str) -> bool | None:
+    value = _env(name)
+    if value is None:
+        return None
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name}={value!r}: expected true or false")
+
+
 @dataclass(frozen=True)
 class Settings:
     address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
@@ -18,6 +47,21 @@ class Settings:
     task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", "durable-agents"))
     ledger_path: Path = field(default_factory=lambda: Path(os.environ.get("AGENT_LEDGER", DEFAULT_DATA / "ledger.db")))
     ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    # -- connection security: see client.connect_options ------------------------------------------
+    tls: bool | None = field(default_factory=lambda: _env_flag("TEMPORAL_TLS"))  # None: on when any below is set
+    tls_cert: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_CERT"))
+    tls_key: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_KEY"))
+    tls_ca: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_CA"))
+    tls_server_name: str | None = field(default_factory=lambda: _env("TEMPORAL_TLS_SERVER_NAME"))
+    api_key: str | None = field(default_factory=lambda: _env("TEMPORAL_API_KEY"), repr=False)
+    # -- encryption at rest: see codec/ -----------------------------------------------------------
+    codec_keys: str | None = field(default_factory=lambda: _env("AGENT_CODEC_KEYS"), repr=False)
+    codec_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_KEY_FILE"))
+    # -- observability: see observability.py ------------------------------------------------------
+    metrics_address: str | None = field(default_factory=lambda: _env("AGENT_METRICS_ADDRESS"))
+    otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))
+    log_format: str = field(default_factory=lambda: _env("AGENT_LOG_FORMAT") or "json")
+    log_level: str = field(default_factory=lambda: _env("LOG_LEVEL") or "INFO")
 
     def run_url(self, run_id: str) -> str:
         return f"{self.ui_url}/namespaces/{self.namespace}/workflows/{run_id}"

@@ -1,0 +1,147 @@
+"""Encryption keys for the payload codec: a key ring of 256-bit AES keys, each with a key id.
+
+The first key is the active one (new payloads are encrypted under it); the others still decrypt what was
+written under them, which is how keys are rotated: put the new key first, keep the old ones until no
+history that needs them is retained.
+
+Format (env `AGENT_CODEC_KEYS`, or the file named by `AGENT_CODEC_KEY_FILE`): entries `kid:base64key`,
+separated by commas or newlines; in a file, `#` starts a comment. A key is 32 random bytes, base64
+(standard or url-safe alphabet). Make one with:
+
+    python -m codec.keys new k2026-01      # prints  k2026-01:<base64 of 32 random bytes>
+
+Nothing here ever puts key material into an error message or a repr.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KEY_BYTES = 32  # AES-256
+_KID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class KeyConfigError(ValueError):
+    """The key configuration is unusable. The message names the entry, never the key."""
+
+
+@dataclass(frozen=True)
+class KeyRing:
+    active: str
+    keys: Mapping[str, bytes] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if self.active not in self.keys:
+            raise KeyConfigError(f"the active key id {self.active!r} is not in the key ring")
+        for kid, key in self.keys.items():
+            if not _KID.match(kid):
+                raise KeyConfigError(f"bad key id {kid!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+            if len(key) != KEY_BYTES:
+                raise KeyConfigError(f"key {kid!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
+
+    @property
+    def key_ids(self) -> list[str]:
+        return list(self.keys)
+
+    def key(self, kid: str) -> bytes:
+        try:
+            return self.keys[kid]
+        except KeyError:
+            raise UnknownKeyError(kid, self.key_ids) from None
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "AGENT_CODEC_KEYS") -> KeyRing:
+        keys: dict[str, bytes] = {}
+        order: list[str] = []
+        for raw_line in text.splitlines():
+            line = raw_line.split("#", 1)[0]
+            for entry in line.split(","):
+                entry = entry.strip()
+                if not entry:
+                    continue
+                kid, sep, encoded = entry.partition(":")
+                kid = kid.strip()
+                if not sep or not kid or not encoded.strip():
+                    raise KeyConfigError(
+                        f"{source}: an entry is not of the form kid:base64key (entry {len(order) + 1})"
+                    )
+                if kid in keys:
+                    raise KeyConfigError(f"{source}: key id {kid!r} appears twice")
+                keys[kid] = _decode_key(kid, encoded.strip(), source)
+                order.append(kid)
+        if not order:
+            raise KeyConfigError(f"{source}: no keys found")
+        return cls(active=order[0], keys=keys)
+
+
+class UnknownKeyError(KeyError):
+    def __init__(self, kid: str, loaded: list[str]) -> None:
+        super().__init__(kid)
+        self.kid = kid
+        self.loaded = loaded
+
+    def __str__(self) -> str:
+        return (
+            f"payload was encrypted with key id {self.kid!r}, which is not loaded (loaded: {', '.join(self.loaded)}); "
+            "add that key to AGENT_CODEC_KEYS / AGENT_CODEC_KEY_FILE (after the active one)"
+        )
+
+
+def _decode_key(kid: str, encoded: str, source: str) -> bytes:
+    padded = encoded + "=" * (-len(encoded) % 4)
+    try:
+        if "-" in encoded or "_" in encoded:
+            key = base64.urlsafe_b64decode(padded)
+        else:
+            key = base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        raise KeyConfigError(f"{source}: key {kid!r} is not valid base64") from None
+    if len(key) != KEY_BYTES:
+        raise KeyConfigError(f"{source}: key {kid!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
+    return key
+
+
+def load_keyring(keys: str | None, key_file: Path | str | None) -> KeyRing | None:
+    """The key ring from the two settings, or None when neither is set (the codec stays off)."""
+    keys = (keys or "").strip() or None
+    key_file = str(key_file).strip() if key_file else None
+    if keys and key_file:
+        raise KeyConfigError("set AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE, not both")
+    if keys:
+        return KeyRing.parse(keys)
+    if key_file:
+        path = Path(key_file)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise KeyConfigError(f"AGENT_CODEC_KEY_FILE: cannot read {path}: {exc.strerror}") from None
+        return KeyRing.parse(text, source=f"AGENT_CODEC_KEY_FILE ({path})")
+    return None
+
+
+def new_key() -> str:
+    """A fresh random 256-bit key, base64."""
+    return base64.b64encode(os.urandom(KEY_BYTES)).decode()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) in (1, 2) and argv[0] == "new":
+        kid = argv[1] if len(argv) == 2 else "k1"
+        if not _KID.match(kid):
+            print(f"bad key id {kid!r}: use letters, digits, '.', '_' or '-'", file=sys.stderr)
+            return 2
+        print(f"{kid}:{new_key()}")
+        return 0
+    print("usage: python -m codec.keys new [KEY_ID]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

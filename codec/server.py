@@ -1,0 +1,283 @@
+"""The remote codec endpoint: Temporal's codec server protocol, so the Web UI and the CLI can show
+encrypted payloads decrypted — to whoever may decrypt them.
+
+    python -m codec.server --port 8081                 # keys from AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE
+    temporal server start-dev --ui-codec-endpoint http://localhost:8081
+    temporal workflow show -w RUN_ID --codec-endpoint http://localhost:8081 --codec-auth "Bearer $TOKEN"
+
+Routes: `POST /encode`, `POST /decode` (also under a prefix, e.g. `/{namespace}/decode`) with a JSON body
+`{"payloads": [...]}` (protobuf JSON of `temporal.api.common.v1.Payloads`) and the same shape back;
+`OPTIONS` for CORS preflights; `GET /health`; `GET|POST /login` and `POST /logout` for the Web UI.
+
+Access: with `AGENT_CODEC_AUTH_TOKEN` set, encode/decode need `Authorization: Bearer <token>` (the CLI's
+`--codec-auth`) or the session cookie `/login` sets after the token is typed in (what the Web UI sends with
+"Include cross-origin credentials" on). Without it, anyone who can reach the port can decrypt: bind it to
+loopback (the default) or put it behind your own authentication. CORS answers only the configured origins
+(`--cors-origin`, or `AGENT_CODEC_CORS_ORIGINS`, comma-separated; default: the local Web UIs).
+
+The server never logs or returns payload contents other than in the response to an authorised request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import html
+import json
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
+
+from codec.aesgcm import AesGcmCodec, DecryptionError
+from codec.keys import KeyConfigError, UnknownKeyError, load_keyring
+
+log = logging.getLogger("codec.server")
+
+DEFAULT_ORIGINS = (
+    "http://localhost:8233",
+    "http://127.0.0.1:8233",
+    "http://localhost:8080",
+    "http://127.0.0.1:8080",
+)
+MAX_BODY = 64 * 1024 * 1024
+COOKIE = "agent_codec_session"
+COOKIE_MAX_AGE = 12 * 3600
+
+
+@dataclass(frozen=True)
+class CodecService:
+    codec: AesGcmCodec
+    token: str | None = None
+    origins: frozenset[str] = frozenset(DEFAULT_ORIGINS)
+    secure_cookie: bool = False
+
+    def token_matches(self, candidate: str | None) -> bool:
+        if not self.token or not candidate:
+            return False
+        return hmac.compare_digest(candidate.encode(), self.token.encode())
+
+    def authorised(self, headers: object) -> bool:
+        if not self.token:
+            return True
+        get = headers.get  # type: ignore[attr-defined]
+        auth = get("Authorization") or ""
+        scheme, _, credential = auth.partition(" ")
+        if scheme.lower() == "bearer" and self.token_matches(credential.strip()):
+            return True
+        cookies = SimpleCookie()
+        try:
+            cookies.load(get("Cookie") or "")
+        except Exception:
+            return False
+        morsel = cookies.get(COOKIE)
+        return self.token_matches(morsel.value if morsel else None)
+
+    def apply(self, operation: str, body: bytes) -> bytes:
+        payloads = json_format.Parse(body, Payloads(), ignore_unknown_fields=True)
+        if operation == "encode":
+            result = self.codec.encrypt_all(payloads.payloads)
+        else:
+            result = self.codec.decrypt_all(payloads.payloads)
+        return json_format.MessageToJson(Payloads(payloads=result), indent=None).encode()
+
+
+def _operation(path: str) -> str | None:
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return last if last in ("encode", "decode") else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "agent-codec"
+    sys_version = ""
+    service: CodecService  # set on the subclass make_server builds
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.info("%s %s", self.address_string(), format % args)
+
+    def _cors(self) -> None:
+        origin = self.headers.get("Origin")
+        if origin and origin in self.service.origins:
+            self.send_header("Access-Control-Allow-Origin", origin)
+            self.send_header("Access-Control-Allow-Credentials", "true")
+            self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
+            self.send_header("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
+            self.send_header("Access-Control-Max-Age", "600")
+        self.send_header("Vary", "Origin")
+
+    def _send(self, status: HTTPStatus, body: bytes = b"", content_type: str = "application/json", **headers: str):
+        self.send_response(status)
+        self._cors()
+        self.send_header("Cache-Control", "no-store")
+        if body:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _error(self, status: HTTPStatus, message: str, **headers: str) -> None:
+        self._send(status, json.dumps({"error": message}).encode(), **headers)
+
+    def _body(self) -> bytes | None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be at most {MAX_BODY} bytes")
+            return None
+        return self.rfile.read(length)
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    def do_OPTIONS(self) -> None:
+        # Preflights carry no credentials, by the browser's design: answer them without checking.
+        self._send(HTTPStatus.NO_CONTENT)
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/health":
+            self._send(HTTPStatus.OK, b'{"status": "ok"}')
+        elif path == "/login":
+            self._login_page()
+        elif _operation(path):
+            self._error(HTTPStatus.METHOD_NOT_ALLOWED, "use POST", Allow="POST, OPTIONS")
+        else:
+            self._error(HTTPStatus.NOT_FOUND, "not found")
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/login":
+            return self._login()
+        if path == "/logout":
+            return self._send(HTTPStatus.SEE_OTHER, Location="/login", Set_Cookie=self._cookie("", 0))
+        operation = _operation(path)
+        if operation is None:
+            return self._error(HTTPStatus.NOT_FOUND, "not found")
+        if not self.service.authorised(self.headers):
+            return self._error(
+                HTTPStatus.UNAUTHORIZED, "a valid bearer token or session is required", WWW_Authenticate="Bearer"
+            )
+        body = self._body()
+        if body is None:
+            return None
+        try:
+            answer = self.service.apply(operation, body)
+        except json_format.ParseError as exc:
+            return self._error(HTTPStatus.BAD_REQUEST, f"not a Payloads JSON body: {exc}")
+        except (UnknownKeyError, DecryptionError) as exc:
+            return self._error(HTTPStatus.UNPROCESSABLE_ENTITY, str(exc))
+        self._send(HTTPStatus.OK, answer)
+        return None
+
+    # -- the Web UI's session -------------------------------------------------------------------
+
+    def _cookie(self, value: str, max_age: int) -> str:
+        secure = self.service.secure_cookie or self.headers.get("X-Forwarded-Proto") == "https"
+        # SameSite=Strict: sent on the UI's same-site fetches (another port of the same host, or a sibling
+        # subdomain), never on requests another site makes.
+        return f"{COOKIE}={value}; Max-Age={max_age}; Path=/; HttpOnly; SameSite=Strict" + (
+            "; Secure" if secure else ""
+        )
+
+    def _login_page(self, message: str = "", status: HTTPStatus = HTTPStatus.OK) -> None:
+        if not self.service.token:
+            message = "This codec server needs no token (AGENT_CODEC_AUTH_TOKEN is not set)."
+        page = (
+            "<!doctype html><meta charset=utf-8><title>Codec server login</title>"
+            f"<p>{html.escape(message)}</p>"
+            "<form method=post action=/login><label>Token <input type=password name=token autofocus></label>"
+            "<button>Sign in</button></form>"
+            "<form method=post action=/logout><button>Sign out</button></form>"
+            "<p>Then, in the Web UI's codec settings, turn on <em>Include cross-origin credentials</em>.</p>"
+        )
+        self._send(status, page.encode(), content_type="text/html; charset=utf-8")
+
+    def _login(self) -> None:
+        body = self._body()
+        if body is None:
+            return
+        token = (parse_qs(body.decode(errors="replace")).get("token") or [""])[0]
+        if not self.service.token_matches(token):
+            return self._login_page("That token is not valid.", HTTPStatus.UNAUTHORIZED)
+        self.send_response(HTTPStatus.SEE_OTHER)
+        self.send_header("Set-Cookie", self._cookie(token, COOKIE_MAX_AGE))
+        self.send_header("Location", "/login?signed-in")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return None
+
+
+def make_server(service: CodecService, host: str = "127.0.0.1", port: int = 8081) -> ThreadingHTTPServer:
+    handler = type("CodecHandler", (_Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve_in_thread(service: CodecService, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """For tests and embedding: serve until `server.shutdown()`."""
+    server = make_server(service, host, port)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    from settings import Settings
+
+    parser = argparse.ArgumentParser(prog="python -m codec.server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
+    parser.add_argument("--port", type=int, default=8081)
+    parser.add_argument(
+        "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
+    )
+    parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
+
+    settings = Settings()
+    try:
+        keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
+    except KeyConfigError as exc:
+        print(f"codec server: {exc}", file=sys.stderr)
+        return 2
+    if keyring is None:
+        print("codec server: no keys; set AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE", file=sys.stderr)
+        return 2
+    env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
+    origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
+    token = os.environ.get("AGENT_CODEC_AUTH_TOKEN") or None
+    service = CodecService(AesGcmCodec(keyring), token=token, origins=origins, secure_cookie=args.secure_cookie)
+    if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("no AGENT_CODEC_AUTH_TOKEN: anyone who can reach %s:%s can decrypt", args.host, args.port)
+    server = make_server(service, args.host, args.port)
+    print(
+        f"codec server on http://{args.host}:{server.server_address[1]} "
+        f"(active key {keyring.active}, {len(keyring.keys)} loaded; auth: {'bearer token' if token else 'none'}; "
+        f"CORS: {', '.join(sorted(origins))})",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

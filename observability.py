@@ -1,0 +1,279 @@
+"""Logs, metrics and traces for the worker (docs/operations.md).
+
+- Logs: JSON lines (`AGENT_LOG_FORMAT=json`, the default; `text` for people) on stderr. Workflow and
+  activity code logs through `workflow.logger` / `activity.logger`, whose records carry the workflow and
+  activity; `JsonFormatter` turns those into fields: `run_id` (our run id: the workflow id),
+  `workflow_run_id` (Temporal's run id of this execution), `activity_type`, `attempt`, … plus every
+  `extra=` field (`step`, `tool`, `key`, `status`, …). `LoggingInterceptor` logs each model call, tool call
+  and compensation (start and finish, with step / key / status) and each run's start and end.
+  Arguments, results and error messages are never logged: they are what the payload codec encrypts.
+- Metrics: the SDK's own (workflow/activity counters and latencies, poller and slot gauges, …) on a
+  Prometheus endpoint, `AGENT_METRICS_ADDRESS=0.0.0.0:9464` → `http://HOST:9464/metrics`.
+- Traces: `AGENT_OTEL=1` adds the SDK's OpenTelemetry `TracingInterceptor` (client → workflow → activity
+  spans, propagated through Temporal headers). Spans go to OTLP if `opentelemetry-exporter-otlp` is
+  installed (configured by the standard `OTEL_EXPORTER_OTLP_*` variables), otherwise to stderr as JSON lines.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from temporalio import activity, workflow
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.worker import (
+    ActivityInboundInterceptor,
+    ExecuteActivityInput,
+    ExecuteWorkflowInput,
+    Interceptor,
+    WorkflowInboundInterceptor,
+    WorkflowInterceptorClassInput,
+)
+
+# -- logs -----------------------------------------------------------------------------------------
+
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName"}
+# The SDK's logger details, renamed: in this project a run id is the workflow id.
+_WORKFLOW_FIELDS = {
+    "workflow_id": "run_id",
+    "run_id": "workflow_run_id",
+    "workflow_type": "workflow_type",
+    "task_queue": "task_queue",
+    "namespace": "namespace",
+    "attempt": "workflow_task_attempt",
+}
+_ACTIVITY_FIELDS = {
+    "workflow_id": "run_id",
+    "workflow_run_id": "workflow_run_id",
+    "workflow_type": "workflow_type",
+    "activity_type": "activity_type",
+    "activity_id": "activity_id",
+    "attempt": "attempt",
+    "task_queue": "task_queue",
+    "namespace": "namespace",
+}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, message, the run's identity, and every extra field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        details = record.__dict__
+        for source, names in (("temporal_workflow", _WORKFLOW_FIELDS), ("temporal_activity", _ACTIVITY_FIELDS)):
+            info = details.get(source)
+            if isinstance(info, Mapping):
+                entry.update({names[k]: v for k, v in info.items() if k in names})
+        for key, value in details.items():
+            if (
+                key not in _STANDARD
+                and key not in ("temporal_workflow", "temporal_activity")
+                and not key.startswith("_")
+            ):
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def configure_logging(log_format: str = "json", level: str = "INFO", stream: TextIO | None = None) -> None:
+    """Replace the root logger's handlers with one that writes `log_format` ("json" or "text")."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+        # The workflow/activity details are fields already; do not also append them to every message.
+        workflow.logger.workflow_info_on_message = False
+        activity.logger.activity_info_on_message = False
+    elif log_format == "text":
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    else:
+        raise ValueError(f"AGENT_LOG_FORMAT={log_format!r}: expected json or text")
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+def _describe(activity_type: str, arg: object) -> tuple[str, dict[str, Any]]:
+    """What to say about an activity's input: identities only, never arguments or transcripts."""
+    fields: dict[str, Any] = {}
+    if activity_type == "call_model":
+        call_index = getattr(arg, "call_index", None)
+        fields["call_index"] = call_index
+        step = getattr(arg, "step", None)
+        if step is None and isinstance(call_index, int):
+            step = call_index + 1
+        fields["step"] = step
+        model = getattr(arg, "model", None)
+        fields["model"] = getattr(model, "name", None) or getattr(model, "kind", None)
+        return "model call", fields
+    if activity_type == "run_tool":
+        call = getattr(arg, "call", None)
+        fields.update(tool=getattr(call, "name", None), call_id=getattr(call, "id", None))
+        fields["key"] = getattr(arg, "idempotency_key", None)
+        return "tool call", fields
+    if activity_type == "compensate":
+        step = getattr(arg, "step", None)
+        fields.update(tool=getattr(getattr(step, "call", None), "name", None), key=getattr(step, "key", None))
+        fields["compensates"] = getattr(step, "original_key", None)
+        return "compensation", fields
+    return activity_type, fields
+
+
+def _outcome(result: object) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    # An activity may return the tool result / model reply itself, or a step wrapping it (`.result`, `.reply`).
+    for inner in (result, getattr(result, "result", None), getattr(result, "reply", None)):
+        status = getattr(inner, "status", None)
+        if status is not None and "status" not in fields:
+            fields["status"] = getattr(status, "value", status)
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(inner, name, None)
+            if isinstance(value, int) and name not in fields:
+                fields[name] = value
+    return fields
+
+
+def _error_fields(exc: BaseException) -> dict[str, Any]:
+    return {"error": type(exc).__name__, "error_type": getattr(exc, "type", None)}
+
+
+class _ActivityLogger(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        what, fields = _describe(info.activity_type, input.args[0] if input.args else None)
+        activity.logger.info(f"{what} started", extra=fields)
+        started = time.monotonic()
+        try:
+            result = await self.next.execute_activity(input)
+        except BaseException as exc:
+            elapsed = {"duration_ms": round((time.monotonic() - started) * 1000, 1)}
+            activity.logger.warning(f"{what} failed", extra=fields | elapsed | _error_fields(exc))
+            raise
+        elapsed = {"duration_ms": round((time.monotonic() - started) * 1000, 1)}
+        activity.logger.info(f"{what} finished", extra=fields | elapsed | _outcome(result))
+        return result
+
+
+class _WorkflowLogger(WorkflowInboundInterceptor):
+    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
+        # workflow.logger skips records while replaying: each line is written once per run, not per replay.
+        arg = input.args[0] if input.args else None
+        workflow.logger.info("run started", extra={"scenario": getattr(arg, "scenario", None)})
+        try:
+            result = await self.next.execute_workflow(input)
+        except BaseException as exc:
+            if type(exc).__name__ == "ContinueAsNewError":
+                workflow.logger.info("run continued as new")
+            else:
+                workflow.logger.warning("run ended with an error", extra=_error_fields(exc))
+            raise
+        stop = getattr(result, "stop", None)
+        workflow.logger.info(
+            "run finished",
+            extra={
+                "status": getattr(result, "status", None),
+                "stop": getattr(stop, "value", stop),
+                "steps": getattr(result, "step_count", None),
+            },
+        )
+        return result
+
+
+class LoggingInterceptor(Interceptor):
+    """Worker interceptor: a log line at each run's start and end, and each activity's start and end."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _ActivityLogger(next)
+
+    def workflow_interceptor_class(
+        self, input: WorkflowInterceptorClassInput
+    ) -> type[WorkflowInboundInterceptor] | None:
+        return _WorkflowLogger
+
+
+# -- metrics --------------------------------------------------------------------------------------
+
+
+def metrics_runtime(address: str | None) -> Runtime | None:
+    """A Temporal runtime exporting the SDK's metrics for Prometheus at http://ADDRESS/metrics, or None."""
+    if not address:
+        return None
+    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+
+
+# -- traces ---------------------------------------------------------------------------------------
+
+_provider: Any = None
+
+
+def _exporter() -> tuple[Any, str]:
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter  # type: ignore
+
+        return OTLPSpanExporter(), "otlp-grpc"
+    except ImportError:
+        pass
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # type: ignore
+
+        return OTLPSpanExporter(), "otlp-http"
+    except ImportError:
+        pass
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter(out=sys.stderr, formatter=lambda span: span.to_json(indent=None) + "\n"), "console"
+
+
+def install_tracing(exporter: Any = None) -> Any:
+    """The process's tracer provider (created once, and made the global one): spans to `exporter`, or to
+    OTLP when installed, else to stderr."""
+    global _provider
+    if _provider is not None:
+        return _provider
+    import os
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "durable-agents"}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    kind = "given"
+    if exporter is None:
+        exporter, kind = _exporter()
+    processor = BatchSpanProcessor(exporter) if kind.startswith("otlp") else SimpleSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    trace.set_tracer_provider(provider)
+    _provider = provider
+    logging.getLogger(__name__).info("tracing on", extra={"exporter": kind})
+    return provider
+
+
+def tracing_interceptor(provider: Any = None) -> Any:
+    """The SDK's OpenTelemetry interceptor, on `provider` (default: `install_tracing()`). Given to
+    `Client.connect`, it also applies to every worker built on that client."""
+    from temporalio.contrib.opentelemetry import TracingInterceptor
+
+    provider = provider or install_tracing()
+    return TracingInterceptor(tracer=provider.get_tracer("durable-agents"))
+
+
+def shutdown_tracing() -> None:
+    """Flush and stop the exporter (before the process exits)."""
+    global _provider
+    if _provider is not None:
+        _provider.shutdown()
+        _provider = None
