@@ -23,6 +23,7 @@ from cli.demo import cmd_demo
 from cli.effects import cmd_effects
 from cli.output import CliError, fail
 from cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from cli.watch import add_watch_arguments, cmd_watch
 from settings import Settings
 
 
@@ -65,6 +66,7 @@ def parser() -> argparse.ArgumentParser:
     add_run_arguments(command("run", cmd_run, "start an agent run"))
     command("status", cmd_status, "progress of a run").add_argument("run_id")
     command("result", cmd_result, "wait for a run's result").add_argument("run_id")
+    add_watch_arguments(command("watch", cmd_watch, "live progress of a run (bar on a terminal) until it closes"))
     command("effects", cmd_effects, "rows of the effects ledger").add_argument("--run", help="only this run")
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     add_decision_arguments(command("approve", cmd_decide, "approve a pending tool call"))

@@ -1,0 +1,231 @@
+"""`watch`: a run's progress, live, until it closes — for a person at a terminal, or as JSON lines.
+
+The `progress` query is asked about twice a second. On a terminal one line is redrawn in place (a bar of
+steps against `max_steps`, the label, tokens, cost, and for an approval wait the tool and the time left to
+its deadline); otherwise a line is printed per change. `--json` prints one JSON object per change
+(`"type": "progress"`) and a final `"type": "result"` object. The run's end comes from its result, so the
+final state is printed even if it closed between two polls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
+
+from agentic import ToolStatus
+from cli.connection import connect_or_fail, existing_run
+from cli.runs import result_summary, wait_result
+from settings import Settings
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentResult
+
+BAR_WIDTH = 20
+QUERY_TIMEOUT = timedelta(seconds=2)
+
+
+def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id")
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between progress queries")
+
+
+async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
+    client = await connect_or_fail(settings)
+    handle = await existing_run(client, args.run_id)
+    out = sys.stdout
+    view: Display
+    if args.json:
+        view = JsonLines(out)
+    elif out.isatty():
+        view = Bar(out)
+    else:
+        view = Lines(out)
+    running = (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+    result_task = asyncio.ensure_future(wait_result(handle))
+    try:
+        while running:  # a run already closed needs no worker: its result says how it ended
+            view.show(await poll(handle))
+            done, _ = await asyncio.wait({result_task}, timeout=max(args.interval, 0.05))
+            running = not done
+        result = await result_task  # a run that failed raises CliError: one line, exit 1
+        view.show(final_progress(view.last, result))
+        view.finish(result_summary(result))
+    finally:
+        result_task.cancel()
+        view.close()
+    return 0
+
+
+async def poll(handle: WorkflowHandle[Any, AgentResult]) -> dict[str, Any]:
+    """The run's progress, or why there is none right now (no worker answers while one restarts)."""
+    try:
+        progress = await handle.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+    except RPCError as exc:
+        label = f"waiting: no worker answered the progress query ({exc.message}); is a worker running?"
+        return {"run_id": handle.id, "status": "no_worker", "label": label}
+    return progress.model_dump(mode="json")
+
+
+def final_progress(last: dict[str, Any] | None, result: AgentResult) -> dict[str, Any]:
+    """The closed run's state, from its result: what a last poll would have said (the last poll itself when
+    it already saw the end, so nothing is printed twice)."""
+    stop = result.stop.value
+    if last and (last.get("status"), last.get("step"), last.get("stop")) == (result.status, result.step_count, stop):
+        return last
+    return {
+        "max_steps": None,
+        **(last if last and last.get("status") != "no_worker" else {}),
+        "run_id": result.run_id,
+        "scenario": result.scenario,
+        "status": result.status,
+        "step": result.step_count,
+        "label": f"finished: {stop}" if result.status == "completed" else f"{result.status}: {stop}",
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "cost": result.cost,
+        "trajectory": [r.call.name for r in result.records if r.status is ToolStatus.OK],
+        "stop": stop,
+        "pending_approvals": [],
+        "compensations_done": len([c for c in result.compensations if c.status == "compensated"]),
+        "compensations_remaining": [s.call.name for s in result.compensations_remaining],
+    }
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def seconds_left(deadline: str, now: datetime | None = None) -> float:
+    now = now or datetime.now(UTC)
+    return max((datetime.fromisoformat(deadline) - now).total_seconds(), 0.0)
+
+
+def duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def call_text(pending: dict[str, Any]) -> str:
+    arguments = pending["arguments"]
+    if isinstance(arguments, dict):
+        arguments = ", ".join(f"{k}={v}" for k, v in arguments.items())
+    return f"{pending['tool']}({arguments})"
+
+
+def bar(step: int | None, max_steps: int | None) -> str:
+    if step is None:
+        return "[" + " " * BAR_WIDTH + "]"
+    if not max_steps:
+        return f"[step {step}]"
+    filled = min(BAR_WIDTH, round(BAR_WIDTH * step / max_steps))
+    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {step}/{max_steps}"
+
+
+def describe(progress: dict[str, Any], *, countdown: bool) -> str:
+    """One line a person reads: bar, status, what it is doing, tokens, cost; an approval wait names the
+    tool and, on a terminal, the time left to its deadline."""
+    status = progress.get("status", "?")
+    if status == "no_worker":
+        return str(progress.get("label", ""))
+    parts = [bar(progress.get("step"), progress.get("max_steps")), status]
+    pending = progress.get("pending_approvals") or []
+    if status == "awaiting_approval" and pending:
+        first = pending[0]
+        due = f"{duration(seconds_left(first['deadline']))} left"
+        if not countdown:  # printed once: say until when, too
+            due += f" (deadline {first['deadline'][:19].replace('T', ' ')} UTC)"
+        more = f" (+{len(pending) - 1} more)" if len(pending) > 1 else ""
+        parts.append(f"approve {call_text(first)}{more}, {due}")
+    else:
+        parts.append(str(progress.get("label", "")))
+    parts.append(f"tokens {progress.get('input_tokens', 0)}+{progress.get('output_tokens', 0)}")
+    parts.append(f"${progress.get('cost', 0.0):.6f}")
+    return "  ".join(parts)
+
+
+def result_line(summary: dict[str, Any]) -> str:
+    return f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {summary['output']}"
+
+
+class Display:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.last: dict[str, Any] | None = None
+
+    def show(self, progress: dict[str, Any]) -> None:
+        changed = progress != self.last
+        self.last = progress
+        self.render(progress, changed)
+
+    def render(self, progress: dict[str, Any], changed: bool) -> None:
+        raise NotImplementedError
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        print(result_line(summary), file=self.out, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+class Lines(Display):
+    """Not a terminal: a line per change, never a carriage return."""
+
+    def render(self, progress: dict[str, Any], changed: bool) -> None:
+        if changed:
+            print(describe(progress, countdown=False), file=self.out, flush=True)
+
+
+class Bar(Display):
+    """A terminal: one line, redrawn in place on every poll (the countdown moves even when nothing else does)."""
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__(out)
+        self.drawn = False
+
+    def render(self, progress: dict[str, Any], changed: bool) -> None:
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        text = describe(progress, countdown=True)
+        if len(text) > width:
+            text = text[: max(width - 1, 0)] + "…"
+        self.out.write("\r" + text + "\x1b[K")
+        self.out.flush()
+        self.drawn = True
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        self.close()
+        super().finish(summary)
+
+    def close(self) -> None:
+        if self.drawn:
+            self.out.write("\n")
+            self.out.flush()
+            self.drawn = False
+
+
+class JsonLines(Display):
+    """`--json`: one object per change, then the result; `seconds_left` is added to each pending approval."""
+
+    def render(self, progress: dict[str, Any], changed: bool) -> None:
+        if not changed:
+            return
+        line = {"type": "progress", **progress}
+        if progress.get("pending_approvals"):
+            line["pending_approvals"] = [
+                p | {"seconds_left": round(seconds_left(p["deadline"]), 1)} for p in progress["pending_approvals"]
+            ]
+        print(json.dumps(line, sort_keys=True), file=self.out, flush=True)
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        print(json.dumps({"type": "result", **summary}, sort_keys=True, default=str), file=self.out, flush=True)
