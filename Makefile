@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all lint bench chaos clean
+.PHONY: setup demo test test-slow lint bench chaos clean
 
 setup: $(STAMP)
 
@@ -19,6 +19,19 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The long chaos sessions and other `@pytest.mark.slow` tests, excluded from `make test`.
+test-slow: setup
+	$(BIN)/python -m pytest -m slow
+
+# Temporal vs the checkpoint baseline on this machine: tables, results/bench.json, PNG plots (docs/benchmarks.md).
+bench: setup
+	$(BIN)/python -m bench all
+
+# Workers (and the Temporal dev server) SIGKILLed at random; fails on a lost run or a duplicate effect.
+chaos: setup
+	$(BIN)/python -m bench chaos --engine baseline
+	$(BIN)/python -m bench chaos --engine temporal
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -29,6 +29,8 @@ def deliver_pending(
     """Deliver queued webhooks (of one run, or all); returns how many were delivered now."""
     where, params = ("AND run_id = ?", (run_id,)) if run_id else ("", ())
     rows = store.query(f"SELECT * FROM webhooks WHERE status = 'pending' {where} ORDER BY id", params)
+    if not rows:
+        return 0  # most runs have no webhook: don't pay for an HTTP client
     delivered = 0
     with httpx.Client(timeout=timeout) as client:
         for row in rows:

@@ -1,0 +1,253 @@
+"""Chaos on Temporal: a dev server on a persistent SQLite file, one worker process, runs of every
+scenario; the worker is SIGKILLed at random moments and restarted, the dev server is SIGKILLed a few
+times and restarted on the same database. Everything is stopped by its handle (pid), never by name."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.service import RPCError
+
+import devserver
+from agentic.approvals import Decision, PendingApproval
+from agentic.ledger import EffectsLedger
+from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
+from bench.chaos.plan import gaps
+from client import connect
+from scenarios import ScenarioOptions
+from settings import Settings
+from worker_process import WorkerProcess
+from workflows.inputs import AgentInput, AgentResult, Timeouts
+
+HEARTBEAT_SECONDS = 2.0
+MODEL_SECONDS = 10.0  # the model activity does not heartbeat: a kill during it is noticed by this timeout
+
+
+@dataclass
+class Outcome:
+    statuses: dict[str, str | None]
+    effects: list[EffectRow]
+    kills: int = 0
+    server_restarts: int = 0
+    worker_exits: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def agent_input(spec: RunSpec) -> AgentInput:
+    return AgentInput(
+        scenario=spec.scenario,
+        options=ScenarioOptions(
+            records=spec.records,
+            step_delay=spec.step_delay,
+            after_effect_delay=spec.after_effect_delay,
+            fail_at=spec.fail_at,  # type: ignore[arg-type]
+        ),
+        timeouts=Timeouts(heartbeat_seconds=HEARTBEAT_SECONDS, model_seconds=MODEL_SECONDS),
+    )
+
+
+class TemporalChaos:
+    def __init__(
+        self,
+        specs: list[RunSpec],
+        workdir: Path,
+        *,
+        kills: int,
+        server_restarts: int,
+        seed: int,
+        timeout: float,
+        say: Callable[[str], None],
+    ) -> None:
+        self.specs, self.workdir, self.say, self.timeout = specs, workdir, say, timeout
+        self.rng = random.Random(seed * 7919 + 1)
+        self.plan = ["kill"] * kills + ["server"] * server_restarts
+        self.rng.shuffle(self.plan)
+        self.port = devserver.free_port()
+        self.db = workdir / "dev.db"
+        self.server: devserver.DevServer | None = None
+        self.worker: WorkerProcess | None = None
+        self.settings = Settings(
+            address=f"127.0.0.1:{self.port}",
+            namespace="default",
+            task_queue=f"chaos-{seed}",
+            ledger_path=workdir / "ledger.db",
+        )
+        self.outcome = Outcome(statuses={}, effects=[])
+        self.final: dict[str, str | None] = {}
+        self.generation = 0
+
+    # -- processes ------------------------------------------------------------------------------------
+
+    async def start_server(self) -> None:
+        self.server = await asyncio.to_thread(
+            devserver.start, self.port, None, self.db, log=self.workdir / "server.log"
+        )
+        await devserver.wait_until_serving(self.server.address, timeout=120)
+
+    async def start_worker(self) -> None:
+        self.generation += 1
+        worker = WorkerProcess(self.settings, log=self.workdir / f"worker-{self.generation}.log")
+        self.worker = worker
+        await asyncio.to_thread(worker.wait_ready, 120)
+
+    async def keep_worker_alive(self) -> None:
+        """A supervisor's job: a worker that exited on its own (not one we killed) is started again."""
+        if self.worker is not None and self.worker.process.poll() is not None:
+            self.outcome.worker_exits += 1
+            self.say(f"the worker exited on its own (code {self.worker.process.returncode}); restarting it")
+            await self.start_worker()
+
+    def stop_all(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+        if self.server is not None:
+            self.server.stop()
+
+    # -- the session ----------------------------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        try:
+            await self.start_server()
+            await self.start_worker()
+            client = await connect(self.settings)
+            started = time.monotonic()
+            for spec in self.specs:
+                await client.start_workflow(
+                    "AgentWorkflow", agent_input(spec), id=spec.run_id, task_queue=self.settings.task_queue
+                )
+            self.say(f"started {len(self.specs)} runs on {self.settings.address}")
+            approvals = [
+                asyncio.create_task(self.approve(client, spec, started))
+                for spec in self.specs
+                if spec.scenario == "refund"
+            ]
+            await self.strike(client)
+            await self.settle(client, started)
+            for task in approvals:
+                task.cancel()
+            self.outcome.statuses = self.final
+            self.outcome.effects = [EffectRow.of(e) for e in EffectsLedger(self.settings.ledger_path).effects()]
+            return self.outcome
+        finally:
+            self.stop_all()
+
+    async def strike(self, client: Client) -> None:
+        for event, gap in zip(self.plan, gaps(self.rng, len(self.plan), 0.5, 2.5), strict=True):
+            await asyncio.sleep(gap)
+            await self.keep_worker_alive()
+            await self.refresh(client)
+            if all(s in TERMINAL for s in self.final.values()) and len(self.final) == len(self.specs):
+                self.say("every run ended before the chaos plan did")
+                return
+            if event == "kill":
+                assert self.worker is not None
+                self.worker.kill()
+                self.outcome.kills += 1
+                self.say(f"kill {self.outcome.kills}: SIGKILL worker pid {self.worker.pid}")
+                await asyncio.sleep(self.rng.uniform(0.0, 1.0))
+                await self.start_worker()
+            else:
+                assert self.server is not None
+                self.server.kill()
+                self.outcome.server_restarts += 1
+                self.say(
+                    f"server restart {self.outcome.server_restarts}: SIGKILL dev server pid {self.server.process.pid}"
+                )
+                await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+                await self.start_server()
+
+    async def settle(self, client: Client, started: float) -> None:
+        """Keep the worker alive (restart it if it exited on its own) until every run ended or time is up."""
+        while time.monotonic() - started < self.timeout:
+            await self.refresh(client)
+            if len(self.final) == len(self.specs) and all(s in TERMINAL for s in self.final.values()):
+                return
+            await self.keep_worker_alive()
+            await asyncio.sleep(0.5)
+        self.outcome.notes.append(f"timed out after {self.timeout:.0f}s with runs still active")
+
+    async def refresh(self, client: Client) -> None:
+        for spec in self.specs:
+            if self.final.get(spec.run_id) in TERMINAL:
+                continue
+            try:
+                self.final[spec.run_id] = await status_of(client, spec.run_id)
+            except RPCError:
+                continue  # the server is restarting
+
+    async def approve(self, client: Client, spec: RunSpec, started: float) -> None:
+        """Approve the refund's pending call (the hash read from the memo) once its delay has passed."""
+        await asyncio.sleep(max(0.0, spec.approve_after - (time.monotonic() - started)))
+        handle = client.get_workflow_handle(spec.run_id)
+        while True:
+            try:
+                description = await handle.describe()
+                if description.status is not WorkflowExecutionStatus.RUNNING:
+                    return
+                pending = [
+                    PendingApproval.model_validate(p)
+                    for p in await description.memo_value("pending_approvals", default=[]) or []
+                ]
+                if pending:
+                    target = pending[0]
+                    decision = Decision(
+                        call_id=target.call_id,
+                        approve=True,
+                        approver="chaos",
+                        reason="auto-approved by the chaos driver",
+                        arguments_hash=target.arguments_hash,
+                    )
+                    await handle.signal("decision", decision)
+                    self.say(f"approved {spec.run_id} (call {target.call_id})")
+                    return
+            except RPCError:
+                pass
+            await asyncio.sleep(0.3)
+
+
+async def status_of(client: Client, run_id: str) -> str | None:
+    handle = client.get_workflow_handle(run_id)
+    try:
+        description = await handle.describe()
+    except RPCError as exc:
+        if "not found" in str(exc).lower():
+            return None
+        raise
+    status = description.status
+    if status is WorkflowExecutionStatus.RUNNING or status is None:
+        return "running"
+    if status is WorkflowExecutionStatus.COMPLETED:
+        result: AgentResult = await client.get_workflow_handle(run_id, result_type=AgentResult).result()
+        return result.status
+    if status is WorkflowExecutionStatus.FAILED:
+        try:
+            await handle.result()
+        except WorkflowFailureError as exc:
+            cause: Any = exc.cause
+            if getattr(cause, "type", None) == "CompensationFailed":
+                return "compensation_failed"
+        return "failed"
+    return status.name.lower()
+
+
+async def run(
+    specs: list[RunSpec],
+    workdir: Path,
+    *,
+    kills: int,
+    server_restarts: int,
+    seed: int,
+    timeout: float,
+    say: Callable[[str], None],
+) -> Outcome:
+    chaos = TemporalChaos(
+        specs, workdir, kills=kills, server_restarts=server_restarts, seed=seed, timeout=timeout, say=say
+    )
+    return await chaos.run()

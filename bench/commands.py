@@ -1,0 +1,238 @@
+"""The measurement subcommands: `all`, `overhead`, `throughput`, `recovery`, `storage`, `loc`, `report`.
+
+Each measurement writes results/<name>.json (`all`: results/bench.json), results/<name>.md, and the
+plots it can draw; `report --from FILE` renders a saved JSON again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import loc, machine, report
+from bench.cli import Command, register
+from bench.overhead import OverheadConfig
+from bench.recovery import RecoveryConfig
+from bench.stack import DEFAULT_PRAGMAS
+from bench.storage import StorageConfig
+from bench.throughput import ThroughputConfig
+from settings import ROOT
+
+SECTIONS = ("overhead", "throughput", "recovery", "storage")
+LAST_LINE = re.compile(
+    r"^chaos (?P<engine>\w+): runs=(?P<runs>\d+) completed=(?P<completed>\d+) compensated=(?P<compensated>\d+) "
+    r"lost=(?P<lost>\d+) duplicate_effects=(?P<duplicate_effects>\d+) kills=(?P<kills>\d+)$"
+)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def ints(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+def add_output(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--out", type=Path, default=ROOT / "results", help="where JSON, markdown and plots go")
+    sub.add_argument("--keep", action="store_true", help="keep the scratch directory (server, worker logs)")
+
+
+def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) -> None:
+    add_output(sub)
+    sub.add_argument("--quick", action="store_true", help="tiny repetition counts: a smoke run, not a measurement")
+    sub.add_argument(
+        "--server-pragmas",
+        type=lambda text: tuple(p for p in text.split(",") if p),
+        default=DEFAULT_PRAGMAS,
+        help="the dev server's SQLite pragmas (default: journal_mode=wal,synchronous=normal; '' for Temporal's own)",
+    )
+    if "overhead" in sections:
+        sub.add_argument("--overhead-steps", type=int, default=OverheadConfig.steps)
+        sub.add_argument("--overhead-reps", type=int, default=OverheadConfig.reps)
+        sub.add_argument("--overhead-warmup", type=int, default=OverheadConfig.warmup)
+    if "throughput" in sections:
+        defaults = ThroughputConfig()
+        sub.add_argument("--throughput-steps", type=int, default=defaults.steps)
+        sub.add_argument("--concurrency", type=ints, default=defaults.temporal_n, help="Temporal N, e.g. 10,100,1000")
+        sub.add_argument("--baseline-processes", type=ints, default=defaults.baseline_processes_n)
+        sub.add_argument("--baseline-threads", type=ints, default=defaults.baseline_threads_n)
+    if "recovery" in sections:
+        sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
+        sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
+        sub.add_argument(
+            "--recovery-timeout",
+            type=float,
+            default=RecoveryConfig.detect_seconds,
+            help="Temporal heartbeat timeout and baseline lease, seconds",
+        )
+    if "storage" in sections:
+        sub.add_argument("--storage-steps", type=ints, default=StorageConfig().steps)
+
+
+def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, Any]:
+    quick = args.quick
+    out: dict[str, Any] = {}
+    if "overhead" in sections:
+        out["overhead"] = (
+            OverheadConfig(steps=5, reps=3, warmup=1)
+            if quick
+            else OverheadConfig(args.overhead_steps, args.overhead_reps, args.overhead_warmup)
+        )
+    if "throughput" in sections:
+        out["throughput"] = (
+            ThroughputConfig(steps=2, temporal_n=[5, 20], baseline_processes_n=[5], baseline_threads_n=[5, 20])
+            if quick
+            else ThroughputConfig(
+                args.throughput_steps, args.concurrency, args.baseline_processes, args.baseline_threads
+            )
+        )
+    if "recovery" in sections:
+        out["recovery"] = (
+            RecoveryConfig(reps=1)
+            if quick
+            else RecoveryConfig(
+                reps=args.recovery_reps, step_delay=args.recovery_step_delay, detect_seconds=args.recovery_timeout
+            )
+        )
+    if "storage" in sections:
+        out["storage"] = StorageConfig([5, 20]) if quick else StorageConfig(args.storage_steps)
+    return out
+
+
+async def measure(
+    sections: tuple[str, ...], settings: dict[str, Any], workdir: Path, pragmas: tuple[str, ...]
+) -> dict[str, Any]:
+    from bench import overhead, recovery, storage, throughput
+    from bench.stack import temporal_stack
+
+    modules = {"overhead": overhead, "throughput": throughput, "recovery": recovery, "storage": storage}
+    results: dict[str, Any] = {}
+    floor = "overhead" in sections or "throughput" in sections
+    async with temporal_stack(workdir / "temporal", floor=floor, pragmas=pragmas) as stack:
+        results["temporal_server"] = stack.server_version
+        for section in sections:
+            say(f"[{section}]")
+            started = time.perf_counter()
+            results[section] = await modules[section].measure(stack, workdir, settings[section], say)
+            results[section]["seconds"] = time.perf_counter() - started
+    return results
+
+
+def run_chaos(engine: str, runs: int, seed: int, out: Path) -> dict[str, Any]:
+    """The chaos command as a subprocess, exactly as a person would run it; its last line is the result."""
+    command = [sys.executable, "-m", "bench", "chaos", "--engine", engine, "--runs", str(runs), "--seed", str(seed)]
+    command += ["--out", str(out)]
+    say(f"[chaos {engine}] {' '.join(command[1:])}")
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    last = lines[-1] if lines else ""
+    match = LAST_LINE.match(last)
+    say(f"  {last or done.stderr.strip()[-300:]}")
+    return {
+        "command": "python " + " ".join(command[1:]),
+        "exit_code": done.returncode,
+        "last_line": last,
+        "parsed": {k: (v if k == "engine" else int(v)) for k, v in match.groupdict().items()} if match else None,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def write(results: dict[str, Any], out: Path, name: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=2, default=str))
+    text = report.markdown(results)
+    (out / f"{name}.md").write_text(text)
+    written = report.plots(results, out)
+    print()
+    print(text, flush=True)
+    say(f"wrote {out / (name + '.json')}, {out / (name + '.md')}" + "".join(f", {p}" for p in written))
+
+
+def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str, extra: bool = False) -> int:
+    started = time.perf_counter()
+    results: dict[str, Any] = {"command": "python -m bench " + " ".join(sys.argv[1:]), "machine": machine.facts()}
+    results["config"] = {k: vars(v) for k, v in configs(args, sections).items()}
+    results["config"]["server_pragmas"] = list(args.server_pragmas)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-"))
+    ok = False
+    try:
+        settings = configs(args, sections)
+        measured = asyncio.run(measure(sections, settings, workdir, args.server_pragmas)) if sections else {}
+        results["machine"]["temporal_server"] = measured.pop("temporal_server", None)
+        results |= measured
+        if extra:
+            results["loc"] = loc.count_sets()
+            if args.chaos_runs:
+                results["chaos"] = {
+                    engine: run_chaos(engine, args.chaos_runs, args.seed, args.out)
+                    for engine in ("temporal", "baseline")
+                }
+        ok = True
+    finally:
+        if ok and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            say(f"scratch directory (logs): {workdir}")
+    results["machine"]["load_average_end"] = machine.load()
+    results["seconds"] = time.perf_counter() - started
+    write(results, args.out, name)
+    return 0
+
+
+def cmd_all(args: argparse.Namespace) -> int:
+    if args.quick:
+        args.chaos_runs = min(args.chaos_runs, 5)
+    return run_sections(args, SECTIONS, "bench", extra=True)
+
+
+def configure_all(sub: argparse.ArgumentParser) -> None:
+    add_measurements(sub, SECTIONS)
+    sub.add_argument("--chaos-runs", type=int, default=10, help="runs per engine of the chaos check (0: skip)")
+    sub.add_argument("--seed", type=int, default=1, help="the chaos check's seed")
+
+
+def section_command(section: str, help: str) -> Command:
+    return Command(
+        section,
+        help,
+        lambda sub: add_measurements(sub, (section,)),
+        lambda args: run_sections(args, (section,), section),
+    )
+
+
+def cmd_loc(args: argparse.Namespace) -> int:
+    write({"loc": loc.count_sets()}, args.out, "loc")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    results = json.loads(Path(args.source).read_text())
+    text = report.markdown(results)
+    print(text)
+    report.plots(results, args.out)
+    return 0
+
+
+def configure_report(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--from", dest="source", default=str(ROOT / "results" / "bench.json"))
+    sub.add_argument("--out", type=Path, default=ROOT / "results")
+
+
+register(Command("all", "every measurement and a short chaos check, one report", configure_all, cmd_all))
+register(section_command("overhead", "per-step overhead: in-process, baseline, Temporal, the bare Temporal floor"))
+register(section_command("throughput", "runs/s at N concurrent runs, Temporal vs the floor, and the baseline"))
+register(section_command("recovery", "SIGKILL mid-step: time until the next step completes on a new process"))
+register(section_command("storage", "history bytes and events vs checkpoint bytes per run, as steps grow"))
+register(Command("loc", "lines of code each engine needs for durability", add_output, cmd_loc))
+register(Command("report", "render a saved results JSON again (markdown and plots)", configure_report, cmd_report))

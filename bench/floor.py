@@ -1,0 +1,64 @@
+"""The bare Temporal floor: the least a Temporal workflow can do per agent step — two no-op activities
+(standing for our model activity and our tool activity), no state, no search attributes, no memo.
+
+    python -m bench.floor_worker      # a worker for it: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE
+
+A run of N steps executes 2N+1 activities, exactly as many as `AgentWorkflow` running `bench-noop` with
+N steps (N model calls that ask for a tool, N tool calls, and the final model call that answers).
+This module holds only the workflow and its activities (the workflow sandbox re-imports it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import activity, workflow
+from temporalio.common import SearchAttributeKey
+
+FLOOR_MODEL = "bench_floor_model"
+FLOOR_TOOL = "bench_floor_tool"
+TIMEOUT = timedelta(seconds=60)
+# Two of our search attributes (the dev server registers them), defined here: the sandbox re-imports
+# this module, which must stay free of the project's imports.
+STATUS = SearchAttributeKey.for_keyword("AgentStatus")
+STEP = SearchAttributeKey.for_int("AgentStep")
+
+
+@activity.defn(name=FLOOR_MODEL)
+async def floor_model(step: int) -> int:
+    return step
+
+
+@activity.defn(name=FLOOR_TOOL)
+async def floor_tool(step: int) -> int:
+    return step
+
+
+@workflow.defn(name="BenchFloorWorkflow")
+class FloorWorkflow:
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        for step in range(steps):
+            await workflow.execute_activity(floor_model, step, start_to_close_timeout=TIMEOUT)
+            await workflow.execute_activity(floor_tool, step, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(floor_model, steps, start_to_close_timeout=TIMEOUT)
+        return steps
+
+
+@workflow.defn(name="BenchFloorVisibleWorkflow")
+class FloorVisibleWorkflow:
+    """The floor plus what `AgentWorkflow` publishes per step that the floor does not: a search attribute
+    upsert (the step number; one history event and one visibility write each) and the current details.
+    The difference to the floor is the cost of visibility; the rest of ours is the agent's own work."""
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        workflow.upsert_search_attributes([STATUS.value_set("running"), STEP.value_set(0)])
+        for step in range(steps):
+            workflow.set_current_details(f"step {step}")
+            await workflow.execute_activity(floor_model, step, start_to_close_timeout=TIMEOUT)
+            workflow.upsert_search_attributes([STEP.value_set(step + 1)])
+            await workflow.execute_activity(floor_tool, step, start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(floor_model, steps, start_to_close_timeout=TIMEOUT)
+        workflow.upsert_search_attributes([STATUS.value_set("completed")])
+        return steps

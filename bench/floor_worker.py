@@ -1,0 +1,45 @@
+"""The bare floor's worker, in its own process: `python -m bench.floor_worker` (TEMPORAL_ADDRESS,
+TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE), with the same worker settings as `worker.build_worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from datetime import timedelta
+
+from temporalio.worker import Worker
+
+from bench.floor import FloorVisibleWorkflow, FloorWorkflow, floor_model, floor_tool
+from client import connect
+from settings import Settings
+
+
+async def main() -> None:
+    settings = Settings()
+    client = await connect(settings)
+    # The same worker settings as worker.build_worker's, so the comparison is engine against engine.
+    worker = Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[FloorWorkflow, FloorVisibleWorkflow],
+        activities=[floor_model, floor_tool],
+        max_cached_workflows=1000,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(f"worker ready: floor {settings.address} queue={settings.task_queue}", flush=True)
+        await stop.wait()
+    print("worker stopped", flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # as worker.py: interpreter teardown can abort after a clean shutdown

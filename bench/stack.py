@@ -1,0 +1,137 @@
+"""The Temporal side of a bench run: a dev server on a persistent database in a scratch directory, our
+worker (`worker.py`, a subprocess, with `bench-noop` registered), the bare floor's worker (`bench.floor_worker`,
+a subprocess with the same worker settings) and a client. Everything is stopped by its handle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.client import Client
+
+import devserver
+from client import connect
+from settings import ROOT, Settings
+from worker_process import WorkerProcess
+
+EXTRA_SCENARIOS = {"AGENT_EXTRA_SCENARIOS": "bench.scenarios", "LOG_LEVEL": "WARNING"}
+
+
+class FloorWorker:
+    """`python -m bench.floor_worker` in its own process, like `worker_process.WorkerProcess` for ours."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        env = os.environ | {
+            "TEMPORAL_ADDRESS": settings.address,
+            "TEMPORAL_NAMESPACE": settings.namespace,
+            "TEMPORAL_TASK_QUEUE": settings.task_queue,
+            "PYTHONUNBUFFERED": "1",
+        }
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log, "ab")  # noqa: SIM115 - lives as long as the process
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bench.floor_worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._ready = threading.Event()
+        self.output: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self._log.write(raw)
+            self._log.flush()
+            line = raw.decode(errors="replace")
+            self.output.append(line)
+            if line.startswith("worker ready"):
+                self._ready.set()
+
+    def wait_ready(self, timeout: float = 60.0) -> FloorWorker:
+        deadline = time.monotonic() + timeout
+        while not self._ready.wait(0.2):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the floor worker did not start:\n" + "".join(self.output[-30:]))
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+@dataclass
+class Stack:
+    workdir: Path
+    server: devserver.DevServer
+    settings: Settings  # our worker's
+    floor_queue: str
+    client: Client
+    worker: WorkerProcess
+    floor: FloorWorker | None
+    server_version: str
+
+    def new_worker(self, name: str = "worker") -> WorkerProcess:
+        """Start another worker process of ours on the same queue (after a kill, say)."""
+        self.worker = WorkerProcess(
+            self.settings, log=self.workdir / f"{name}.log", extra_env=EXTRA_SCENARIOS
+        ).wait_ready()
+        return self.worker
+
+
+# The dev server's SQLite in WAL mode with synchronous=NORMAL — the baseline's own settings (a killed
+# process loses nothing committed). With the dev server's default pragmas throughput was 2-3x lower on a
+# 2-core machine, for our workflow and the floor alike; `--server-pragmas ""` selects them.
+DEFAULT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
+
+
+@asynccontextmanager
+async def temporal_stack(
+    workdir: Path, *, floor: bool = True, pragmas: tuple[str, ...] = DEFAULT_PRAGMAS
+) -> AsyncIterator[Stack]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    extra = [flag for pragma in pragmas for flag in ("--sqlite-pragma", pragma)]
+    server = devserver.start(devserver.free_port(), None, workdir / "dev.db", log=workdir / "server.log", extra=extra)
+    worker: WorkerProcess | None = None
+    floor_worker: FloorWorker | None = None
+    try:
+        await devserver.wait_until_serving(server.address)
+        queue = f"bench-{uuid.uuid4().hex[:8]}"
+        settings = Settings(
+            address=server.address, namespace="default", task_queue=queue, ledger_path=workdir / "ledger.db"
+        )
+        worker = WorkerProcess(settings, log=workdir / "worker.log", extra_env=EXTRA_SCENARIOS).wait_ready()
+        if floor:
+            floor_worker = FloorWorker(replace(settings, task_queue=f"{queue}-floor"), workdir / "floor.log")
+            floor_worker.wait_ready()
+        client = await connect(settings)
+        info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
+        stack = Stack(workdir, server, settings, f"{queue}-floor", client, worker, floor_worker, info.server_version)
+        try:
+            yield stack
+        finally:
+            worker = stack.worker
+    finally:
+        if worker is not None:
+            worker.stop()
+        if floor_worker is not None:
+            floor_worker.stop()
+        server.stop()

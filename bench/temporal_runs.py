@@ -1,0 +1,86 @@
+"""Starting runs on Temporal and reading step timings and sizes back from their histories."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.api.history.v1 import History, HistoryEvent
+from temporalio.client import Client, WorkflowHistory
+
+from bench import scenarios
+from scenarios import ScenarioOptions
+from workflows.inputs import AgentInput, AgentResult
+
+
+@dataclass
+class TemporalRun:
+    run_id: str
+    wall: float  # from start_workflow to the result, seconds (this process's perf_counter)
+    history: WorkflowHistory
+    result: Any
+
+    @property
+    def step_seconds(self) -> list[float]:
+        return step_intervals(self.history.events)
+
+
+def event_seconds(event: HistoryEvent) -> float:
+    """An event's server timestamp, epoch seconds."""
+    return event.event_time.seconds + event.event_time.nanos / 1e9
+
+
+def step_intervals(events: Any) -> list[float]:
+    """One agent step = from one model call's scheduling to the next's. The model call is the first
+    activity a run schedules (`call_model` in ours, the floor's stand-in in the floor), so the step
+    boundaries are the scheduling times of every activity of that type."""
+    scheduled = [e for e in events if e.HasField("activity_task_scheduled_event_attributes")]
+    if not scheduled:
+        return []
+    model_type = scheduled[0].activity_task_scheduled_event_attributes.activity_type.name
+    marks = [
+        event_seconds(e)
+        for e in scheduled
+        if e.activity_task_scheduled_event_attributes.activity_type.name == model_type
+    ]
+    return [b - a for a, b in itertools.pairwise(marks)]
+
+
+def history_bytes(history: WorkflowHistory) -> int:
+    """The history as the server serves it: the protobuf `History` of all its events, serialized."""
+    return History(events=history.events).ByteSize()
+
+
+def model_input_bytes(history: WorkflowHistory) -> int:
+    """Bytes of the model activities' inputs (the transcript sent with each call) within the history."""
+    total = 0
+    for event in history.events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name == "call_model":
+                total += attributes.input.ByteSize()
+    return total
+
+
+def noop_input(steps: int) -> AgentInput:
+    return AgentInput(scenario=scenarios.NAME, options=ScenarioOptions(records=steps))
+
+
+async def run_ours(client: Client, queue: str, run_id: str, input: AgentInput) -> TemporalRun:
+    started = time.perf_counter()
+    handle = await client.start_workflow("AgentWorkflow", input, id=run_id, task_queue=queue, result_type=AgentResult)
+    result = await handle.result()
+    wall = time.perf_counter() - started
+    return TemporalRun(run_id, wall, await handle.fetch_history(), result)
+
+
+async def run_floor(
+    client: Client, queue: str, run_id: str, steps: int, workflow: str = "BenchFloorWorkflow"
+) -> TemporalRun:
+    started = time.perf_counter()
+    handle = await client.start_workflow(workflow, steps, id=run_id, task_queue=queue, result_type=int)
+    result = await handle.result()
+    wall = time.perf_counter() - started
+    return TemporalRun(run_id, wall, await handle.fetch_history(), result)

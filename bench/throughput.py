@@ -1,0 +1,257 @@
+"""Throughput: N runs of `bench-noop` started at once, runs/s until the last one finished.
+
+Temporal (ours and the bare floor, same N, same steps): the N runs are started concurrently (at most 200
+start requests in flight); completion is watched through visibility (until all N are seen closed), and the
+rate is the number completed over the span from the first run's start to the last run's close (server
+timestamps). Each run's latency is its close time minus its start time. The CPU the server and the worker
+process used during the batch, per run, says where the time went.
+
+Baseline: the baseline runs one worker process per run (`job run`; no pool), so N runs are N `job run`
+processes started at once, sharing one SQLite store and one ledger; the rate is N over the wall time
+until the last process exited. Every "database is locked" in their stderr is counted, and every run that
+did not end `completed` is reported. A threads variant (N `jobs.start` in threads of one process, each
+with its own connection) isolates SQLite contention from process start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+
+from agentic.ledger import EffectsLedger
+from baseline import jobs
+from baseline.options import RunOptions
+from baseline.store import Store
+from bench import scenarios
+from bench.machine import cpu_seconds
+from bench.stack import Stack
+from bench.stats import summarize
+from bench.temporal_runs import noop_input
+from scenarios import ScenarioOptions
+from settings import ROOT
+
+LOCKED = "database is locked"
+
+
+@dataclass(frozen=True)
+class ThroughputConfig:
+    steps: int = 2
+    temporal_n: list[int] = field(default_factory=lambda: [10, 100, 1000])
+    baseline_processes_n: list[int] = field(default_factory=lambda: [10, 100])
+    baseline_threads_n: list[int] = field(default_factory=lambda: [10, 100, 1000])
+    timeout: float = 600.0
+
+
+async def temporal_batch(client: Client, queue: str, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
+    batch = f"tp-{kind}-{n}-{uuid.uuid4().hex[:6]}"
+    ids = [f"{batch}-{i}" for i in range(n)]
+    gate = asyncio.Semaphore(200)
+
+    async def start(run_id: str) -> None:
+        async with gate:
+            if kind == "temporal":
+                await client.start_workflow("AgentWorkflow", noop_input(steps), id=run_id, task_queue=queue)
+            else:
+                await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=queue)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(start(run_id) for run_id in ids))
+    start_phase = time.perf_counter() - started
+    # Visibility is written asynchronously: wait until all N runs are seen closed, not until none is
+    # seen running (a run not yet indexed would look finished).
+    batch_query = f'WorkflowId STARTS_WITH "{batch}-"'
+    deadline = time.monotonic() + timeout
+    while (await client.count_workflows(f'{batch_query} AND ExecutionStatus != "Running"')).count < n:
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.25)
+    wall = time.perf_counter() - started
+    starts: list[datetime] = []
+    closes: list[datetime] = []
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    async for execution in client.list_workflows(batch_query):
+        status = execution.status.name if execution.status else "UNKNOWN"
+        statuses[status] = statuses.get(status, 0) + 1
+        starts.append(execution.start_time)
+        if execution.close_time is not None and execution.status is WorkflowExecutionStatus.COMPLETED:
+            closes.append(execution.close_time)
+            latencies.append((execution.close_time - execution.start_time).total_seconds())
+    span = (max(closes) - min(starts)).total_seconds() if closes and starts else None
+    completed = statuses.get("COMPLETED", 0)
+    return {
+        "engine": kind,
+        "n": n,
+        "steps": steps,
+        "completed": completed,
+        "statuses": statuses,
+        "span_s": span,
+        "wall_s": wall,
+        "start_phase_s": start_phase,
+        "runs_per_s": completed / span if span else None,
+        "latency": summarize(latencies),
+    }
+
+
+def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dict[str, Any]:
+    directory = workdir / f"tp-proc-{n}-{uuid.uuid4().hex[:6]}"
+    directory.mkdir(parents=True)
+    db, ledger = directory / "baseline.db", directory / "ledger.db"
+    Store(db).close()  # the schema exists before the herd arrives, as it would in production
+    EffectsLedger(ledger)
+    command = [sys.executable, "-m", "bench.job", "run", "--scenario", scenarios.NAME, "--records", str(steps)]
+    command += ["--db", str(db), "--ledger", str(ledger)]
+    started = time.perf_counter()
+    processes = []
+    for i in range(n):
+        processes.append(
+            (
+                time.perf_counter(),
+                subprocess.Popen(
+                    [*command, "--id", f"tp-{i}"],
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                ),
+            )
+        )
+    latencies: list[float] = []
+    locked = 0
+    failed = 0
+    errors: list[str] = []
+    for spawned, process in processes:
+        try:
+            _, err = process.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, err = process.communicate()
+        latencies.append(time.perf_counter() - spawned)
+        locked += err.count(LOCKED)
+        if process.returncode != 0:
+            failed += 1
+            errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {process.returncode}")
+    wall = time.perf_counter() - started
+    return _baseline_result("baseline-processes", n, steps, db, wall, latencies, locked, failed, errors)
+
+
+def baseline_threads(workdir: Path, n: int, steps: int) -> dict[str, Any]:
+    directory = workdir / f"tp-thr-{n}-{uuid.uuid4().hex[:6]}"
+    directory.mkdir(parents=True)
+    db = directory / "baseline.db"
+    Store(db).close()
+    ledger = EffectsLedger(directory / "ledger.db")
+    options = RunOptions(scenario=ScenarioOptions(records=steps))
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    go = threading.Event()
+
+    def one(i: int) -> None:
+        go.wait()
+        began = time.perf_counter()
+        store = None
+        try:
+            store = Store(db)
+            jobs.start(store, ledger, f"tp-{i}", scenarios.NAME, options)
+        except Exception as exc:
+            with lock:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            if store is not None:
+                store.close()
+            with lock:
+                latencies.append(time.perf_counter() - began)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    started = time.perf_counter()
+    go.set()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    locked = sum(e.count(LOCKED) for e in errors)
+    return _baseline_result("baseline-threads", n, steps, db, wall, latencies, locked, len(errors), errors)
+
+
+def _baseline_result(
+    engine: str,
+    n: int,
+    steps: int,
+    db: Path,
+    wall: float,
+    latencies: list[float],
+    locked: int,
+    failed: int,
+    errors: list[str],
+) -> dict[str, Any]:
+    store = Store(db)
+    try:
+        rows = store.query("SELECT status, COUNT(*) AS c FROM runs GROUP BY status")
+    finally:
+        store.close()
+    statuses = {r["status"]: r["c"] for r in rows}
+    completed = statuses.get("completed", 0)
+    return {
+        "engine": engine,
+        "n": n,
+        "steps": steps,
+        "completed": completed,
+        "statuses": statuses,
+        "wall_s": wall,
+        "runs_per_s": completed / wall if wall else None,
+        "latency": summarize(latencies),
+        "lock_errors": locked,
+        "failed": failed,
+        "errors": sorted(set(errors))[:5],
+    }
+
+
+async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Callable[[str], None]) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for n in config.temporal_n:
+        for kind, queue in (("floor", stack.floor_queue), ("temporal", stack.settings.task_queue)):
+            pids = {"server": stack.server.process.pid}
+            pids["worker"] = stack.worker.pid if kind == "temporal" else stack.floor.process.pid  # type: ignore[union-attr]
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            row = await temporal_batch(stack.client, queue, kind, n, config.steps, config.timeout)
+            # Where the time went: CPU seconds per run in the server and in the worker process.
+            for name, pid in pids.items():
+                after, earlier = cpu_seconds(pid), before[name]
+                row[f"{name}_cpu_per_run_ms"] = (
+                    (after - earlier) / n * 1000 if after is not None and earlier is not None else None
+                )
+            say(
+                f"  throughput {kind} n={n}: {_rate(row)} runs/s ({row['completed']}/{n} completed; CPU per run:"
+                f" server {_ms(row['server_cpu_per_run_ms'])} ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms)"
+            )
+            rows.append(row)
+    for n in config.baseline_threads_n:
+        row = await asyncio.to_thread(baseline_threads, workdir, n, config.steps)
+        say(f"  throughput baseline threads n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
+        rows.append(row)
+    for n in config.baseline_processes_n:
+        row = await asyncio.to_thread(baseline_processes, workdir, n, config.steps, config.timeout)
+        say(f"  throughput baseline processes n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
+        rows.append(row)
+    return {"steps": config.steps, "rows": rows}
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def _rate(row: dict[str, Any]) -> str:
+    return f"{row['runs_per_s']:.1f}" if row["runs_per_s"] else "n/a"

@@ -1,0 +1,414 @@
+"""The bench's own logic: statistics, the line counter, the chaos invariant checker (on synthetic ledgers
+that break each invariant), history parsing, the report — plus one small end-to-end overhead run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
+from temporalio.api.common.v1 import ActivityType
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import (
+    ActivityTaskCompletedEventAttributes,
+    ActivityTaskScheduledEventAttributes,
+    ActivityTaskStartedEventAttributes,
+    HistoryEvent,
+    WorkflowTaskScheduledEventAttributes,
+    WorkflowTaskTimedOutEventAttributes,
+)
+
+from agentic.ledger import EffectsLedger
+from baseline.store import Store
+from bench import loc, report
+from bench.chaos.invariants import EffectRow, RunSpec, check
+from bench.chaos.plan import MIX, plan
+from bench.commands import LAST_LINE
+from bench.overhead import run_baseline, run_in_process
+from bench.recovery import temporal_timings
+from bench.stats import intervals, percentile, ratio, summarize
+from bench.storage import checkpoint_bytes, value_bytes
+from bench.temporal_runs import step_intervals
+from settings import ROOT
+
+# -- statistics ---------------------------------------------------------------------------------------
+
+
+def test_percentile_interpolates_between_ranks():
+    values = list(range(1, 101))
+    assert percentile(values, 99) == pytest.approx(99.01)
+    assert percentile(values, 50) == pytest.approx(50.5)
+    assert percentile([3.0, 1.0, 2.0], 100) == 3.0
+    assert percentile([7.0], 99) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+
+
+def test_summarize_and_ratio():
+    s = summarize([4.0, 1.0, 3.0, 2.0])
+    assert (s["n"], s["median"], s["min"], s["max"]) == (4, 2.5, 1.0, 4.0)
+    assert s["p99"] == pytest.approx(3.97)
+    assert summarize([]) == {"n": 0, "median": None, "p99": None, "min": None, "max": None}
+    assert ratio(3.0, 2.0) == 1.5
+    assert ratio(None, 2.0) is None and ratio(1.0, 0.0) is None
+    assert intervals([1.0, 1.5, 3.0]) == [0.5, 1.5]
+
+
+# -- lines of code ------------------------------------------------------------------------------------
+
+SAMPLE = '''"""Module docstring
+spanning two lines."""
+
+# a comment on its own line
+import os  # a trailing comment
+
+
+def f(x):
+    """Doc."""
+    y = (x +
+         1)
+    s = """a string that is
+    not a docstring"""
+    return y, s, os
+
+
+class C:
+    \'\'\'Class doc.\'\'\'
+
+    pass
+'''
+
+
+def test_count_source_skips_blank_comment_and_docstring_lines():
+    c = loc.count_source(SAMPLE)
+    # import, def, `y = (x +`, `1)`, the two lines of `s = """..."""`, return, class, pass
+    assert c.code == 9
+    assert c.logical == 7  # import, def, y =, s =, return, class, pass
+    assert c.comments == 1  # the trailing comment shares its line with code
+    assert c.docstrings == 4  # 2 (module) + 1 (f) + 1 (C)
+    assert c.blank == 6
+    assert c.total == len(SAMPLE.splitlines())
+
+
+def test_count_sets_counts_each_file_once_in_the_first_role(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "core.py").write_text("a = 1\nb = 2\n")
+    (tmp_path / "pkg" / "extra.py").write_text("# only a comment\nc = 3\n")
+    sets = {"engine": {"durability": ["pkg/core.py"], "operations": ["pkg/*.py"]}}
+    counted = loc.count_sets(tmp_path, sets)["engine"]
+    assert [f["path"] for f in counted["durability"]["files"]] == ["pkg/core.py"]
+    assert [f["path"] for f in counted["operations"]["files"]] == ["pkg/extra.py"]
+    assert (counted["durability"]["code"], counted["operations"]["code"]) == (2, 1)
+
+
+def test_every_listed_pattern_of_the_repository_matches_files():
+    """A renamed module must not silently drop out of the comparison."""
+    for roles in loc.FILE_SETS.values():
+        for patterns in roles.values():
+            for pattern in patterns:
+                assert loc.resolve([pattern]), f"{pattern} matches no file"
+    counted = loc.count_sets()
+    assert counted["temporal"]["durability"]["code"] > 0 and counted["baseline"]["durability"]["code"] > 0
+    baseline_files = {f["path"] for role in counted["baseline"].values() for f in role["files"]}
+    assert baseline_files == {str(p.relative_to(ROOT)) for p in (ROOT / "baseline").glob("*.py")}
+
+
+# -- the chaos invariant checker -----------------------------------------------------------------------
+
+BILLING = RunSpec("r-bill", "billing")
+MIGRATION = RunSpec("r-mig", "migration", records=3)
+REFUND = RunSpec("r-ref", "refund")
+TRIP_OK = RunSpec("r-trip", "trip", fail_at="none")
+TRIP_CAR = RunSpec("r-car", "trip", fail_at="car")
+SPECS = [BILLING, MIGRATION, REFUND, TRIP_OK, TRIP_CAR]
+FINE = {
+    "r-bill": "completed",
+    "r-mig": "completed",
+    "r-ref": "completed",
+    "r-trip": "completed",
+    "r-car": "compensated",
+}
+
+
+def clean_ledger() -> list[EffectRow]:
+    rows = [
+        EffectRow("r-bill:charge:inv-9:attempt-1", "r-bill", "charge", {"invoice": "inv-9", "key": "inv-9:attempt-1"}),
+        *(EffectRow(f"r-mig:call_{n}", "r-mig", "migrate_record", {"record": f"rec-{n}"}) for n in (1, 2, 3)),
+        EffectRow("r-ref:call_2_1", "r-ref", "refund", {"order_id": "4471"}),
+        *(
+            EffectRow(f"r-trip:{leg}", "r-trip", f"book_{leg}", {"trip": "trip-42"})
+            for leg in ("flight", "hotel", "car")
+        ),
+        EffectRow("r-car:flight", "r-car", "book_flight", {"trip": "trip-42"}),
+        EffectRow("r-car:hotel", "r-car", "book_hotel", {"trip": "trip-42"}),
+        EffectRow("r-car:hotel:undo", "r-car", "cancel_hotel", {"trip": "trip-42"}, compensates="r-car:hotel"),
+        EffectRow("r-car:flight:undo", "r-car", "cancel_flight", {"trip": "trip-42"}, compensates="r-car:flight"),
+    ]
+    return rows
+
+
+def test_a_clean_session_passes_and_prints_the_exact_last_line():
+    verdict = check(SPECS, FINE, clean_ledger())
+    assert verdict.ok, (verdict.lost, verdict.duplicates, verdict.anomalies)
+    line = verdict.line("temporal", kills=4)
+    assert line == "chaos temporal: runs=5 completed=4 compensated=1 lost=0 duplicate_effects=0 kills=4"
+    assert LAST_LINE.match(line).groupdict() == {  # type: ignore[union-attr]
+        "engine": "temporal",
+        "runs": "5",
+        "completed": "4",
+        "compensated": "1",
+        "lost": "0",
+        "duplicate_effects": "0",
+        "kills": "4",
+    }
+
+
+@pytest.mark.parametrize(
+    "extra, why",
+    [
+        (EffectRow("r-mig:call_2", "r-mig", "migrate_record", {"record": "rec-2"}), "has 2 effects"),  # same key
+        (EffectRow("r-mig:call_9", "r-mig", "migrate_record", {"record": "rec-2"}), "rec-2 made 2 times"),
+        (EffectRow("r-bill:charge:other", "r-bill", "charge", {"invoice": "inv-9"}), "inv-9 made 2 times"),
+        (EffectRow("r-ref:call_4_1", "r-ref", "refund", {"order_id": "4471"}), "4471 made 2 times"),
+        (EffectRow("r-trip:flight-2", "r-trip", "book_flight", {"trip": "trip-42"}), "flight booked 2 times"),
+        (
+            EffectRow("r-car:hotel:undo-2", "r-car", "cancel_hotel", {}, compensates="r-car:hotel"),
+            "cancelled 2 times",
+        ),
+        (
+            EffectRow("r-car:car:undo", "r-car", "cancel_car", {}, compensates="r-car:car"),
+            "which is no car booking",
+        ),
+        (
+            EffectRow("r-car:x:undo", "r-car", "cancel_car", {}, compensates="r-car:hotel"),
+            "which is no car booking",
+        ),
+    ],
+)
+def test_each_kind_of_duplicate_effect_is_counted(extra: EffectRow, why: str):
+    verdict = check(SPECS, FINE, [*clean_ledger(), extra])
+    assert verdict.duplicate_effects == 1, verdict.duplicates
+    assert why in verdict.duplicates[0]
+    assert not verdict.ok
+    assert "duplicate_effects=1" in verdict.line("baseline", kills=0)
+
+
+def test_a_row_breaking_two_rules_counts_once():
+    twice = EffectRow("r-mig:call_2", "r-mig", "migrate_record", {"record": "rec-2"})  # same key AND same record
+    thrice = [*clean_ledger(), twice, twice]
+    assert check(SPECS, FINE, thrice).duplicate_effects == 2
+
+
+def test_runs_not_terminal_or_missing_are_lost():
+    statuses = FINE | {"r-mig": "running", "r-ref": "awaiting_approval"}
+    statuses.pop("r-bill")
+    verdict = check(SPECS, statuses, [e for e in clean_ledger() if e.run_id != "r-bill"])
+    assert len(verdict.lost) == 3
+    assert {line.split(" ")[0] for line in verdict.lost} == {"r-mig", "r-ref", "r-bill"}
+    assert "lost=3" in verdict.line("temporal", kills=1)
+
+
+@pytest.mark.parametrize(
+    "statuses, effects, why",
+    [
+        (FINE | {"r-car": "completed"}, None, "expected compensated"),
+        (FINE | {"r-trip": "compensated"}, None, "expected completed"),
+        (FINE, [e for e in clean_ledger() if e.args.get("record") != "rec-3"], "without effects for rec-3"),
+        (FINE, [e for e in clean_ledger() if e.tool != "cancel_flight"], "left book_flight uncancelled"),
+        (FINE, [*clean_ledger(), EffectRow("r-car:car", "r-car", "book_car", {})], "always fails, was booked"),
+        (FINE, [*clean_ledger(), EffectRow("ghost:1", "ghost", "charge", {})], "never started"),
+    ],
+)
+def test_anomalies_fail_the_session_without_counting_as_duplicates(statuses, effects, why):
+    verdict = check(SPECS, statuses, clean_ledger() if effects is None else effects)
+    assert verdict.duplicate_effects == 0 and not verdict.lost
+    assert any(why in a for a in verdict.anomalies), verdict.anomalies
+    assert not verdict.ok
+
+
+def test_the_plan_covers_every_scenario_and_is_reproducible():
+    specs = plan(6, seed=3, prefix="p")
+    kinds = {s.scenario if s.scenario != "trip" else f"trip-{s.fail_at}" for s in specs}
+    assert kinds == set(MIX)
+    assert len({s.run_id for s in specs}) == 6
+    assert plan(6, seed=3, prefix="p") == specs
+    assert plan(6, seed=4, prefix="p") != specs
+
+
+# -- history parsing ----------------------------------------------------------------------------------
+
+
+def _event(event_id: int, at: float, **attributes: object) -> HistoryEvent:
+    stamp = Timestamp(seconds=int(at), nanos=round((at - int(at)) * 1e9))
+    return HistoryEvent(event_id=event_id, event_time=stamp, **attributes)  # type: ignore[arg-type]
+
+
+def _scheduled(event_id: int, at: float, name: str) -> HistoryEvent:
+    return _event(
+        event_id,
+        at,
+        activity_task_scheduled_event_attributes=ActivityTaskScheduledEventAttributes(
+            activity_type=ActivityType(name=name)
+        ),
+    )
+
+
+def test_step_intervals_are_between_model_calls():
+    events = [
+        _scheduled(1, 100.0, "call_model"),
+        _scheduled(2, 100.2, "run_tool"),
+        _scheduled(3, 100.5, "call_model"),
+        _scheduled(4, 100.6, "run_tool"),
+        _scheduled(5, 101.25, "call_model"),
+    ]
+    assert step_intervals(events) == pytest.approx([0.5, 0.75])
+
+
+def test_recovery_timings_read_the_retry_and_the_sticky_timeout():
+    kill = 1000.0
+    events = [
+        _scheduled(10, 998.0, "run_tool"),  # the interrupted one
+        _event(
+            11,
+            1003.0,
+            activity_task_started_event_attributes=ActivityTaskStartedEventAttributes(scheduled_event_id=10, attempt=2),
+        ),
+        _event(
+            12,
+            1004.0,
+            activity_task_completed_event_attributes=ActivityTaskCompletedEventAttributes(scheduled_event_id=10),
+        ),
+        _event(
+            13,
+            1004.0,
+            event_type=EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+            workflow_task_scheduled_event_attributes=WorkflowTaskScheduledEventAttributes(),
+        ),
+        _event(
+            14,
+            1014.0,
+            workflow_task_timed_out_event_attributes=WorkflowTaskTimedOutEventAttributes(scheduled_event_id=13),
+        ),
+        _scheduled(20, 1015.0, "run_tool"),
+        _event(
+            21,
+            1016.0,
+            activity_task_started_event_attributes=ActivityTaskStartedEventAttributes(scheduled_event_id=20, attempt=1),
+        ),
+        _event(
+            22,
+            1017.0,
+            activity_task_completed_event_attributes=ActivityTaskCompletedEventAttributes(scheduled_event_id=20),
+        ),
+    ]
+    t = temporal_timings(events, kill)
+    assert t["interrupted_attempt"] == 2
+    assert t["retry_started_s"] == pytest.approx(3.0)
+    assert t["resumed_step_done_s"] == pytest.approx(4.0)
+    assert t["next_step_done_s"] == pytest.approx(17.0)
+    assert t["workflow_task_timeouts"] == 1
+    assert t["sticky_wait_s"] == pytest.approx(10.0)
+
+
+# -- in-process measurements and storage accounting ----------------------------------------------------
+
+
+def test_noop_runs_give_one_timing_per_step(tmp_path: Path):
+    ledger = EffectsLedger(tmp_path / "ledger.db")
+    steps, wall = run_in_process(4, ledger)
+    assert len(steps) == 4 and all(s > 0 for s in steps) and wall >= sum(steps)
+    store = Store(tmp_path / "baseline.db")
+    try:
+        steps, wall = run_baseline(3, store, ledger)
+        assert len(steps) == 3 and wall >= sum(steps)
+        run_id = store.query("SELECT run_id FROM runs")[0]["run_id"]
+    finally:
+        store.close()
+    sized = checkpoint_bytes(tmp_path / "baseline.db", run_id)
+    # one run row, then one step row and one output per loop action: 4 model calls + 3 tool calls
+    assert sized["tables"]["runs"]["rows"] == 1
+    assert sized["tables"]["steps"]["rows"] == 7 and sized["tables"]["outputs"]["rows"] == 7
+    assert sized["rows"] == 15 and sized["bytes"] > 0
+    assert (value_bytes(None), value_bytes(3), value_bytes(2.5), value_bytes("é"), value_bytes(b"ab")) == (
+        0,
+        8,
+        8,
+        2,
+        2,
+    )
+
+
+# -- the report ---------------------------------------------------------------------------------------
+
+
+def _engine(median: float, floor: float, in_process: float) -> dict[str, object]:
+    step = summarize([median])
+    return {"step": step, "run_per_step": step, "x_floor": median / floor, "x_in_process": median / in_process}
+
+
+def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
+    results = {
+        "overhead": {
+            "steps": 20,
+            "reps": 3,
+            "warmup": 1,
+            "engines": {
+                "in-process": _engine(0.001, 0.1, 0.001),
+                "baseline": _engine(0.002, 0.1, 0.001),
+                "temporal": _engine(0.15, 0.1, 0.001),
+                "floor": _engine(0.1, 0.1, 0.001),
+            },
+        },
+        "throughput": {
+            "steps": 2,
+            "rows": [
+                {"engine": "floor", "n": 1000, "runs_per_s": 50.0, "completed": 1000, "latency": summarize([1.0])},
+                {"engine": "temporal", "n": 1000, "runs_per_s": 45.0, "completed": 1000, "latency": summarize([1.0])},
+            ],
+        },
+        "chaos": {
+            "baseline": {"last_line": "chaos baseline: ...", "parsed": {"lost": 0, "duplicate_effects": 0}},
+            "temporal": {"last_line": "chaos temporal: ...", "parsed": {"lost": 1, "duplicate_effects": 0}},
+        },
+    }
+    goals = report.goals(results)
+    assert [g["met"] for g in goals] == [False, True, True, False]
+    assert "1000 concurrent runs" in goals[1]["goal"] and "90%" in goals[1]["measured"]
+    text = report.markdown(results)
+    assert "| temporal | 150.00 | 150.00 | 1.50x | 150x | 150.00 |" in text
+    assert "| temporal | 1000 | 45.0 | 90% |" in text
+    assert "| our agent step within 1.2x the bare Temporal floor | 1.50x | **no** |" in text
+    written = report.plots(results, tmp_path)
+    assert {p.name for p in written} == {"overhead.png", "throughput.png"}
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+
+
+# -- end to end ---------------------------------------------------------------------------------------
+
+
+def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
+    """The real stack: a dev server, our worker (which must import bench.scenarios through
+    AGENT_EXTRA_SCENARIOS, or every bench-noop run fails), the floor's worker, the baseline, in-process."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench", "overhead", "--overhead-steps", "3", "--overhead-reps", "2"),
+            *("--overhead-warmup", "1", "--out", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    results = json.loads((tmp_path / "overhead.json").read_text())
+    engines = results["overhead"]["engines"]
+    assert set(engines) == {"in-process", "baseline", "temporal", "floor", "floor+sa"}
+    assert all(e["step"]["n"] == 6 for e in engines.values())  # 2 runs x 3 steps each
+    assert engines["floor"]["x_floor"] == 1.0 and engines["in-process"]["x_in_process"] == 1.0
+    assert engines["temporal"]["step"]["median"] > engines["in-process"]["step"]["median"]
+    assert results["machine"]["temporal_server"] and results["machine"]["cpus"]
+    assert (tmp_path / "overhead.png").read_bytes()[:4] == b"\x89PNG"
+    assert "### Per-step overhead" in (tmp_path / "overhead.md").read_text()
