@@ -87,6 +87,11 @@ class ToolRecord(Compact):
     content_ref: str | None = None  # the full output, when `content` is a claim-check preview
 
 
+def trajectory(records: Sequence[ToolRecord]) -> list[str]:
+    """Names of the tools that executed successfully, in order (the built-in give-up is not a tool)."""
+    return [r.call.name for r in records if r.status is ToolStatus.OK and r.call.name != GIVE_UP]
+
+
 class LoopState(BaseModel):
     consumed: Usage = Field(default_factory=Usage)
     calls_made: int = 0

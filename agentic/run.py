@@ -5,9 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic.budget import Stop, Usage
-from agentic.loop import LoopState, ToolRecord
+from agentic.loop import LoopState, ToolRecord, trajectory
 from agentic.messages import Message
-from agentic.results import ToolStatus
 from agentic.saga import CompensationRecord
 
 
@@ -56,7 +55,7 @@ class Run(BaseModel):
 
     def trajectory(self) -> list[str]:
         """Names of the tools that executed successfully, in order."""
-        return [r.call.name for r in self.records if r.status is ToolStatus.OK and r.call.name != "give_up"]
+        return trajectory(self.records)
 
     def blocked_tools(self) -> list[str]:
         """Names of the tools that did not run because approval was declined or never came."""

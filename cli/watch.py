@@ -20,7 +20,6 @@ from typing import Any, TextIO
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from agentic import ToolStatus
 from cli.connection import connect_or_fail, existing_run
 from cli.runs import result_summary, wait_result
 from settings import Settings
@@ -90,7 +89,7 @@ def final_progress(last: dict[str, Any] | None, result: AgentResult) -> dict[str
         "input_tokens": result.input_tokens,
         "output_tokens": result.output_tokens,
         "cost": result.cost,
-        "trajectory": [r.call.name for r in result.records if r.status is ToolStatus.OK],
+        "trajectory": result.trajectory(),
         "stop": stop,
         "pending_approvals": [],
         "compensations_done": len([c for c in result.compensations if c.status == "compensated"]),

@@ -22,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.tools import ToolActivities
     from agentic import AgentLoop, CallModel, Finish, LoopState, RunTool, Stop, ToolResult, ToolStatus
     from agentic.approvals import ApprovalBook, AuditEntry, Decision, Outcome
-    from agentic.loop import idempotency_key, initial_messages
+    from agentic.loop import idempotency_key, initial_messages, trajectory
     from agentic.messages import ToolCall
     from agentic.saga import CompensationRecord, CompensationStep, abandons, compensation_plan
     from scenarios import Scenario, UnknownScenarioError, get_scenario
@@ -131,7 +131,7 @@ class AgentWorkflow:
             input_tokens=state.consumed.input_tokens,
             output_tokens=state.consumed.output_tokens,
             cost=state.consumed.cost,
-            trajectory=[r.call.name for r in state.records if r.status is ToolStatus.OK],
+            trajectory=trajectory(state.records),
             stop=state.stop.value if state.stop else None,
             pending_approvals=list(self.book.pending.values()),
             compensations_done=len([c for c in self.compensations if c.status == "compensated"]),
