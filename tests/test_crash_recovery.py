@@ -93,3 +93,16 @@ async def test_billing_survives_sigkill_right_after_the_charge(dev_env, task_que
         if e.HasField("activity_task_started_event_attributes")
     ]
     assert max(retried) >= 2  # the charge activity really ran again on the new worker
+
+
+async def test_the_worker_drains_and_exits_cleanly_on_sigterm(dev_env, task_queue, tmp_path):
+    """SIGTERM (a deploy) is not a crash: the worker finishes what it holds, says so, and exits 0."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    worker = WorkerProcess(settings, log=tmp_path / "worker.log").wait_ready()
+    handle = await dev_env.client.start_workflow(
+        AgentWorkflow.run, AgentInput(scenario="billing"), id=f"term-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+    )
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert result.stop is Stop.ANSWERED
+    assert worker.stop() == 0
+    assert any(line.startswith("worker stopped") for line in worker.output)
