@@ -8,6 +8,7 @@ idempotency key, the run's services (`deps`), heartbeats and cooperative cancell
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 import time
@@ -112,6 +113,11 @@ class Tool:
         return _clean_schema(self.args_model.model_json_schema())
 
     def spec(self) -> ToolSpec:
+        return self._spec
+
+    @functools.cached_property
+    def _spec(self) -> ToolSpec:
+        # Building the JSON schema costs about a millisecond a tool; runners ask for it on every step.
         return ToolSpec(
             name=self.name,
             description=self.description,

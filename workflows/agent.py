@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
     from workflows.policies import MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
-    from workflows.visibility import publish
+    from workflows.visibility import Publisher
 
 
 def describe_call(call: ToolCall, limit: int = 80) -> str:
@@ -75,6 +75,7 @@ class AgentWorkflow:
         self.not_compensable: list[str] = []
         self.status: RunStatus = "running"
         self.label = "starting"
+        self.publish = Publisher()
 
     @property
     def run_id(self) -> str:
@@ -357,7 +358,7 @@ class AgentWorkflow:
 
     def _show(self, status: RunStatus, label: str) -> None:
         self.status, self.label = status, label
-        publish(status, self.input.scenario, self.loop.state, self.book, label)
+        self.publish(status, self.input.scenario, self.loop.state, self.book, label)
 
     def _result(self) -> AgentResult:
         state = self.loop.state

@@ -16,6 +16,21 @@ with workflow.unsafe.imports_passed_through():
 PROGRESS_EVERY = 5
 
 
+class Publisher:
+    """Remembers what it last put in the memo: decoding the memo back on every step would cost more than
+    the comparison saves. Rebuilt identically on replay, so the commands it issues are deterministic."""
+
+    def __init__(self) -> None:
+        self.pending: list[dict[str, object]] | None = None
+
+    def __call__(self, status: str, scenario: str, state: LoopState, book: ApprovalBook, label: str) -> None:
+        publish(status, scenario, state, book, label)
+        pending = [p.model_dump(mode="json") for p in book.pending.values()]
+        if pending != self.pending:
+            workflow.upsert_memo({"pending_approvals": pending})
+            self.pending = pending
+
+
 def publish(status: str, scenario: str, state: LoopState, book: ApprovalBook, label: str) -> None:
     """Upsert only what changed: each upsert is a history event."""
     current = workflow.info().typed_search_attributes
@@ -35,9 +50,6 @@ def publish(status: str, scenario: str, state: LoopState, book: ApprovalBook, la
     updates = [key.value_set(value) for key, value in wanted.items() if current.get(key) != value]  # type: ignore[attr-defined]
     if updates:
         workflow.upsert_search_attributes(updates)
-    pending = [p.model_dump(mode="json") for p in book.pending.values()]
-    if workflow.memo_value("pending_approvals", default=None) != pending:
-        workflow.upsert_memo({"pending_approvals": pending})
     workflow.set_current_details(
         f"**{status}** — step {state.consumed.steps}: {label}\n\n"
         f"tokens {state.consumed.input_tokens}+{state.consumed.output_tokens}, cost ${state.consumed.cost:.6f}"
