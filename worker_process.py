@@ -17,7 +17,16 @@ from settings import ROOT, Settings
 
 
 class WorkerProcess:
-    def __init__(self, settings: Settings, *, log: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        log: Path | None = None,
+        extra_env: dict[str, str] | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        """`command` runs another worker program speaking the same contract (settings from the environment,
+        a `worker ready` line, SIGTERM to drain) — e.g. the benchmark's bare-floor worker."""
         env = (
             os.environ
             | {
@@ -33,7 +42,7 @@ class WorkerProcess:
             log.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log, "ab") if log else None  # noqa: SIM115 - lives as long as the process
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py")],
+            command or [sys.executable, str(ROOT / "worker.py")],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

@@ -4,12 +4,7 @@ a subprocess with the same worker settings) and a client. Everything is stopped 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,61 +16,15 @@ from temporalio.client import Client
 
 import devserver
 from client import connect
-from settings import ROOT, Settings
+from settings import Settings
 from worker_process import WorkerProcess
 
 EXTRA_SCENARIOS = {"AGENT_EXTRA_SCENARIOS": "bench.scenarios", "LOG_LEVEL": "WARNING"}
 
 
-class FloorWorker:
-    """`python -m bench.floor_worker` in its own process, like `worker_process.WorkerProcess` for ours."""
-
-    def __init__(self, settings: Settings, log: Path) -> None:
-        env = os.environ | {
-            "TEMPORAL_ADDRESS": settings.address,
-            "TEMPORAL_NAMESPACE": settings.namespace,
-            "TEMPORAL_TASK_QUEUE": settings.task_queue,
-            "PYTHONUNBUFFERED": "1",
-        }
-        log.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log, "ab")  # noqa: SIM115 - lives as long as the process
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.floor_worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._ready = threading.Event()
-        self.output: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self) -> None:
-        assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            self._log.write(raw)
-            self._log.flush()
-            line = raw.decode(errors="replace")
-            self.output.append(line)
-            if line.startswith("worker ready"):
-                self._ready.set()
-
-    def wait_ready(self, timeout: float = 60.0) -> FloorWorker:
-        deadline = time.monotonic() + timeout
-        while not self._ready.wait(0.2):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the floor worker did not start:\n" + "".join(self.output[-30:]))
-        return self
-
-    def stop(self, timeout: float = 30.0) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+def floor_worker(settings: Settings, log: Path) -> WorkerProcess:
+    """`python -m bench.floor_worker` in its own process, managed like our worker."""
+    return WorkerProcess(settings, log=log, command=[sys.executable, "-m", "bench.floor_worker"])
 
 
 @dataclass
@@ -86,7 +35,7 @@ class Stack:
     floor_queue: str
     client: Client
     worker: WorkerProcess
-    floor: FloorWorker | None
+    floor: WorkerProcess | None
     server_version: str
 
     def new_worker(self, name: str = "worker") -> WorkerProcess:
@@ -111,7 +60,7 @@ async def temporal_stack(
     extra = [flag for pragma in pragmas for flag in ("--sqlite-pragma", pragma)]
     server = devserver.start(devserver.free_port(), None, workdir / "dev.db", log=workdir / "server.log", extra=extra)
     worker: WorkerProcess | None = None
-    floor_worker: FloorWorker | None = None
+    floor_process: WorkerProcess | None = None
     try:
         await devserver.wait_until_serving(server.address)
         queue = f"bench-{uuid.uuid4().hex[:8]}"
@@ -120,11 +69,11 @@ async def temporal_stack(
         )
         worker = WorkerProcess(settings, log=workdir / "worker.log", extra_env=EXTRA_SCENARIOS).wait_ready()
         if floor:
-            floor_worker = FloorWorker(replace(settings, task_queue=f"{queue}-floor"), workdir / "floor.log")
-            floor_worker.wait_ready()
+            floor_process = floor_worker(replace(settings, task_queue=f"{queue}-floor"), workdir / "floor.log")
+            floor_process.wait_ready()
         client = await connect(settings)
         info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
-        stack = Stack(workdir, server, settings, f"{queue}-floor", client, worker, floor_worker, info.server_version)
+        stack = Stack(workdir, server, settings, f"{queue}-floor", client, worker, floor_process, info.server_version)
         try:
             yield stack
         finally:
@@ -132,6 +81,6 @@ async def temporal_stack(
     finally:
         if worker is not None:
             worker.stop()
-        if floor_worker is not None:
-            floor_worker.stop()
+        if floor_process is not None:
+            floor_process.stop()
         server.stop()
