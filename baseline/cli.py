@@ -22,14 +22,14 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from agentic.approvals import ApprovalPolicy
 from agentic.ledger import EffectsLedger
 from baseline import approvals, jobs, prune, runner, status
 from baseline.errors import BadInput, BaselineError, UnknownRun
 from baseline.options import RunOptions
 from baseline.schema import FAILED
 from baseline.store import Store
-from scenarios import SCENARIOS, ScenarioOptions, UnknownScenarioError
+from scenarios import SCENARIOS, UnknownScenarioError
+from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
 
 
 class Parser(argparse.ArgumentParser):
@@ -58,17 +58,7 @@ def build_parser() -> Parser:
     run = command("run", cmd_run, "start a run and drive it to its end")
     run.add_argument("--id", dest="run_id", help="the run id (generated when omitted); never reused")
     run.add_argument("--scenario", required=True, help=f"one of: {', '.join(sorted(SCENARIOS))}")
-    run.add_argument("--task", help="override the scenario's task")
-    run.add_argument("--max-steps", type=int, help="override the scenario's step budget")
-    run.add_argument("--step-delay", type=float, default=0.0, help="seconds of simulated work per mutating step")
-    run.add_argument("--after-effect-delay", type=float, default=0.0, help="seconds a tool waits after its effect")
-    run.add_argument("--records", type=int, default=5, help="records to migrate (migration)")
-    run.add_argument("--fail-at", choices=["none", "flight", "hotel", "car"], default="car", help="(trip)")
-    run.add_argument("--flaky-attempts", type=int, default=0, help="fail N attempts after the effect")
-    run.add_argument("--compensation-failures", type=int, default=0, help="compensations fail N first attempts")
-    run.add_argument("--approval-timeout", type=float, help="seconds to wait for an approval (default 24h)")
-    run.add_argument("--on-decline", choices=["continue", "abandon"], default="continue")
-    run.add_argument("--on-expire", choices=["continue", "abandon"], default="continue")
+    add_run_option_arguments(run)  # the same scenario and approval options as `starter.py run`
     run.add_argument("--webhook", help="URL POSTed when the run reaches a terminal state")
     run.add_argument("--lease-seconds", type=float, default=15.0, help="lease length, renewed every third")
     run.add_argument("--max-attempts", type=int, default=5, help="workers that may take the run before dead_letter")
@@ -119,21 +109,10 @@ def build_parser() -> Parser:
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         options = RunOptions(
-            scenario=ScenarioOptions(
-                step_delay=args.step_delay,
-                after_effect_delay=args.after_effect_delay,
-                records=args.records,
-                fail_at=args.fail_at,
-                flaky_attempts=args.flaky_attempts,
-                compensation_failures=args.compensation_failures,
-            ),
+            scenario=scenario_options(args),
             task=args.task,
             max_steps=args.max_steps,
-            approvals=ApprovalPolicy(
-                on_decline=args.on_decline,
-                on_expire=args.on_expire,
-                **({"timeout_seconds": args.approval_timeout} if args.approval_timeout else {}),
-            ),
+            approvals=approval_policy(args),
             lease_seconds=args.lease_seconds,
             max_attempts=args.max_attempts,
             poll_seconds=args.poll_interval,

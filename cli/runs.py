@@ -12,10 +12,10 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from agentic.approvals import ApprovalPolicy
 from cli.connection import connect_or_fail, existing_run
 from cli.output import CliError, emit
-from scenarios import SCENARIOS, ScenarioOptions, UnknownScenarioError, get_scenario
+from scenarios import SCENARIOS, UnknownScenarioError, get_scenario
+from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
 from settings import Settings
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
@@ -26,21 +26,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", help=f"one of: {', '.join(sorted(SCENARIOS))}")
     parser.add_argument("--id", dest="run_id", help="the run id (the workflow id); generated when omitted")
     parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
-    parser.add_argument("--task", help="override the scenario's task")
-    parser.add_argument("--max-steps", type=int, help="override the scenario's step budget")
-    parser.add_argument("--step-delay", type=float, default=0.0, help="seconds of simulated work per mutating step")
-    parser.add_argument("--records", type=int, default=5, help="records to migrate (migration)")
-    parser.add_argument(
-        "--fail-at", choices=["none", "flight", "hotel", "car"], default="car", help="booking that fails (trip)"
-    )
-    parser.add_argument("--flaky-attempts", type=int, default=0, help="fail N attempts after the effect")
+    add_run_option_arguments(parser)
     parser.add_argument("--model", help="an OpenAI-compatible model name instead of the scripted model")
     parser.add_argument("--base-url", help="the OpenAI-compatible server (default: api.openai.com)")
     parser.add_argument("--heartbeat-timeout", type=float, default=10.0, help="seconds before a silent tool is retried")
-    parser.add_argument("--approval-timeout", type=float, help="seconds an approval may wait (default 24 h)")
-    parser.add_argument("--on-decline", choices=["continue", "abandon"], default="continue")
-    parser.add_argument("--on-expire", choices=["continue", "abandon"], default="continue")
-    parser.add_argument("--compensation-failures", type=int, default=0, help="compensations fail N attempts (trip)")
 
 
 def agent_input(args: argparse.Namespace) -> AgentInput:
@@ -53,20 +42,10 @@ def agent_input(args: argparse.Namespace) -> AgentInput:
             scenario=scenario.name,
             task=args.task,
             budget=scenario.budget.model_copy(update={"max_steps": args.max_steps}) if args.max_steps else None,
-            options=ScenarioOptions(
-                step_delay=args.step_delay,
-                records=args.records,
-                fail_at=args.fail_at,
-                flaky_attempts=args.flaky_attempts,
-                compensation_failures=args.compensation_failures,
-            ),
+            options=scenario_options(args),
             model=ModelChoice(kind="openai", name=args.model, base_url=args.base_url) if args.model else ModelChoice(),
             timeouts=Timeouts(heartbeat_seconds=args.heartbeat_timeout),
-            approvals=ApprovalPolicy(
-                on_decline=args.on_decline,
-                on_expire=args.on_expire,
-                **({"timeout_seconds": args.approval_timeout} if args.approval_timeout else {}),
-            ),
+            approvals=approval_policy(args),
         )
     except ValueError as exc:
         raise CliError(f"invalid run options: {exc}", code=2) from None
