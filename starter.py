@@ -18,24 +18,24 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
-from cli.demo import cmd_demo
-from cli.effects import cmd_effects
-from cli.output import CliError, fail
-from cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
-from cli.watch import add_watch_arguments, cmd_watch
-from settings import Settings
+from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
+from ops.cli.demo import cmd_demo
+from ops.cli.effects import cmd_effects
+from ops.cli.output import CliError, fail
+from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from ops.cli.watch import add_watch_arguments, cmd_watch
+from ops.settings import Settings
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
-    import devserver
+    from ops import devserver
 
-    return devserver.main_foreground(args.port, args.ui_port, Path(args.db))
+    return devserver.main_foreground(args.port, args.ui_port, Path(args.db) if args.db else devserver.default_db())
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
-    from cli.connection import connect_or_fail
-    from cli.output import emit
+    from ops.cli.connection import connect_or_fail
+    from ops.cli.output import emit
     from workflows import search_attributes
 
     await search_attributes.register(await connect_or_fail(settings))
@@ -45,8 +45,6 @@ async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) ->
 
 
 def parser() -> argparse.ArgumentParser:
-    import devserver
-
     root = argparse.ArgumentParser(
         prog="starter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -61,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
     server = command("server", cmd_server, "run the embedded Temporal dev server with a persistent database")
     server.add_argument("--port", type=int, default=7233)
     server.add_argument("--ui-port", type=int, default=8233)
-    server.add_argument("--db", default=str(devserver.DEFAULT_DB))
+    server.add_argument("--db", default=None, help="default: AGENT_DATA_DIR/temporal/dev.db")
 
     add_run_arguments(command("run", cmd_run, "start an agent run"))
     command("status", cmd_status, "progress of a run").add_argument("run_id")

@@ -22,15 +22,15 @@ from datetime import timedelta
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-import observability
 from activities.model import ModelActivities
 from activities.tools import ToolActivities
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
-from client import connect
-from codec import AesGcmCodec, load_keyring
-from codec.store import EncryptedTranscriptStore
-from settings import Settings
+from ops import observability
+from ops.codec import AesGcmCodec, load_keyring
+from ops.codec.store import EncryptedTranscriptStore
+from ops.connection import connect
+from ops.settings import Settings
 from workflows.agent import AgentWorkflow
 
 

@@ -25,7 +25,7 @@ from bench.recovery import RecoveryConfig
 from bench.stack import DEFAULT_PRAGMAS
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
-from settings import ROOT
+from ops.settings import ROOT
 
 SECTIONS = ("overhead", "throughput", "recovery", "storage")
 LAST_LINE = re.compile(
@@ -43,7 +43,7 @@ def ints(text: str) -> list[int]:
 
 
 def add_output(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--out", type=Path, default=ROOT / "results", help="where JSON, markdown and plots go")
+    sub.add_argument("--out", type=Path, default=Path("results"), help="where JSON, markdown and plots go")
     sub.add_argument("--keep", action="store_true", help="keep the scratch directory (server, worker logs)")
 
 
@@ -225,8 +225,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def configure_report(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--from", dest="source", default=str(ROOT / "results" / "bench.json"))
-    sub.add_argument("--out", type=Path, default=ROOT / "results")
+    sub.add_argument("--from", dest="source", default=str(Path("results") / "bench.json"))
+    sub.add_argument("--out", type=Path, default=Path("results"))
 
 
 register(Command("all", "every measurement and a short chaos check, one report", configure_all, cmd_all))

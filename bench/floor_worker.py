@@ -12,8 +12,8 @@ from datetime import timedelta
 from temporalio.worker import Worker
 
 from bench.floor import FloorVisibleWorkflow, FloorWorkflow, floor_model, floor_tool
-from client import connect
-from settings import Settings
+from ops.connection import connect
+from ops.settings import Settings
 
 
 async def main() -> None:

@@ -32,7 +32,6 @@ from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, encode
 from bench.cli import Command, register
 from scenarios import Scenario, ScenarioOptions, register_scenario
-from settings import ROOT
 from worker import build_worker
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
@@ -238,7 +237,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=ContinueAsNewPolicy().max_history_events,
         help="continue as new at this many events (Temporal may suggest it sooner)",
     )
-    parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--out", default=str(Path("results")))
 
 
 register(

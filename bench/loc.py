@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from settings import ROOT
+from ops.settings import ROOT
 
 _LAYOUT = {
     tokenize.COMMENT,
@@ -31,8 +31,8 @@ _LAYOUT = {
 # engines (the loop, tools, models, ledger, scenarios) are listed but counted for neither.
 FILE_SETS: dict[str, dict[str, list[str]]] = {
     "temporal": {
-        "durability": ["workflows/*.py", "activities/*.py", "worker.py", "client.py", "settings.py"],
-        "operations": ["devserver.py", "worker_process.py", "starter.py", "cli/*.py"],
+        "durability": ["workflows/*.py", "activities/*.py", "worker.py", "ops/connection.py", "ops/settings.py"],
+        "operations": ["ops/devserver.py", "ops/worker_process.py", "starter.py", "ops/cli/*.py"],
     },
     "baseline": {
         "durability": [

@@ -35,8 +35,8 @@ from baseline.store import Store
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
+from ops.settings import ROOT
 from scenarios import ScenarioOptions
-from settings import ROOT
 from workflows.inputs import AgentInput, AgentResult, Timeouts
 from workflows.policies import TOOL_RETRY
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-import devserver
-from client import connect
-from settings import Settings
-from worker_process import WorkerProcess
+from ops import devserver
+from ops.connection import connect
+from ops.settings import Settings
+from ops.worker_process import WorkerProcess
 
 EXTRA_SCENARIOS = {"AGENT_EXTRA_SCENARIOS": "bench.scenarios", "LOG_LEVEL": "WARNING"}
 

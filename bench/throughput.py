@@ -38,8 +38,8 @@ from bench.machine import cpu_seconds
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import noop_input
+from ops.settings import ROOT
 from scenarios import ScenarioOptions
-from settings import ROOT
 
 LOCKED = "database is locked"
 

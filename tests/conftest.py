@@ -21,7 +21,7 @@ from temporalio.worker import Worker
 
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
-from settings import Settings
+from ops.settings import Settings
 from worker import build_worker
 from workflows import search_attributes
 

@@ -32,7 +32,7 @@ from bench.recovery import temporal_timings
 from bench.stats import intervals, percentile, ratio, summarize
 from bench.storage import checkpoint_bytes, value_bytes
 from bench.temporal_runs import step_intervals
-from settings import ROOT
+from ops.settings import ROOT
 
 # -- statistics ---------------------------------------------------------------------------------------
 

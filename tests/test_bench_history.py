@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from settings import ROOT
+from ops.settings import ROOT
 
 LAST = re.compile(
     r"^history: calls=(?P<calls>\d+) runs=(?P<runs>\d+) max_run_bytes=(?P<max_bytes>\d+) "

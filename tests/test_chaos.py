@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.commands import LAST_LINE
-from settings import ROOT
+from ops.settings import ROOT
 
 
 def chaos(engine: str, runs: int, seed: int, out: Path, *extra: str, timeout: float) -> dict[str, object]:

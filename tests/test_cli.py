@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from devserver import free_port
-from settings import ROOT, Settings
+from ops.devserver import free_port
+from ops.settings import ROOT, Settings
 from tests.conftest import dev_settings, eventually, new_worker
 
 

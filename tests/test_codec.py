@@ -29,13 +29,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic import Budget, FakeModel, Registry, tool, tool_call
 from agentic.ledger import EffectsLedger
-from cli.runs import start_run
-from client import connect, data_converter
-from codec import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, KeyConfigError, KeyRing, UnknownKeyError
-from codec.keys import load_keyring, new_key
-from codec.server import COOKIE, CodecService, serve_in_thread
+from ops.cli.runs import start_run
+from ops.codec import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, KeyConfigError, KeyRing, UnknownKeyError
+from ops.codec.keys import load_keyring, new_key
+from ops.codec.server import COOKIE, CodecService, serve_in_thread
+from ops.connection import connect, data_converter
+from ops.settings import ROOT, Settings
 from scenarios import Scenario, ScenarioOptions, register_scenario
-from settings import ROOT, Settings
 from worker import build_worker, transcripts_for
 from workflows.inputs import AgentInput, AgentResult
 
@@ -165,7 +165,7 @@ def codec_server_process(keys: str, token: str) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_CODEC")}
     env |= {"AGENT_CODEC_KEYS": keys, "AGENT_CODEC_AUTH_TOKEN": token}
     process = subprocess.Popen(
-        [sys.executable, "-m", "codec.server", "--port", str(port)],
+        [sys.executable, "-m", "ops.codec.server", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -376,7 +376,11 @@ def test_key_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_python_m_codec_keys_new_prints_a_usable_entry() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "codec.keys", "new", "k2026-11"], cwd=ROOT, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "ops.codec.keys", "new", "k2026-11"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert done.returncode == 0, done.stderr
     assert KeyRing.parse(done.stdout).active == "k2026-11"

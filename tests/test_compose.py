@@ -17,7 +17,7 @@ import yaml
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from settings import ROOT, Settings
+from ops.settings import ROOT, Settings
 from workflows import search_attributes
 
 COMPOSE = ROOT / "docker-compose.yml"
@@ -39,7 +39,7 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def settings_variables() -> set[str]:
     """Every environment variable settings.py reads."""
-    source = (ROOT / "settings.py").read_text()
+    source = (ROOT / "ops" / "settings.py").read_text()
     return set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
 
 
@@ -134,7 +134,7 @@ def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
     assert f":{metrics_port}/metrics" in " ".join(worker["healthcheck"]["test"])
     codec_port = services["codec"]["command"][services["codec"]["command"].index("--port") + 1]
     assert published["codec"][0].endswith(f":{codec_port}")
-    assert "codec.server" in services["codec"]["command"]
+    assert "ops.codec.server" in services["codec"]["command"]
 
 
 def test_worker_environment_matches_settings(
@@ -224,7 +224,7 @@ def test_dockerfile_and_dockerignore() -> None:
 
 def test_compose_documentation_exists() -> None:
     doc = (ROOT / "docs/operations.md").read_text()
-    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "codec.server", "TEMPORAL_API_KEY"):
+    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "ops.codec.server", "TEMPORAL_API_KEY"):
         assert needle in doc, needle
     assert Path(COMPOSE).read_text().count("docs/operations.md") >= 1
 

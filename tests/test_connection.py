@@ -15,8 +15,8 @@ from cryptography.x509.oid import NameOID
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from client import ConnectionSettingsError, TemporalConnectError, connect, connect_options, tls_config
-from settings import Settings
+from ops.connection import ConnectionSettingsError, TemporalConnectError, connect, connect_options, tls_config
+from ops.settings import Settings
 
 TLS_VARIABLES = (
     "TEMPORAL_TLS",

@@ -9,9 +9,9 @@ import uuid
 
 from agentic import Stop
 from agentic.ledger import EffectsLedger
+from ops.worker_process import WorkerProcess
 from scenarios import ScenarioOptions
 from tests.conftest import dev_settings, eventually
-from worker_process import WorkerProcess
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, Timeouts
 

@@ -18,14 +18,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio import activity, workflow
 from temporalio.testing import WorkflowEnvironment
 
-import observability
 from agentic.ledger import EffectsLedger
-from cli.runs import start_run
-from client import connect
-from settings import Settings
+from ops import observability
+from ops.cli.runs import start_run
+from ops.connection import connect
+from ops.settings import Settings
+from ops.worker_process import WorkerProcess
 from tests.conftest import eventually
 from worker import build_worker
-from worker_process import WorkerProcess
 from workflows.inputs import AgentInput, AgentResult
 
 

@@ -15,10 +15,10 @@ import termios
 from typing import Any
 
 from agentic.approvals import ApprovalPolicy, Decision
-from cli.runs import start_run
-from devserver import free_port
+from ops.cli.runs import start_run
+from ops.devserver import free_port
+from ops.settings import ROOT, Settings
 from scenarios import ScenarioOptions
-from settings import ROOT, Settings
 from tests.conftest import dev_settings, new_worker
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput

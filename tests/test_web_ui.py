@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-import devserver
 from agentic.ledger import EffectsLedger
-from cli.runs import start_run
-from client import connect
-from settings import ROOT, Settings
+from ops import devserver
+from ops.cli.runs import start_run
+from ops.connection import connect
+from ops.settings import ROOT, Settings
 from tests.conftest import eventually
 from worker import build_worker
 from workflows.inputs import AgentInput

@@ -20,7 +20,7 @@ from baseline.errors import BaselineError
 from baseline.store import Store
 from bench.chaos.invariants import EffectRow, RunSpec
 from bench.chaos.plan import gaps
-from settings import ROOT
+from ops.settings import ROOT
 
 LEASE_SECONDS = 1.0
 LOCKED = "database is locked"

@@ -24,7 +24,6 @@ from typing import Any
 from bench.chaos.invariants import check
 from bench.chaos.plan import plan
 from bench.cli import Command, register
-from settings import ROOT
 
 
 def say(text: str) -> None:
@@ -38,7 +37,7 @@ def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--kills", type=int, help="SIGKILLs of worker/job processes (default: runs/2, at least 2)")
     sub.add_argument("--server-restarts", type=int, help="Temporal only: dev server SIGKILLs+restarts (default 1-3)")
     sub.add_argument("--timeout", type=float, help="seconds for every run to end (default 120 + 6 per run)")
-    sub.add_argument("--out", type=Path, default=ROOT / "results", help="where chaos-ENGINE.json goes")
+    sub.add_argument("--out", type=Path, default=Path("results"), help="where chaos-ENGINE.json goes")
     sub.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, databases)")
 
 

@@ -15,15 +15,15 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
-import devserver
 from agentic.approvals import Decision, PendingApproval
 from agentic.ledger import EffectsLedger
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.plan import gaps
-from client import connect
+from ops import devserver
+from ops.connection import connect
+from ops.settings import Settings
+from ops.worker_process import WorkerProcess
 from scenarios import ScenarioOptions
-from settings import Settings
-from worker_process import WorkerProcess
 from workflows.inputs import AgentInput, AgentResult, Timeouts
 
 HEARTBEAT_SECONDS = 2.0

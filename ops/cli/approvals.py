@@ -14,9 +14,9 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.service import RPCError
 
 from agentic.approvals import Decision, PendingApproval
-from cli.connection import connect_or_fail, existing_run
-from cli.output import CliError, emit
-from settings import Settings
+from ops.cli.connection import connect_or_fail, existing_run
+from ops.cli.output import CliError, emit
+from ops.settings import Settings
 from workflows.agent import AgentWorkflow
 
 PENDING_QUERY = 'WorkflowType = "AgentWorkflow" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'

@@ -12,11 +12,11 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from cli.connection import connect_or_fail, existing_run
-from cli.output import CliError, emit
+from ops.cli.connection import connect_or_fail, existing_run
+from ops.cli.output import CliError, emit
+from ops.settings import Settings
 from scenarios import SCENARIOS, UnknownScenarioError, get_scenario
 from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
-from settings import Settings
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult, ModelChoice, Timeouts

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
-from codec.keys import KeyRing
+from ops.codec.keys import KeyRing
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"

@@ -8,7 +8,7 @@ Format (env `AGENT_CODEC_KEYS`, or the file named by `AGENT_CODEC_KEY_FILE`): en
 separated by commas or newlines; in a file, `#` starts a comment. A key is 32 random bytes, base64
 (standard or url-safe alphabet). Make one with:
 
-    python -m codec.keys new k2026-01      # prints  k2026-01:<base64 of 32 random bytes>
+    python -m ops.codec.keys new k2026-01      # prints  k2026-01:<base64 of 32 random bytes>
 
 Nothing here ever puts key material into an error message or a repr.
 """
@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
             return 2
         print(f"{kid}:{new_key()}")
         return 0
-    print("usage: python -m codec.keys new [KEY_ID]", file=sys.stderr)
+    print("usage: python -m ops.codec.keys new [KEY_ID]", file=sys.stderr)
     return 2
 
 

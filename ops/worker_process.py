@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from settings import ROOT, Settings
+from ops.settings import ROOT, Settings
 
 
 class WorkerProcess:

@@ -13,16 +13,16 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-import devserver
 from agentic.approvals import Decision, PendingApproval
 from agentic.ledger import EffectsLedger
-from cli.approvals import pending_approvals
-from cli.output import emit
-from cli.runs import result_summary, start_run, wait_result
-from client import connect
+from ops import devserver
+from ops.cli.approvals import pending_approvals
+from ops.cli.output import emit
+from ops.cli.runs import result_summary, start_run, wait_result
+from ops.connection import connect
+from ops.settings import Settings
+from ops.worker_process import WorkerProcess
 from scenarios import ScenarioOptions
-from settings import DEFAULT_DATA, Settings
-from worker_process import WorkerProcess
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult, Timeouts
 
@@ -52,7 +52,7 @@ class Demo:
         self.stamp = f"{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
     def start_worker(self) -> WorkerProcess:
-        self.worker = WorkerProcess(self.settings, log=DEFAULT_DATA / "demo-worker.log").wait_ready()
+        self.worker = WorkerProcess(self.settings, log=self.settings.data_dir / "demo-worker.log").wait_ready()
         return self.worker
 
     async def report(self, handle: Handle, note: str = "") -> AgentResult:
@@ -152,7 +152,7 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     server = None
     if not devserver.port_open(host, port):
         say(args.json, f"no Temporal server at {settings.address}; starting the embedded dev server…")
-        server = devserver.start(port, 8233, devserver.DEFAULT_DB, log=DEFAULT_DATA / "demo-server.log")
+        server = devserver.start(port, 8233, devserver.default_db(), log=settings.data_dir / "demo-server.log")
         await devserver.wait_until_serving(settings.address)
         say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
     say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")

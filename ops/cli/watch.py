@@ -20,9 +20,9 @@ from typing import Any, TextIO
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError
 
-from cli.connection import connect_or_fail, existing_run
-from cli.runs import result_summary, wait_result
-from settings import Settings
+from ops.cli.connection import connect_or_fail, existing_run
+from ops.cli.runs import result_summary, wait_result
+from ops.settings import Settings
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentResult
 

@@ -1,7 +1,7 @@
 """The remote codec endpoint: Temporal's codec server protocol, so the Web UI and the CLI can show
 encrypted payloads decrypted — to whoever may decrypt them.
 
-    python -m codec.server --port 8081                 # keys from AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE
+    python -m ops.codec.server --port 8081                 # keys from AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE
     temporal server start-dev --ui-codec-endpoint http://localhost:8081
     temporal workflow show -w RUN_ID --codec-endpoint http://localhost:8081 --codec-auth "Bearer $TOKEN"
 
@@ -37,10 +37,10 @@ from urllib.parse import parse_qs, urlsplit
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from codec.aesgcm import AesGcmCodec, DecryptionError
-from codec.keys import KeyConfigError, UnknownKeyError, load_keyring
+from ops.codec.aesgcm import AesGcmCodec, DecryptionError
+from ops.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
 
-log = logging.getLogger("codec.server")
+log = logging.getLogger("ops.codec.server")
 
 DEFAULT_ORIGINS = (
     "http://localhost:8233",
@@ -236,9 +236,9 @@ def serve_in_thread(service: CodecService, host: str = "127.0.0.1", port: int = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from settings import Settings
+    from ops.settings import Settings
 
-    parser = argparse.ArgumentParser(prog="python -m codec.server", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m ops.codec.server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8081)
     parser.add_argument(

@@ -20,8 +20,8 @@ from temporalio.converter import DataConverter, DefaultFailureConverterWithEncod
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
-from codec import AesGcmCodec, load_keyring
-from settings import Settings
+from ops.codec import AesGcmCodec, load_keyring
+from ops.settings import Settings
 
 
 class ConnectionSettingsError(ValueError):
@@ -90,7 +90,7 @@ async def connect(
     options = connect_options(settings)
     interceptors = list(interceptors)
     if settings.otel:
-        import observability
+        from ops import observability
 
         interceptors.append(observability.tracing_interceptor())
     try:

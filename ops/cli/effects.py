@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from agentic.ledger import EffectsLedger
-from cli.output import CliError, emit
-from settings import Settings
+from ops.cli.output import CliError, emit
+from ops.settings import Settings
 
 
 def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from temporalio.api.common.v1 import Payload
 
 from agentic.transcript_store import TranscriptStore
-from codec.aesgcm import AesGcmCodec
+from ops.codec.aesgcm import AesGcmCodec
 
 PREFIX = "enc:"
 

