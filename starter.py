@@ -2,9 +2,9 @@
 
     python starter.py demo                      # the README's main job
     python starter.py server                    # embedded Temporal dev server + Web UI
-    python starter.py run billing --wait        # one agent run
+    python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
     python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
-    python starter.py pending | approve RUN_ID --by NAME | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
 
 Every command takes --json. Errors are one line on stderr and a non-zero exit.
 """
@@ -12,16 +12,16 @@ Every command takes --json. Errors are one line on stderr and a non-zero exit.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
+from ops.cli.boundary import run_command
 from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
-from ops.cli.output import CliError, fail
+from ops.cli.output import fail
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
 from ops.cli.watch import add_watch_arguments, cmd_watch
 from ops.settings import Settings
@@ -34,11 +34,11 @@ def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
-    from ops.cli.connection import connect_or_fail
+    from ops.cli.connection import agent_client
     from ops.cli.output import emit
     from workflows import search_attributes
 
-    await search_attributes.register(await connect_or_fail(settings))
+    await search_attributes.register((await agent_client(settings)).client)
     names = [key.name for key in search_attributes.ALL]
     emit(args.json, {"registered": names}, f"registered on {settings.address}: {', '.join(names)}")
     return 0
@@ -53,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
     def command(name: str, handler: Callable[..., object], help: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help)
         sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
         sub.set_defaults(handler=handler)
         return sub
 
@@ -73,23 +74,18 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("run_id")
     cancel.add_argument("--reason")
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
-    command("demo", cmd_demo, "server + worker + scenarios, including a worker killed mid-run")
+    command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
     return root
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    settings = Settings()
     try:
-        outcome = args.handler(args, settings)
-        if isinstance(outcome, Awaitable):
-            outcome = asyncio.run(outcome)  # type: ignore[arg-type]
-        return int(outcome)  # type: ignore[call-overload]
-    except CliError as exc:
+        settings = Settings()
+    except ValueError as exc:  # a malformed environment variable, named in the message
         fail(str(exc))
-        return exc.code
-    except KeyboardInterrupt:
-        return 130
+        return 2
+    return run_command(args.handler, args, settings, debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -1,42 +1,50 @@
-"""The worker: runs agent workflows and their activities until SIGINT/SIGTERM, then drains and exits.
+"""The worker: serves agents — their workflow, model calls and tool calls — until SIGINT/SIGTERM, then
+drains and exits.
 
-python worker.py        # TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, AGENT_LEDGER
+    python worker.py                              # the demo agents (examples/)
+    python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
 
-TLS / API key (TEMPORAL_TLS_*, TEMPORAL_API_KEY), payload encryption (AGENT_CODEC_KEYS), metrics
-(AGENT_METRICS_ADDRESS), tracing (AGENT_OTEL) and JSON logs (AGENT_LOG_FORMAT): docs/operations.md.
-
-AGENT_EXTRA_SCENARIOS=pkg.mod[,pkg.other]: modules imported at startup, before the worker starts, so
-scenarios they register (scenarios.register_scenario) run here too, e.g. bench.scenarios.
+An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
+the services its tools get as `ToolContext.deps`. Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+TEMPORAL_TASK_QUEUE and the rest of docs/operations.md. In Python, `build_worker` is the whole API.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
+from activities.describe import DescribeActivities
 from activities.model import ModelActivities
+from activities.served import ServedAgents
 from activities.tools import ToolActivities
-from agentic.ledger import EffectsLedger
+from agentic import Agent
+from agentic.agent_set import AgentSet
+from agentic.models.catalog import ModelCatalog
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
 from ops import observability
+from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
 from ops.codec import AesGcmCodec, load_keyring
 from ops.codec.store import EncryptedTranscriptStore
 from ops.connection import connect
+from ops.models import declared_models
 from ops.settings import Settings
 from workflows.agent import AgentWorkflow
+from workflows.plugin import has_plugin
 
 
 def transcripts_for(settings: Settings) -> Transcripts:
-    """The transcript store next to the ledger; encrypted at rest when codec keys are configured."""
-    store: TranscriptStore = SqliteTranscriptStore(settings.ledger_path.parent / "transcripts.db")
+    """The transcript store in the data directory; encrypted at rest when codec keys are configured."""
+    store: TranscriptStore = SqliteTranscriptStore(settings.data_dir / "transcripts.db")
     keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
     if keyring is not None:
         store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
@@ -47,24 +55,36 @@ def build_worker(
     client: Client,
     *,
     task_queue: str,
-    ledger: EffectsLedger,
+    agents: Iterable[Agent],
+    deps: Any = None,
+    models: ModelCatalog | Mapping[str, Any] | None = None,
     transcripts: Transcripts | None = None,
     max_cached_workflows: int = 1000,
     interceptors: Sequence[Interceptor] = (),
     sticky_timeout: timedelta = timedelta(seconds=5),
 ) -> Worker:
-    # The transcript store lives next to the ledger unless given: runs by reference need one.
-    transcripts = transcripts or Transcripts(SqliteTranscriptStore(ledger.path.parent / "transcripts.db"))
-    model = ModelActivities(transcripts)
-    tools = ToolActivities(ledger, transcripts)
+    """A worker that serves `agents` on `task_queue`.
+
+    `deps` reach every tool as `ToolContext.deps`: one object for all agents, or a mapping by agent name
+    (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name
+    (default: `ops.models.declared_models(Settings())`). `transcripts` is where runs keep their transcript
+    by reference (default: `transcripts.db` in the data directory; on several hosts, a shared database).
+    """
+    settings = Settings()
+    catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
+    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}"))
+    transcripts = transcripts or transcripts_for(settings)
+    describe = DescribeActivities(served)
+    model = ModelActivities(served, transcripts)
+    tools = ToolActivities(served, transcripts)
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow],
-        activities=[model.call_model, tools.run_tool, tools.compensate],
+        # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
+        workflows=[] if has_plugin(client) else [AgentWorkflow],
+        activities=[describe.describe_agent, model.call_model, tools.run_tool, tools.compensate],
         max_cached_workflows=max_cached_workflows,
-        # Structured log lines for each run and each model/tool call (observability.py), then the caller's.
-        interceptors=[observability.LoggingInterceptor(), *interceptors],
+        interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any
@@ -74,32 +94,39 @@ def build_worker(
     )
 
 
-async def main() -> None:
+async def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="worker.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", action="append", metavar="MODULE", help="a module exporting `agents`")
+    args = parser.parse_args(argv)
     settings = Settings()
     observability.configure_logging(settings.log_format, settings.log_level)
-    for module in filter(None, (m.strip() for m in os.environ.get("AGENT_EXTRA_SCENARIOS", "").split(","))):
-        importlib.import_module(module)  # registers its scenarios in this process
+    try:
+        agents, deps = load_agents_and_deps(module_names(args.agents), settings)
+    except (AgentModuleError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 2
     # With AGENT_METRICS_ADDRESS, the SDK's metrics are served for Prometheus at http://ADDRESS/metrics.
     client = await connect(settings, runtime=observability.metrics_runtime(settings.metrics_address))
-    ledger = EffectsLedger(settings.ledger_path)
-    worker = build_worker(client, task_queue=settings.task_queue, ledger=ledger, transcripts=transcripts_for(settings))
+    worker = build_worker(client, task_queue=settings.task_queue, agents=agents, deps=deps)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
         print(
-            f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue}"
+            f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
+            f"agents={','.join(sorted(a.name or '' for a in agents))}"
             + (f" metrics=http://{settings.metrics_address}/metrics" if settings.metrics_address else ""),
             flush=True,
         )
         await stop.wait()
     observability.shutdown_tracing()
     print("worker stopped", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    code = asyncio.run(main(sys.argv[1:]))
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown
+    os._exit(code)  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown

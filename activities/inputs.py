@@ -12,24 +12,28 @@ from pydantic import BaseModel, Field
 
 from agentic import Message, ModelReply, ToolCall, ToolResult
 from agentic.saga import CompensationStep
-from scenarios import ScenarioOptions
-from workflows.inputs import ModelChoice, PayloadLimits
+from workflows.inputs import PayloadLimits
 from workflows.transcript import TranscriptPart
 
 
 def _unset(value: Any) -> bool:
-    return value is None or value == [] or value == ScenarioOptions() or value == ModelChoice()
+    return value is None or value == [] or value == {}
+
+
+class DescribeInput(BaseModel):
+    agent: str
+    model: str | None = Field(None, exclude_if=_unset, description="A model the worker declares, by name.")
+    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
 
 
 class ModelCallInput(BaseModel):
     run_id: str
-    scenario: str
+    agent: str
     call_index: int = Field(description="Model calls this run made before this one; scripted models key on it.")
-    model: ModelChoice = Field(default_factory=ModelChoice, exclude_if=_unset)
+    model: str | None = Field(None, exclude_if=_unset, description="The run's model, by name; None: the agent's.")
     messages: list[Message] = Field(default_factory=list, exclude_if=_unset, description="Inline: the transcript.")
     transcript: TranscriptPart | None = Field(None, exclude_if=_unset, description="By reference.")
     limits: PayloadLimits | None = Field(None, exclude_if=_unset)
-    options: ScenarioOptions = Field(default_factory=ScenarioOptions, exclude_if=_unset)
 
 
 class ModelStep(BaseModel):
@@ -39,7 +43,7 @@ class ModelStep(BaseModel):
 
 class ToolCallInput(BaseModel):
     run_id: str
-    scenario: str
+    agent: str
     call: ToolCall
     idempotency_key: str
     approved: bool | None = Field(None, exclude_if=_unset, description="True once a human approved this call.")
@@ -47,7 +51,7 @@ class ToolCallInput(BaseModel):
         None, exclude_if=_unset, description="By reference: where to store the tool's message."
     )
     limits: PayloadLimits | None = Field(None, exclude_if=_unset, description="Claim-check large outputs.")
-    options: ScenarioOptions = Field(default_factory=ScenarioOptions, exclude_if=_unset)
+    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset, description="The run's options.")
 
 
 class ToolStep(BaseModel):
@@ -57,6 +61,6 @@ class ToolStep(BaseModel):
 
 class CompensationInput(BaseModel):
     run_id: str
-    scenario: str
+    agent: str
     step: CompensationStep
-    options: ScenarioOptions = Field(default_factory=ScenarioOptions, exclude_if=_unset)
+    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)

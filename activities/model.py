@@ -1,5 +1,6 @@
 """The model activity: one model call, retried by Temporal (the provider's own retries are off).
 
+The model is the agent's own (any `Model`), or one the run chose by name among those the worker declares.
 By reference, the input is a transcript head plus the messages added since; this activity stores those,
 reads the whole transcript from the store, calls the model, stores the reply (claim-checked if large) and
 returns the new head. Retries and replays hand it the same input, and every write is idempotent.
@@ -8,7 +9,6 @@ returns the new head. Retries and replays hand it the same input, and every writ
 from __future__ import annotations
 
 import asyncio
-import os
 from datetime import timedelta
 
 from temporalio import activity
@@ -16,31 +16,22 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.inputs import ModelCallInput, ModelStep
-from agentic import Message, Model, ModelError, ModelReply
-from agentic.loop import tool_schemas
-from agentic.models.openai_chat import OpenAIChatModel
+from activities.served import ServedAgents
+from agentic import Message, Model, ModelError, ModelReply, ToolSchema
 from agentic.transcript_store import PayloadTooLarge, Transcripts
-from scenarios import get_scenario
-from workflows.inputs import ModelChoice, PayloadLimits
+from workflows.inputs import PayloadLimits
 
 
 class ModelActivities:
-    def __init__(self, transcripts: Transcripts | None = None, openai_api_key: str | None = None) -> None:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+        self.served = served
         self.transcripts = transcripts
-        self.openai_api_key = openai_api_key or os.environ.get("OPENAI_API_KEY")
-
-    def _model(self, choice: ModelChoice, input: ModelCallInput) -> Model:
-        if choice.kind == "openai":
-            if not choice.name:
-                raise ApplicationError("an openai model needs a name", type="ConfigurationError", non_retryable=True)
-            return OpenAIChatModel(choice.name, base_url=choice.base_url, api_key=self.openai_api_key)
-        return get_scenario(input.scenario).script(input.options)
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
-        scenario = get_scenario(input.scenario)
-        model = self._model(input.model, input)
-        schemas = tool_schemas(scenario.registry.specs())
+        served = self.served.get(input.agent)
+        model = self.served.model(served, input.model)
+        schemas = served.agent.schemas()
         if input.transcript is None:
             return ModelStep(reply=await self._complete(model, input.messages, schemas, input.call_index))
         transcripts = self._store()
@@ -51,10 +42,12 @@ class ModelActivities:
         head = await asyncio.to_thread(transcripts.append, head, [stub])
         return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
 
-    async def _complete(self, model: Model, messages: list[Message], schemas: list, call_index: int) -> ModelReply:  # type: ignore[type-arg]
+    async def _complete(
+        self, model: Model, messages: list[Message], schemas: list[ToolSchema], call_index: int
+    ) -> ModelReply:
         try:
-            # The SDK client is synchronous; a thread keeps the worker's event loop free meanwhile, and
-            # heartbeats tell Temporal within seconds, not the model timeout, if this worker dies.
+            # Models are synchronous; a thread keeps the worker's event loop free meanwhile, and heartbeats
+            # tell Temporal within seconds, not the model timeout, if this worker dies.
             return await heartbeating(asyncio.to_thread(model.complete, messages, schemas, call_index=call_index))
         except ModelError as exc:
             raise ApplicationError(

@@ -3,30 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from activities.inputs import CompensationInput, ToolCallInput, ToolStep
+from activities.served import ServedAgent, ServedAgents
 from agentic import ToolContext, ToolResult, ToolStatus
-from agentic.ledger import EffectsLedger
 from agentic.transcript_store import PayloadTooLarge, Transcripts
-from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
 from workflows.inputs import PayloadLimits
 
 
 class ToolActivities:
-    """Services are injected here once per worker; tools reach them through `ToolContext.deps`."""
+    """The worker's agents and their services are injected here once; tools reach the services through
+    `ToolContext.deps` and the run's options through `ToolContext.options`."""
 
-    def __init__(self, ledger: EffectsLedger, transcripts: Transcripts | None = None) -> None:
-        self.ledger = ledger
+    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+        self.served = served
         self.transcripts = transcripts
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
-        registry = get_scenario(input.scenario).registry
-        context = self._context(input.run_id, input.call.id, input.idempotency_key, input.options)
+        served = self.served.get(input.agent)
+        registry = served.agent.registry
+        context = self._context(served, input.run_id, input.call.identity, input.idempotency_key, input.options)
         result = await heartbeating(
             asyncio.to_thread(registry.dispatch, input.call, context, approved=input.approved), context.cancel
         )
@@ -45,13 +47,20 @@ class ToolActivities:
         return ToolStep(result=result, head=head)
 
     def _context(
-        self, run_id: str, call_id: str, key: str, options: ScenarioOptions, compensates: str | None = None
+        self,
+        served: ServedAgent,
+        run_id: str,
+        call_id: str,
+        key: str,
+        options: dict[str, Any],
+        compensates: str | None = None,
     ) -> ToolContext:
         return ToolContext(
             run_id=run_id,
             call_id=call_id,
             idempotency_key=key,
-            deps=ScenarioDeps(ledger=self.ledger, options=options),
+            deps=served.deps,
+            options=self.served.options(served, options),
             attempt=activity.info().attempt,
             compensates=compensates,
         )
@@ -76,8 +85,11 @@ class ToolActivities:
         """Undo one earlier effect, under a key derived from the original's: at most once, however often
         this activity is retried or the walk is resumed by a new worker."""
         step = input.step
-        registry = get_scenario(input.scenario).registry
-        context = self._context(input.run_id, step.call.id, step.key, input.options, compensates=step.original_key)
+        served = self.served.get(input.agent)
+        registry = served.agent.registry
+        context = self._context(
+            served, input.run_id, step.call.identity, step.key, input.options, compensates=step.original_key
+        )
         original = step.result
         if step.result_ref is not None and self.transcripts is not None:
             original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)

@@ -1,19 +1,26 @@
-"""`Agent`: the in-process runner — the loop executed directly, with no durability of its own.
+"""`Agent`: one agent definition — model, tools, instructions, budget, policies — and the in-process
+runner, which executes the loop directly with no durability of its own.
 
-Resumption is the caller's: pass the saved transcript as `history=` and the saved consumption as
-`consumed=`, so the budget continues counting instead of granting a fresh allowance.
+The same object runs durably: a worker serves it (`worker.build_worker(agents=[agent])`) and a client
+starts runs of it by name. Resumption in-process is the caller's: pass the saved transcript as `history=`
+and the saved consumption as `consumed=`, so the budget continues counting instead of granting a fresh
+allowance.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
+from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget, Usage
-from agentic.errors import ModelError
+from agentic.errors import AgenticError, ModelError
 from agentic.loop import (
     AgentLoop,
     CallModel,
@@ -25,45 +32,124 @@ from agentic.loop import (
     tool_schemas,
 )
 from agentic.messages import Message
-from agentic.models.base import Model, ModelReply
+from agentic.models.base import Model, ModelReply, ToolSchema
 from agentic.registry import Registry
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
+from agentic.saga import SagaPolicy
+from agentic.spec import AgentSpec
 from agentic.tools import ToolContext
+
+# A name becomes part of run ids, search attributes and activity labels: keep it plain.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class InvalidOptions(AgenticError, ValueError):
+    """A run's options do not fit the agent's options model: bad input, never worth retrying."""
 
 
 @dataclass
 class Agent:
     model: Model
-    """Any `Model`: a scripted `FakeModel` or the OpenAI-compatible adapter."""
+    """Any `Model`: a scripted `FakeModel`, the OpenAI-compatible adapter, or your own."""
     registry: Registry = field(default_factory=Registry)
-    """The tools the model may call; its `confirm` gates tools that require confirmation."""
+    """The tools the model may call; its `confirm` gates tools that require confirmation in-process."""
     system: str = ""
     """The standing instruction, prepended to every run."""
     budget: Budget = field(default_factory=Budget)
     """Limits checked before each model call, against consumption including any carried over."""
     deps: Any = None
-    """Services handed to tools through `ToolContext.deps` (a ledger, an HTTP client...)."""
+    """Services handed to tools through `ToolContext.deps` (an HTTP client, a ledger...). A worker may
+    supply its own (`build_worker(deps=...)`); in-process, these are used."""
     tool_attempts: int = 3
     """Attempts for a tool that raises `ToolRetry`, with the same idempotency key each time."""
     model_attempts: int = 3
     """Attempts for a model call failing retryably (429, 5xx, timeouts)."""
     max_retry_wait: float = 30.0
     """Cap on a provider's retry-after, so one answer cannot stall the process indefinitely."""
+    name: str | None = None
+    """How workers, clients and the Web UI know this agent; required to run it durably."""
+    description: str = ""
+    """One line for people: shown in run summaries and listings."""
+    task: str | None = None
+    """The task a run gets when it is started without one."""
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Durable runs: how long an approval may wait and whether a decline or expiry abandons the run."""
+    saga: SagaPolicy = field(default_factory=SagaPolicy)
+    """Durable runs: how hard each compensation is retried before the run is `compensation_failed`."""
+    options: type[BaseModel] | None = None
+    """The pydantic model of this agent's per-run options, if it takes any; tools read the run's
+    validated options as `ToolContext.options`. The engine never knows their fields."""
+    estimate: Callable[[Any], int] | None = None
+    """How many actions (model calls, tool calls, compensations) a run will probably take, given its
+    validated options: the total behind progress percentages. None: no estimate."""
 
     def __post_init__(self) -> None:
         # Zero attempts would fail mid-run (after a model call was paid for) instead of here.
         if self.tool_attempts < 1 or self.model_attempts < 1:
             raise ValueError("tool_attempts and model_attempts must be at least 1")
+        if self.name is not None and not _NAME.match(self.name):
+            raise ValueError(
+                f"agent name {self.name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            )
+
+    # -- the definition, as data ----------------------------------------------------------------------
+
+    def parse_options(self, raw: Mapping[str, Any] | BaseModel | None) -> BaseModel | None:
+        """The run's options as the agent's options model; raises InvalidOptions naming the bad field."""
+        if self.options is None:
+            values = raw.model_dump() if isinstance(raw, BaseModel) else dict(raw or {})
+            if values:
+                raise InvalidOptions(f"agent {self.label} takes no options; got {', '.join(sorted(values))}")
+            return None
+        if isinstance(raw, self.options):
+            return raw
+        try:
+            return self.options.model_validate(raw.model_dump() if isinstance(raw, BaseModel) else dict(raw or {}))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors())
+            raise InvalidOptions(f"invalid options for agent {self.label}: {problems}") from None
+
+    def spec(self, options: Mapping[str, Any] | BaseModel | None = None, *, model: str | None = None) -> AgentSpec:
+        """What a durable runner records about this agent when a run starts (options validated)."""
+        parsed = self.parse_options(options)
+        return AgentSpec(
+            name=self.label,
+            description=self.description,
+            system=self.system,
+            task=self.task,
+            budget=self.budget,
+            tools=self.registry.specs(),
+            approvals=self.approvals,
+            saga=self.saga,
+            model=model or getattr(self.model, "name", type(self.model).__name__),
+            options=parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {},
+            estimated_actions=self.estimate(parsed) if self.estimate is not None else None,
+        )
+
+    @property
+    def label(self) -> str:
+        return self.name or "(unnamed)"
+
+    def schemas(self) -> list[ToolSchema]:
+        """What the model is offered: the registry's tools, and `give_up`."""
+        return tool_schemas(self.registry.specs())
+
+    # -- the in-process runner ------------------------------------------------------------------------
 
     def run(
         self,
-        task: str,
+        task: str | None = None,
         history: Sequence[Message] | None = None,
         *,
         consumed: Usage | None = None,
         run_id: str | None = None,
+        options: Mapping[str, Any] | BaseModel | None = None,
     ) -> Run:
+        task = task if task is not None else self.task
+        if task is None:
+            raise ValueError(f"agent {self.label} has no default task: pass one to run()")
+        parsed = self.parse_options(options)
         run_id = run_id or uuid.uuid4().hex
         loop = AgentLoop(self.budget, self.registry.specs(), LoopState(consumed=consumed or Usage()))
         messages = initial_messages(self.system, task, history)
@@ -75,7 +161,7 @@ class Agent:
             if isinstance(step, CallModel):
                 messages += loop.model_replied(self._complete(messages, schemas))
             elif isinstance(step, RunTool):
-                messages += loop.tool_finished(self._dispatch(step, run_id))
+                messages += loop.tool_finished(self._dispatch(step, run_id, parsed))
 
     def _complete(self, messages: list[Message], schemas: list[Any]) -> ModelReply:
         for attempt in range(1, self.model_attempts + 1):
@@ -89,10 +175,14 @@ class Agent:
                 time.sleep(min(wait, self.max_retry_wait))
         raise AssertionError("unreachable")
 
-    def _dispatch(self, step: RunTool, run_id: str) -> ToolResult:
+    def _dispatch(self, step: RunTool, run_id: str, options: BaseModel | None) -> ToolResult:
         call = step.call
         context = ToolContext(
-            run_id=run_id, call_id=call.id, idempotency_key=idempotency_key(run_id, call.id), deps=self.deps
+            run_id=run_id,
+            call_id=call.identity,
+            idempotency_key=idempotency_key(run_id, call.identity),
+            deps=self.deps,
+            options=options,
         )
         for attempt in range(1, self.tool_attempts + 1):
             context.attempt = attempt

@@ -101,20 +101,24 @@ class ApprovalBook(BaseModel):
     audit: list[AuditEntry] = Field(default_factory=list)
 
     def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
-        """Open (or return the already open) request for `call`, applying a decision that came early."""
-        if call.id in self.pending:
-            return self.pending[call.id]
+        """Open (or return the already open) request for `call`, applying a decision that came early.
+
+        Requests are keyed by the runner's call identity (`ToolCall.identity`), which never repeats within a
+        run: an outcome given for one call can never be read as the outcome of another."""
+        uid = call.identity
+        if uid in self.pending:
+            return self.pending[uid]
         pending = PendingApproval(
             run_id=run_id,
-            call_id=call.id,
+            call_id=uid,
             tool=call.name,
             arguments=call.arguments,
             arguments_hash=arguments_hash(call),
             requested_at=now,
             deadline=now + timedelta(seconds=timeout_seconds),
         )
-        self.pending[call.id] = pending
-        early = self.early.pop(call.id, None)
+        self.pending[uid] = pending
+        early = self.early.pop(uid, None)
         if early is not None:
             self.decide(early, now, expected=())
         return pending

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +45,26 @@ class Effect(BaseModel):
     result: str
     at: str
     compensates: str | None = None
+
+
+class Ledger(Protocol):
+    """What tools and operators need of a ledger, whatever stores it (SQLite here, PostgreSQL for several
+    hosts)."""
+
+    def apply(
+        self,
+        key: str,
+        *,
+        run_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        perform: Callable[[], str],
+        compensates: str | None = None,
+    ) -> tuple[str, bool]: ...
+
+    def get(self, key: str) -> Effect | None: ...
+
+    def effects(self, run_id: str | None = None) -> list[Effect]: ...
 
 
 class EffectsLedger:

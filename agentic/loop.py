@@ -36,9 +36,18 @@ GIVE_UP_SCHEMA = ToolSchema(
 )
 
 
-def idempotency_key(run_id: str, call_id: str) -> str:
-    """The key a tool call's effect is recorded under: the same on every retry, replay and resume."""
-    return f"{run_id}:{call_id}"
+def idempotency_key(run_id: str, call_uid: str) -> str:
+    """The key a tool call's effect is recorded under: the same on every retry, replay and resume.
+
+    `call_uid` is the runner's identity of the call (`ToolCall.uid`), never the provider's id, which may
+    repeat within a run: a repeated provider id must not collide with an earlier call's effect."""
+    return f"{run_id}:{call_uid}"
+
+
+def call_uid(step: int, position: int) -> str:
+    """The runner's identity of the `position`-th call (from 1) the model asked for at `step`: unique
+    within a run, because steps only grow (a resumed run carries its consumed steps over)."""
+    return f"{step}.{position}"
 
 
 def initial_messages(system: str | None, task: str, history: Sequence[Message] | None = None) -> list[Message]:
@@ -152,7 +161,8 @@ class AgentLoop:
         if not message.tool_calls:
             s.stop, s.output = Stop.ANSWERED, message.content
             return [message]
-        s.queue = list(message.tool_calls)
+        step = s.consumed.steps
+        s.queue = [call.model_copy(update={"uid": call_uid(step, i)}) for i, call in enumerate(message.tool_calls, 1)]
         return [message, *self._settle()]
 
     def tool_finished(self, result: ToolResult) -> list[Message]:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -26,6 +26,11 @@ class ToolCall(BaseModel):
 
     `arguments` is a dict when the model produced valid JSON, or the raw string when it did not, so a
     malformed request is kept (and answered with a readable error) instead of being lost.
+
+    `id` is the provider's id: it pairs the call with its tool message in the transcript, and nothing
+    else — providers may repeat ids across turns (some number calls per reply), and a model endpoint is
+    not trusted to grant authority. `uid` is the runner's identity for the call (`"{step}.{position}"`),
+    assigned by the loop and unique within a run: approvals and idempotency keys derive from it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -33,9 +38,24 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] | str = {}
+    uid: str = Field("", exclude_if=lambda v: not v)
 
     def __init__(self, id: str = "", name: str = "", arguments: Any = None, **data: Any) -> None:
         super().__init__(id=id, name=name, arguments={} if arguments is None else arguments, **data)
+
+    @property
+    def identity(self) -> str:
+        """The runner-assigned `uid` once the loop has queued the call; the provider id before that."""
+        return self.uid or self.id
+
+    def describe(self, limit: int = 80) -> str:
+        """`charge(invoice=inv-9, key=...)`: a one-line label a person can read (Web UI, CLI, checkpoints)."""
+        if isinstance(self.arguments, str):
+            args = self.arguments
+        else:
+            args = ", ".join(f"{k}={v}" for k, v in self.arguments.items())
+        text = f"{self.name}({args})"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     @property
     def canonical_arguments(self) -> str:
@@ -45,11 +65,14 @@ class ToolCall(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         args = self.arguments if isinstance(self.arguments, str) else dict(self.arguments)
-        return {"id": self.id, "name": self.name, "arguments": args}
+        row: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": args}
+        if self.uid:
+            row["uid"] = self.uid
+        return row
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> ToolCall:
-        return cls(id=row["id"], name=row["name"], arguments=row.get("arguments", {}))
+        return cls(id=row["id"], name=row["name"], arguments=row.get("arguments", {}), uid=row.get("uid", ""))
 
 
 class Message(BaseModel):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from agentic.budget import Stop
+from agentic.compact import Compact
 from agentic.loop import GIVE_UP, ToolRecord, idempotency_key
 from agentic.messages import ToolCall
 from agentic.results import ToolStatus
@@ -21,6 +22,16 @@ from agentic.tools import ToolSpec
 
 # A mutating call in these states may have changed the world.
 _MAY_HAVE_EFFECT = (ToolStatus.OK, ToolStatus.CANCELLED)
+
+
+class SagaPolicy(Compact):
+    """How hard to try each compensation before declaring the run `compensation_failed`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_attempts: PositiveInt = 5
+    initial_interval_seconds: PositiveFloat = 1.0
+    maximum_interval_seconds: PositiveFloat = 30.0
 
 
 def abandons(stop: Stop) -> bool:
@@ -60,7 +71,7 @@ def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping
         if spec is None or not spec.compensable:
             not_compensable.append(record.call.name)
             continue
-        key = idempotency_key(run_id, record.call.id)
+        key = idempotency_key(run_id, record.call.identity)
         steps.append(
             CompensationStep(
                 call=record.call,

@@ -35,9 +35,10 @@ class ToolContext:
     """
 
     run_id: str
-    call_id: str
+    call_id: str  # the runner's identity of the call (`ToolCall.uid`), unique within the run
     idempotency_key: str
-    deps: Any = None
+    deps: Any = None  # the services of the worker (or the in-process agent): an HTTP client, a ledger...
+    options: Any = None  # the run's options, validated by the agent's options model (None: it has none)
     attempt: int = 1
     compensates: str | None = None  # on a compensation call: the key of the effect being undone
     heartbeat_fn: Callable[[Any], None] | None = None

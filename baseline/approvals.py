@@ -51,7 +51,7 @@ def await_decision(
     while True:
         if lease is not None:
             lease.check()
-        row = _row(store.query("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.id)))
+        row = _row(store.query("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.identity)))
         if row["status"] in _DECIDED:
             break
         cancel = store.pending_cancel(run_id)
@@ -61,10 +61,10 @@ def await_decision(
         now = datetime.now(UTC)
         deadline = datetime.fromisoformat(row["deadline"])
         if now >= deadline:
-            _expire(store, run_id, call.id, now)
+            _expire(store, run_id, call.identity, now)
             continue
         if cancel is not None:
-            _withdraw(store, run_id, call.id)  # unless a decision landed first: then the decision stands
+            _withdraw(store, run_id, call.identity)  # unless a decision landed first: then the decision stands
             continue
         time.sleep(min(poll, max((deadline - now).total_seconds(), 0.01)))
     store.set_status(run_id, owner, "running")
@@ -74,7 +74,9 @@ def await_decision(
 def _open(store: Store, run_id: str, owner: str, call: ToolCall, timeout: float, progress: Progress) -> None:
     """Record the request and its deadline (once: a resumed wait keeps the original deadline)."""
     with store.owned(run_id, owner) as db:
-        row = db.execute("SELECT status FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.id)).fetchone()
+        row = db.execute(
+            "SELECT status FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.identity)
+        ).fetchone()
         if row is None:
             pending = ApprovalBook().request(run_id, call, datetime.now(UTC), timeout)
             _insert(db, pending, timeout)

@@ -1,5 +1,5 @@
-"""`job`: run agent scenarios with SQLite checkpoints — run, resume, status, cancel, approve/deny,
-effects, prune, recover, serve. Every command takes --db, --ledger and --json.
+"""`job`: run agents with SQLite checkpoints — run, resume, status, cancel, approve/deny, effects, prune,
+recover, serve. Every command takes --db, --ledger, --agents and --json.
 
 Exit codes: 0 done (a run that ended completed, compensated or abandoned); 1 error, or a run that ended
 failed / compensation_failed / dead_letter; 2 bad input; 3 lease held or lost; 4 checkpoint mismatch.
@@ -9,6 +9,7 @@ Errors are one line on stderr, never a traceback (BASELINE_DEBUG=1 shows it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sqlite3
@@ -22,14 +23,17 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
 from baseline import approvals, jobs, prune, runner, status
 from baseline.errors import BadInput, BaselineError, UnknownRun
 from baseline.options import RunOptions
 from baseline.schema import FAILED
 from baseline.store import Store
-from scenarios import SCENARIOS, UnknownScenarioError
-from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
+from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from ops.cli.run_options import RunOptionError, add_run_option_arguments, positive_float, positive_int, run_request
+from ops.models import declared_models
+from ops.settings import Settings
 
 
 class Parser(argparse.ArgumentParser):
@@ -51,18 +55,23 @@ def build_parser() -> Parser:
             default=Path(os.environ.get("AGENT_LEDGER", ".data/ledger.db")),
             help="effects ledger (default: $AGENT_LEDGER or .data/ledger.db)",
         )
+        sub.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) (default: examples)")
         sub.add_argument("--json", action="store_true", help="machine-readable output")
         sub.set_defaults(handler=handler)
         return sub
 
     run = command("run", cmd_run, "start a run and drive it to its end")
     run.add_argument("--id", dest="run_id", help="the run id (generated when omitted); never reused")
-    run.add_argument("--scenario", required=True, help=f"one of: {', '.join(sorted(SCENARIOS))}")
-    add_run_option_arguments(run)  # the same scenario and approval options as `starter.py run`
+    run.add_argument(
+        "--agent", "--scenario", dest="agent", required=True, help="the agent, by name (demo: billing, migration, ...)"
+    )
+    add_run_option_arguments(run)  # the same run options as `starter.py run`
     run.add_argument("--webhook", help="URL POSTed when the run reaches a terminal state")
-    run.add_argument("--lease-seconds", type=float, default=15.0, help="lease length, renewed every third")
-    run.add_argument("--max-attempts", type=int, default=5, help="workers that may take the run before dead_letter")
-    run.add_argument("--poll-interval", type=float, default=0.2, help="seconds between approval/cancel checks")
+    run.add_argument("--lease-seconds", type=positive_float, default=15.0, help="lease length, renewed every third")
+    run.add_argument(
+        "--max-attempts", type=positive_int, default=5, help="workers that may take the run before dead_letter"
+    )
+    run.add_argument("--poll-interval", type=positive_float, default=0.2, help="seconds between approval/cancel checks")
 
     resume = command("resume", cmd_resume, "continue a run from the store, once its lease expired")
     resume.add_argument("--id", dest="run_id", required=True)
@@ -106,29 +115,43 @@ def build_parser() -> Parser:
 # -- commands -------------------------------------------------------------------------------------------
 
 
+def agent_set(args: argparse.Namespace) -> AgentSet:
+    """The agents this process runs, with their deps (the ledger at --ledger) and the declared models."""
+    settings = dataclasses.replace(Settings(), ledger_path=args.ledger)
+    try:
+        agents, deps = load_agents_and_deps(module_names(args.agents), settings)
+        return AgentSet(agents, deps, declared_models(settings), where="in this job process")
+    except (AgentModuleError, ValueError) as exc:
+        raise BadInput(str(exc)) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     try:
+        request = run_request(args)
         options = RunOptions(
-            scenario=scenario_options(args),
-            task=args.task,
-            max_steps=args.max_steps,
-            approvals=approval_policy(args),
+            options=request.options,
+            model=request.model,
+            task=request.task,
+            max_steps=request.max_steps,
+            approvals=request.approvals,
             lease_seconds=args.lease_seconds,
             max_attempts=args.max_attempts,
             poll_seconds=args.poll_interval,
         )
+    except RunOptionError as exc:
+        raise BadInput(str(exc)) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         raise BadInput(f"invalid run options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     store = Store(args.db)
-    run_id = args.run_id or f"{args.scenario}-{uuid.uuid4().hex[:8]}"
-    row = jobs.start(store, EffectsLedger(args.ledger), run_id, args.scenario, options, webhook_url=args.webhook)
+    run_id = args.run_id or f"{args.agent}-{uuid.uuid4().hex[:8]}"
+    row = jobs.start(store, agent_set(args), run_id, args.agent, options, webhook_url=args.webhook)
     return _ended(args, store, row.run_id)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     store = _existing(args.db, args.run_id)
-    row = jobs.resume(store, EffectsLedger(args.ledger), args.run_id, lease_seconds=args.lease_seconds)
+    row = jobs.resume(store, agent_set(args), args.run_id, lease_seconds=args.lease_seconds)
     return _ended(args, store, row.run_id)
 
 
@@ -145,7 +168,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     store = _existing(args.db, args.run_id)
     view = status.run_status(store, args.run_id)
     if args.messages:
-        replayed = runner.transcript(store, EffectsLedger(args.ledger), args.run_id)
+        replayed = runner.transcript(store, agent_set(args), args.run_id)
         view["messages"] = [m.to_dict() for m in replayed.messages]
     lines = [status.summary_line(view)]
     lines += [f"  {s['step']:>3} {s['status']:<11} {s['step_name']:<24} {s['label']}" for s in view["steps"]]
@@ -217,7 +240,13 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    outcome = jobs.recover(Store(args.db), args.ledger, lease_seconds=args.lease_seconds, detach=args.detach)
+    outcome = jobs.recover(
+        Store(args.db),
+        args.ledger,
+        agent_modules=args.agents,
+        lease_seconds=args.lease_seconds,
+        detach=args.detach,
+    )
     lines = [
         f"{r['run_id']}: {r.get('status') or 'started'} {r.get('error') or ''}".rstrip() for r in outcome["resumed"]
     ]
@@ -263,9 +292,6 @@ def run(argv: list[str]) -> int:
     except BaselineError as exc:
         _fail(str(exc))
         return exc.exit_code
-    except UnknownScenarioError as exc:
-        _fail(str(exc))
-        return 2
     except KeyboardInterrupt:
         return 130
     except (sqlite3.Error, OSError) as exc:

@@ -4,17 +4,22 @@ checkpointed mutating step, so a worker killed mid-walk resumes the walk without
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from agentic import Registry, ToolContext, ToolResult, ToolStatus
 from agentic.saga import CompensationStep
 from baseline import steps
 from baseline.journal import Journal
 from baseline.options import RunOptions
-from scenarios import ScenarioDeps
 
 
 def walk(
-    journal: Journal, plan: list[CompensationStep], registry: Registry, deps: ScenarioDeps, options: RunOptions
+    journal: Journal,
+    plan: list[CompensationStep],
+    registry: Registry,
+    deps: Any,
+    agent_options: Any,
+    options: RunOptions,
 ) -> tuple[list[CompensationStep], str]:
     """Run the plan's undos in order; returns those not done (the failed one and everything after it)
     and why the first of them failed.
@@ -30,7 +35,7 @@ def walk(
         if row is not None and row.status == "failed":
             journal.advance()
             return plan[index:], journal.output(row)["result"]["content"]
-        result = _undo(journal, spec, plan_step, registry, deps, options)
+        result = _undo(journal, spec, plan_step, registry, deps, agent_options, options)
         if not result.ok:
             return plan[index:], result.content
     return [], ""
@@ -41,15 +46,17 @@ def _undo(
     spec: steps.StepSpec,
     plan_step: CompensationStep,
     registry: Registry,
-    deps: ScenarioDeps,
+    deps: Any,
+    agent_options: Any,
     options: RunOptions,
 ) -> ToolResult:
     started = journal.before(spec)
     context = ToolContext(
         run_id=journal.run_id,
-        call_id=plan_step.call.id,
+        call_id=plan_step.call.identity,
         idempotency_key=plan_step.key,
         deps=deps,
+        options=agent_options,
         compensates=plan_step.original_key,
     )
     result: ToolResult | None = None

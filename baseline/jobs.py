@@ -8,49 +8,53 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentic.ledger import EffectsLedger
+from agentic.agent_set import AgentSet, UnknownAgent
 from baseline import webhooks
 from baseline.crash import CrashHook
 from baseline.errors import BadInput, DeadLettered, LeaseLost, RunFailed, RunNotResumable
 from baseline.lease import LeaseKeeper, acquire, new_owner
 from baseline.options import RunOptions
-from baseline.progress import planned_total
 from baseline.runner import Runner
 from baseline.schema import ACTIVE
 from baseline.store import Progress, RunRow, Store
-from scenarios import UnknownScenarioError, get_scenario
 
 
 def start(
     store: Store,
-    ledger: EffectsLedger,
+    agents: AgentSet,
     run_id: str,
-    scenario: str,
+    agent_name: str,
     options: RunOptions,
     *,
     webhook_url: str | None = None,
     crash: CrashHook | None = None,
 ) -> RunRow:
+    """Check what can be checked before anything is stored (the agent, its options, the model), then
+    record the run and drive it."""
     try:
-        name = get_scenario(scenario).name
-    except UnknownScenarioError as exc:
+        served = agents.get(agent_name)
+        spec = served.agent.spec(agents.options(served, options.options))
+        agents.model(served, options.model)
+    except (UnknownAgent, LookupError, ValueError) as exc:
         raise BadInput(str(exc)) from None
+    if options.task is None and spec.task is None:
+        raise BadInput(f"agent {spec.name} has no default task: give one with --task")
     owner = new_owner()
     store.create_run(
         run_id,
-        name,
+        spec.name,
         options.model_dump_json(),
         owner=owner,
         lease_seconds=options.lease_seconds,
         webhook_url=webhook_url,
-        progress=Progress(0, planned_total(name, options.scenario), "starting"),
+        progress=Progress(0, spec.estimated_actions, "starting"),
     )
-    return _drive(store, ledger, run_id, owner, options.lease_seconds, crash)
+    return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
 
 
 def resume(
     store: Store,
-    ledger: EffectsLedger,
+    agents: AgentSet,
     run_id: str,
     *,
     lease_seconds: float | None = None,
@@ -65,15 +69,15 @@ def resume(
     except DeadLettered:
         webhooks.deliver_pending(store, run_id)
         raise
-    return _drive(store, ledger, run_id, owner, lease_seconds, crash)
+    return _drive(store, agents, run_id, owner, lease_seconds, crash)
 
 
 def _drive(
-    store: Store, ledger: EffectsLedger, run_id: str, owner: str, lease_seconds: float, crash: CrashHook | None
+    store: Store, agents: AgentSet, run_id: str, owner: str, lease_seconds: float, crash: CrashHook | None
 ) -> RunRow:
     with LeaseKeeper(store, run_id, owner, lease_seconds) as keeper:
         try:
-            Runner(store, ledger, store.require(run_id), owner, keeper, crash or CrashHook.from_env()).run()
+            Runner(store, agents, store.require(run_id), owner, keeper, crash or CrashHook.from_env()).run()
         except RunFailed as exc:
             progress = store.require(run_id).progress
             store.finish(
@@ -99,7 +103,12 @@ def _let_go(store: Store, run_id: str, owner: str, error: str) -> None:
 
 
 def recover(
-    store: Store, ledger_path: Path, *, lease_seconds: float | None = None, detach: bool = False
+    store: Store,
+    ledger_path: Path,
+    *,
+    agent_modules: list[str] | None = None,
+    lease_seconds: float | None = None,
+    detach: bool = False,
 ) -> dict[str, Any]:
     """Resume, each in its own worker process, every active run whose lease expired; then deliver
     webhooks left queued by workers that died after finishing a run."""
@@ -116,6 +125,8 @@ def recover(
     for run_id in stale:
         command = [sys.executable, "-m", "baseline.cli", "resume", "--id", run_id]
         command += ["--db", str(store.path), "--ledger", str(ledger_path)]
+        for module in agent_modules or []:
+            command += ["--agents", module]
         if lease_seconds:
             command += ["--lease-seconds", str(lease_seconds)]
         pipe = subprocess.DEVNULL if detach else subprocess.PIPE

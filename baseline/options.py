@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from agentic.approvals import ApprovalPolicy
-from scenarios import ScenarioOptions
 
 
 class RunOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    scenario: ScenarioOptions = Field(default_factory=ScenarioOptions)
-    task: str | None = Field(None, description="Overrides the scenario's task.")
-    max_steps: PositiveInt | None = Field(None, description="Overrides the scenario's step budget.")
-    approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        # `scenario`: what rows written before agents had names called the demo agents' options
+        validation_alias=AliasChoices("options", "scenario"),
+        description="The agent's own per-run options, validated by its options model (opaque here).",
+    )
+    model: str | None = Field(None, description="A model this process declares, by name; None: the agent's.")
+    task: str | None = Field(None, description="Overrides the agent's task.")
+    max_steps: PositiveInt | None = Field(None, description="Overrides the agent's step budget.")
+    approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")
     lease_seconds: PositiveFloat = Field(15.0, description="Lease length; renewed every third of it.")
     max_attempts: PositiveInt = Field(5, description="Workers that may take the run before it is dead-lettered.")
     tool_attempts: PositiveInt = Field(3, description="Attempts per tool call (same idempotency key).")

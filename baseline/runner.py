@@ -24,8 +24,8 @@ from agentic import (
     ToolResult,
     ToolStatus,
 )
+from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
-from agentic.ledger import EffectsLedger
 from agentic.loop import initial_messages, tool_schemas
 from agentic.saga import abandons, compensation_plan
 from baseline import approvals, compensation, steps
@@ -34,9 +34,7 @@ from baseline.errors import CheckpointMismatch, RunFailed
 from baseline.journal import Journal
 from baseline.lease import LeaseKeeper
 from baseline.options import RunOptions
-from baseline.progress import planned_total
 from baseline.store import Progress, RunRow, Store
-from scenarios import ScenarioDeps, get_scenario
 
 
 class ReplayEnd(Exception):
@@ -47,7 +45,7 @@ class Runner:
     def __init__(
         self,
         store: Store,
-        ledger: EffectsLedger,
+        agents: AgentSet,
         run: RunRow,
         owner: str,
         lease: LeaseKeeper | None = None,
@@ -58,17 +56,23 @@ class Runner:
         self.store, self.run_id, self.owner, self.lease = store, run.run_id, owner, lease
         self.stored_usage = run.consumed
         self.options = RunOptions.model_validate_json(run.options)
-        self.scenario = get_scenario(run.scenario)
-        budget = self.scenario.budget
+        served = agents.get(run.scenario)  # the runs table calls the agent's name `scenario`
+        agent = served.agent
+        self.agent_options = agents.options(served, self.options.options)
+        self.approval_policy = self.options.approvals or agent.approvals
+        budget = agent.budget
         if self.options.max_steps:
             budget = budget.model_copy(update={"max_steps": self.options.max_steps})
-        self.registry = self.scenario.registry
+        self.registry = agent.registry
         self.loop = AgentLoop(budget, self.registry.specs())
-        self.messages: list[Message] = initial_messages(self.scenario.system, self.options.task or self.scenario.task)
+        task = self.options.task or agent.task
+        if task is None:
+            raise RunFailed(f"agent {agent.label} has no default task: start the run with one")
+        self.messages: list[Message] = initial_messages(agent.system, task)
         self.schemas = tool_schemas(self.loop.specs)
-        self.model = self.scenario.script(self.options.scenario)
-        self.deps = ScenarioDeps(ledger=ledger, options=self.options.scenario)
-        total = planned_total(run.scenario, self.options.scenario)
+        self.model = agents.model(served, self.options.model)
+        self.deps = served.deps
+        total = agent.spec(self.agent_options).estimated_actions
         self.journal = Journal(store, self.run_id, owner, lease, crash or CrashHook(), total)
         self.replay_only = replay_only
         self._usage_checked = False
@@ -177,7 +181,7 @@ class Runner:
                 self.owner,
                 call,
                 declared_timeout=action.spec.approval_timeout if action.spec else None,
-                policy=self.options.approvals,
+                policy=self.approval_policy,
                 poll=self.options.poll_seconds,
                 lease=self.lease,
                 progress=self.journal.progress(spec.step, f"awaiting approval: {spec.label}"),
@@ -196,7 +200,13 @@ class Runner:
         call = action.call
         started = self.journal.before(spec)
         assert spec.key is not None
-        context = ToolContext(run_id=self.run_id, call_id=call.id, idempotency_key=spec.key, deps=self.deps)
+        context = ToolContext(
+            run_id=self.run_id,
+            call_id=call.identity,
+            idempotency_key=spec.key,
+            deps=self.deps,
+            options=self.agent_options,
+        )
         earlier = row.attempts if (row := self.journal.peek()) is not None else 0
         result: ToolResult | None = None
         for retry in range(self.options.tool_attempts):
@@ -213,7 +223,7 @@ class Runner:
         self._apply(result, None)
 
     def _refuse(self, spec: steps.StepSpec, call: Any, answer: approvals.Answer) -> None:
-        policy = self.options.approvals
+        policy = self.approval_policy
         if answer.outcome is Outcome.DECLINED:
             result = ToolResult.declined(call, answer.reason or None)
             stop = {"stop": Stop.APPROVAL_DECLINED.value, "detail": f"{call.name} was declined"}
@@ -255,7 +265,9 @@ class Runner:
             journal.store.set_status(
                 self.run_id, self.owner, "compensating", journal.progress(journal.cursor, "compensating")
             )
-        remaining, why = compensation.walk(journal, plan.steps, self.registry, self.deps, self.options)
+        remaining, why = compensation.walk(
+            journal, plan.steps, self.registry, self.deps, self.agent_options, self.options
+        )
         if remaining:
             result["remaining"] = [f"{s.call.name} ({s.original_key})" for s in remaining]
             result["error"] = f"compensation of {remaining[0].call.name} kept failing: {why}"
@@ -270,9 +282,9 @@ class Runner:
         self.store.finish(self.run_id, self.owner, status, progress=Progress(done, done, label), **result)
 
 
-def transcript(store: Store, ledger: EffectsLedger, run_id: str) -> Runner:
+def transcript(store: Store, agents: AgentSet, run_id: str) -> Runner:
     """The run's loop and messages rebuilt from its completed steps only (nothing executes)."""
-    runner = Runner(store, ledger, store.require(run_id), owner="", replay_only=True)
+    runner = Runner(store, agents, store.require(run_id), owner="", replay_only=True)
     with contextlib.suppress(ReplayEnd):
         runner.drive()
     return runner

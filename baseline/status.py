@@ -17,7 +17,8 @@ def run_status(store: Store, run_id: str) -> dict[str, Any]:
     done = sum(1 for s in steps if s.status == "completed")
     return {
         "run_id": run.run_id,
-        "scenario": run.scenario,
+        "agent": run.scenario,
+        "scenario": run.scenario,  # the field's name before agents had names; kept for scripts
         "status": run.status,
         "stop": run.stop,
         "stop_detail": run.stop_detail,

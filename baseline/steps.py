@@ -40,8 +40,8 @@ def tool_step(step: int, run_id: str, call: ToolCall) -> StepSpec:
         name=f"tool:{call.name}",
         input_hash=arguments_hash(call),
         label=describe(call),
-        key=idempotency_key(run_id, call.id),
-        call_id=call.id,
+        key=idempotency_key(run_id, call.identity),
+        call_id=call.identity,
     )
 
 
@@ -53,7 +53,7 @@ def compensation_step(step: int, plan_step: CompensationStep) -> StepSpec:
         input_hash=digest({"tool": call.name, "arguments": call.arguments, "undoes": plan_step.original_key}),
         label=f"undo {describe(call)}",
         key=plan_step.key,
-        call_id=call.id,
+        call_id=call.identity,
     )
 
 

@@ -86,15 +86,16 @@ def connect_options(settings: Settings) -> dict[str, Any]:
 async def connect(
     settings: Settings | None = None, *, runtime: Runtime | None = None, interceptors: Sequence[Interceptor] = ()
 ) -> Client:
+    """A client with the `DurableAgentsPlugin` (data converter, codec, interceptors) from the settings."""
+    from workflows.plugin import DurableAgentsPlugin  # the plugin imports this module's data_converter
+
     settings = settings or Settings()
     options = connect_options(settings)
-    interceptors = list(interceptors)
-    if settings.otel:
-        from ops import observability
-
-        interceptors.append(observability.tracing_interceptor())
+    del options["data_converter"]  # the plugin sets it, for this client and every worker built from it
     try:
-        return await Client.connect(**options, interceptors=interceptors, runtime=runtime)
+        return await Client.connect(
+            **options, plugins=[DurableAgentsPlugin(settings)], interceptors=list(interceptors), runtime=runtime
+        )
     except RuntimeError as exc:
         raise TemporalConnectError(_explain(settings, options["tls"], exc)) from exc
 

@@ -61,6 +61,10 @@ class Settings:
     tls_ca: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_CA"))
     tls_server_name: str | None = field(default_factory=lambda: _env("TEMPORAL_TLS_SERVER_NAME"))
     api_key: str | None = field(default_factory=lambda: _env("TEMPORAL_API_KEY"), repr=False)
+    # -- models the worker declares: see ops/models.py (a run names one; endpoints and keys stay here) ---
+    local_model_url: str = field(default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or "http://127.0.0.1:8088/v1")
+    openai_api_key: str | None = field(default_factory=lambda: _env("OPENAI_API_KEY"), repr=False)
+    openai_base_url: str | None = field(default_factory=lambda: _env("AGENT_OPENAI_BASE_URL"))
     # -- encryption at rest: see codec/ -----------------------------------------------------------
     codec_keys: str | None = field(default_factory=lambda: _env("AGENT_CODEC_KEYS"), repr=False)
     codec_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_KEY_FILE"))

@@ -19,11 +19,18 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+import examples
+from agentic import Agent
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from examples.options import DemoDeps
 from ops.settings import Settings
+from tests import agents_for_tests
 from worker import build_worker
 from workflows import search_attributes
+
+# What a test worker serves: the demo agents and the small agents of tests/agents_for_tests.py.
+TEST_AGENTS: list[Agent] = [*examples.agents, *agents_for_tests.agents]
 
 BIN = Path(sys.executable).parent
 TEST_SERVER = BIN / "temporal-test-server"
@@ -55,13 +62,23 @@ def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:12]}"
 
 
+def agent_named(name: str) -> Agent:
+    """One of `TEST_AGENTS`, by name."""
+    return next(a for a in TEST_AGENTS if a.name == name)
+
+
 def transcripts_next_to(ledger: EffectsLedger) -> Transcripts:
     """The transcript store a worker built by `new_worker` uses: next to its ledger."""
     return Transcripts(SqliteTranscriptStore(ledger.path.parent / "transcripts.db"))
 
 
 def new_worker(client: Client, task_queue: str, ledger: EffectsLedger, **kwargs: object) -> Worker:
-    return build_worker(client, task_queue=task_queue, ledger=ledger, **kwargs)  # type: ignore[arg-type]
+    """A worker serving `TEST_AGENTS` (or `agents=`), their tools recording into `ledger`, the transcript
+    store next to it."""
+    kwargs.setdefault("agents", TEST_AGENTS)
+    kwargs.setdefault("deps", DemoDeps(ledger=ledger))
+    kwargs.setdefault("transcripts", transcripts_next_to(ledger))
+    return build_worker(client, task_queue=task_queue, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest_asyncio.fixture(scope="session")

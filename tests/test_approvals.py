@@ -12,7 +12,6 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from agentic import Stop, ToolStatus, tool_call
 from agentic.approvals import ApprovalPolicy, Decision, PendingApproval, arguments_hash
-from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
 from tests.conftest import eventually, new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult
@@ -51,7 +50,7 @@ def decision(p: PendingApproval, approve: bool = True, **overrides: Any) -> Deci
 
 async def test_approved_after_23_hours_the_refund_happens_once(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
         [pending] = await pending_of(handle)
         assert pending.deadline - pending.requested_at == timedelta(hours=24)
         assert (await handle.query(AgentWorkflow.progress)).status == "awaiting_approval"
@@ -70,7 +69,7 @@ async def test_approved_after_23_hours_the_refund_happens_once(skipping_env, led
 
 async def test_no_answer_expires_exactly_at_the_deadline_with_no_effect(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
         [pending] = await pending_of(handle)
         result = await handle.result()  # nothing to wait for but the timer: the server skips to it
 
@@ -86,7 +85,7 @@ async def test_no_answer_expires_exactly_at_the_deadline_with_no_effect(skipping
 
 async def test_declined_makes_no_effect_and_the_model_is_told(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
         [pending] = await pending_of(handle)
         await handle.signal(AgentWorkflow.decision, decision(pending, approve=False, reason="order already refunded"))
         result = await handle.result()
@@ -102,7 +101,7 @@ async def test_declined_makes_no_effect_and_the_model_is_told(skipping_env, ledg
 
 async def test_bad_decisions_are_rejected_recorded_and_change_nothing(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
         [pending] = await pending_of(handle)
         await handle.signal(AgentWorkflow.decision, decision(pending, arguments_hash="0" * 64))
         await handle.signal(AgentWorkflow.decision, decision(pending, call_id="call_nope"))
@@ -126,7 +125,7 @@ async def test_a_decision_after_expiry_is_rejected(skipping_env, ledger, task_qu
         handle = await start(
             skipping_env,
             task_queue,
-            AgentInput(scenario="t-pay-sequence", approvals=ApprovalPolicy(timeout_seconds=60)),
+            AgentInput(agent="t-pay-sequence", approvals=ApprovalPolicy(timeout_seconds=60)),
         )
         [first] = await pending_of(handle)
         await skipping_env.sleep(timedelta(seconds=61))
@@ -152,7 +151,7 @@ async def test_a_decision_after_expiry_is_rejected(skipping_env, ledger, task_qu
 
 async def test_update_answers_synchronously_and_rejects_through_its_validator(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
         [pending] = await pending_of(handle)
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await handle.execute_update(AgentWorkflow.decide, decision(pending, arguments_hash="f" * 64))
@@ -170,7 +169,7 @@ async def test_update_answers_synchronously_and_rejects_through_its_validator(sk
 async def test_a_decision_for_a_call_not_reached_yet_is_kept(skipping_env, ledger, task_queue):
     """Two gated calls in one reply: the second is approved while the run still waits on the first."""
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="t-pay-batch"))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="t-pay-batch"))
         [first] = await pending_of(handle)
         progress = await handle.query(AgentWorkflow.progress)
         assert progress.status == "awaiting_approval" and progress.pending_approvals[0].call_id == first.call_id
@@ -191,7 +190,7 @@ async def test_a_decision_for_a_call_not_reached_yet_is_kept(skipping_env, ledge
 async def test_policy_abandon_ends_the_run_on_decline_or_expiry(skipping_env, ledger, task_queue, approve, stop):
     policy = ApprovalPolicy(on_decline="abandon", on_expire="abandon", tool_timeouts={"refund": 3600})
     async with new_worker(skipping_env.client, task_queue, ledger):
-        handle = await start(skipping_env, task_queue, AgentInput(scenario="refund", approvals=policy))
+        handle = await start(skipping_env, task_queue, AgentInput(agent="refund", approvals=policy))
         [pending] = await pending_of(handle)
         assert pending.deadline - pending.requested_at == timedelta(hours=1)  # per-tool override
         if approve is not None:

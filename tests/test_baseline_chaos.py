@@ -13,8 +13,8 @@ import pytest
 from agentic import Agent
 from agentic.ledger import EffectsLedger
 from baseline.runner import transcript
-from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
 from tests.baseline_helpers import Job, eventually, open_job
+from tests.conftest import agent_named
 
 
 @pytest.fixture
@@ -38,13 +38,13 @@ def survive_kills(job: Job, records: int, kill_after_effects: list[int], delay: 
     assert [e.args["record"] for e in effects] == [f"rec-{n}" for n in range(1, records + 1)]
     assert len({e.key for e in effects}) == records
     assert job.status("chaos")["attempts"] == len(kill_after_effects) + 1
-    scenario = get_scenario("migration")
+    scenario = agent_named("migration")
     local = Agent(
-        scenario.script(ScenarioOptions(records=records)),
+        scenario.script(dict(records=records)),
         scenario.registry,
         system=scenario.system,
         budget=scenario.budget,
-        deps=ScenarioDeps(EffectsLedger(job.tmp / "local.db"), ScenarioOptions(records=records)),
+        deps=ScenarioDeps(EffectsLedger(job.tmp / "local.db"), dict(records=records)),
     ).run(scenario.task, run_id="chaos")
     assert transcript(job.store, EffectsLedger(job.ledger_path), "chaos").messages == local.messages
 

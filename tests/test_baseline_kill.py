@@ -13,8 +13,9 @@ import pytest
 from agentic import Agent
 from agentic.ledger import EffectsLedger
 from baseline.runner import transcript
-from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
+from examples.options import DemoDeps
 from tests.baseline_helpers import Job, eventually, finish, open_job
+from tests.conftest import agent_named
 
 RECORDS = [f"rec-{n}" for n in range(1, 6)]
 
@@ -65,14 +66,14 @@ def test_lesson_004_kill_after_step_two_then_resume(job: Job) -> None:
     assert status["percent_complete"] == 100.0
 
     # One loop, many runners: the resumed run's transcript is the in-process agent's.
-    scenario = get_scenario("migration")
-    options = ScenarioOptions()  # the delay changes timing, never the transcript
+    scenario = agent_named("migration")
+    options = dict()  # the delay changes timing, never the transcript
     local = Agent(
-        scenario.script(options),
+        scenario.model,
         scenario.registry,
         system=scenario.system,
         budget=scenario.budget,
-        deps=ScenarioDeps(EffectsLedger(job.tmp / "local.db"), options),
+        deps=DemoDeps(EffectsLedger(job.tmp / "local.db")),
     ).run(scenario.task, run_id="mig")
     replayed = transcript(job.store, EffectsLedger(job.ledger_path), "mig")
     assert replayed.messages == local.messages

@@ -14,29 +14,30 @@ from baseline import jobs
 from baseline.options import RunOptions
 from baseline.runner import transcript
 from baseline.store import Store
-from scenarios import SCENARIOS, ScenarioDeps, ScenarioOptions, get_scenario, register_scenario
+from examples.options import DemoDeps
+from tests.conftest import agent_named
 
 
 @pytest.mark.parametrize(
     ("name", "options"),
     [
-        ("billing", ScenarioOptions()),
-        ("migration", ScenarioOptions(records=4)),
-        ("trip", ScenarioOptions(fail_at="none")),
-        ("trip", ScenarioOptions(fail_at="car")),
-        ("migration", ScenarioOptions(records=2, flaky_attempts=1)),
+        ("billing", dict()),
+        ("migration", dict(records=4)),
+        ("trip", dict(fail_at="none")),
+        ("trip", dict(fail_at="car")),
+        ("migration", dict(records=2, flaky_attempts=1)),
     ],
 )
 def test_same_transcript_as_the_in_process_agent(tmp_path: Path, name: str, options: ScenarioOptions) -> None:
     store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
     run = jobs.start(store, ledger, "same", name, RunOptions(scenario=options))
-    scenario = get_scenario(name)
+    scenario = agent_named(name)
     local = Agent(
-        scenario.script(options),
+        scenario.model,
         scenario.registry,
         system=scenario.system,
         budget=scenario.budget,
-        deps=ScenarioDeps(EffectsLedger(tmp_path / "local.db"), options),
+        deps=DemoDeps(EffectsLedger(tmp_path / "local.db")),
     ).run(scenario.task, run_id="same")
 
     replayed = transcript(store, ledger, "same")
@@ -58,7 +59,7 @@ def test_a_step_budget_stops_and_carries_consumption(tmp_path: Path) -> None:
 
 
 def test_a_model_that_cannot_answer_fails_the_run(tmp_path: Path) -> None:
-    billing = get_scenario("billing")
+    billing = agent_named("billing")
     register_scenario(replace(billing, name="baseline-mute", script=lambda o: FakeModel([], name="mute")), replace=True)
     store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
     try:

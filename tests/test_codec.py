@@ -35,7 +35,6 @@ from ops.codec.keys import load_keyring, new_key
 from ops.codec.server import COOKIE, CodecService, serve_in_thread
 from ops.connection import connect, data_converter
 from ops.settings import ROOT, Settings
-from scenarios import Scenario, ScenarioOptions, register_scenario
 from worker import build_worker, transcripts_for
 from workflows.inputs import AgentInput, AgentResult
 
@@ -201,8 +200,8 @@ async def test_history_never_holds_the_planted_secret(dev_env: WorkflowEnvironme
     token = secrets.token_hex(16)
     task_queue = f"tq-codec-{uuid.uuid4().hex[:8]}"
     async with codec_worker(dev_env, tmp_path, keys, task_queue) as (client, settings):
-        billing = await run(client, settings, AgentInput(scenario="billing", task=f"Settle inv-9; card token {SECRET}"))
-        planted = await run(client, settings, AgentInput(scenario="t-secret"))
+        billing = await run(client, settings, AgentInput(agent="billing", task=f"Settle inv-9; card token {SECRET}"))
+        planted = await run(client, settings, AgentInput(agent="t-secret"))
 
     # The transcript store (by reference, the conversation lives there) is ciphertext at rest too...
     store_file = settings.ledger_path.parent / "transcripts.db"
@@ -265,7 +264,7 @@ async def test_rotation_old_payloads_decrypt_after_a_new_key_is_active(
 ) -> None:
     k1, k2 = ("k1", new_key()), ("k2", new_key())
     async with codec_worker(dev_env, tmp_path, ring(k1), f"tq-rot1-{uuid.uuid4().hex[:8]}") as (client, settings):
-        old = await run(client, settings, AgentInput(scenario="t-secret"))
+        old = await run(client, settings, AgentInput(agent="t-secret"))
     _, history = show(dev_env, old.run_id)
     key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if "searchAttributes" not in path}
     assert key_ids == {base64.b64encode(b"k1").decode()}
@@ -274,7 +273,7 @@ async def test_rotation_old_payloads_decrypt_after_a_new_key_is_active(
     async with codec_worker(dev_env, tmp_path, ring(k2, k1), f"tq-rot2-{uuid.uuid4().hex[:8]}") as (client, settings):
         again = await client.get_workflow_handle(old.run_id, result_type=AgentResult).result()
         assert SECRET in (again.output or "")
-        new = await run(client, settings, AgentInput(scenario="t-secret"))
+        new = await run(client, settings, AgentInput(agent="t-secret"))
         assert SECRET in (new.output or "")
     _, history = show(dev_env, new.run_id)
     key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if "searchAttributes" not in path}

@@ -10,7 +10,6 @@ import uuid
 from agentic import Stop
 from agentic.ledger import EffectsLedger
 from ops.worker_process import WorkerProcess
-from scenarios import ScenarioOptions
 from tests.conftest import dev_settings, eventually
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, Timeouts
@@ -26,7 +25,7 @@ async def test_migration_survives_sigkill_after_step_two(dev_env, task_queue, tm
             AgentWorkflow.run,
             AgentInput(
                 scenario="migration",
-                options=ScenarioOptions(step_delay=1.0),
+                options=dict(step_delay=1.0),
                 timeouts=Timeouts(heartbeat_seconds=2.0),
             ),
             id=run_id,
@@ -65,7 +64,7 @@ async def test_billing_survives_sigkill_right_after_the_charge(dev_env, task_que
             AgentWorkflow.run,
             AgentInput(
                 scenario="billing",
-                options=ScenarioOptions(after_effect_delay=5.0),
+                options=dict(after_effect_delay=5.0),
                 timeouts=Timeouts(heartbeat_seconds=2.0),
             ),
             id=run_id,
@@ -100,7 +99,7 @@ async def test_the_worker_drains_and_exits_cleanly_on_sigterm(dev_env, task_queu
     settings = dev_settings(dev_env, task_queue, tmp_path)
     worker = WorkerProcess(settings, log=tmp_path / "worker.log").wait_ready()
     handle = await dev_env.client.start_workflow(
-        AgentWorkflow.run, AgentInput(scenario="billing"), id=f"term-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+        AgentWorkflow.run, AgentInput(agent="billing"), id=f"term-{uuid.uuid4().hex[:8]}", task_queue=task_queue
     )
     result = await asyncio.wait_for(handle.result(), 60)
     assert result.stop is Stop.ANSWERED

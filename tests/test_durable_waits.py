@@ -10,7 +10,6 @@ from agentic import Stop
 from agentic.approvals import ApprovalPolicy, Decision
 from agentic.ledger import EffectsLedger
 from ops.worker_process import WorkerProcess
-from scenarios import ScenarioOptions
 from tests.conftest import dev_settings, eventually
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, Timeouts
@@ -33,7 +32,7 @@ async def test_a_decision_sent_while_no_worker_runs_is_applied_when_one_returns(
     first = WorkerProcess(settings, log=tmp_path / "w1.log").wait_ready()
     try:
         handle = await dev_env.client.start_workflow(
-            AgentWorkflow.run, AgentInput(scenario="refund"), id=f"refund-{uuid.uuid4().hex[:8]}", task_queue=task_queue
+            AgentWorkflow.run, AgentInput(agent="refund"), id=f"refund-{uuid.uuid4().hex[:8]}", task_queue=task_queue
         )
         row = await pending_row(handle)
     finally:
@@ -61,7 +60,7 @@ async def test_a_worker_restart_does_not_reset_the_approval_deadline(dev_env, ta
     try:
         handle = await dev_env.client.start_workflow(
             AgentWorkflow.run,
-            AgentInput(scenario="refund", approvals=ApprovalPolicy(timeout_seconds=12)),
+            AgentInput(agent="refund", approvals=ApprovalPolicy(timeout_seconds=12)),
             id=f"refund-{uuid.uuid4().hex[:8]}",
             task_queue=task_queue,
         )
@@ -90,7 +89,7 @@ async def test_a_compensation_walk_survives_a_sigkill_halfway(dev_env, task_queu
         handle = await dev_env.client.start_workflow(
             AgentWorkflow.run,
             AgentInput(
-                scenario="trip", options=ScenarioOptions(step_delay=1.5), timeouts=Timeouts(heartbeat_seconds=2.0)
+                scenario="trip", options=dict(step_delay=1.5), timeouts=Timeouts(heartbeat_seconds=2.0)
             ),
             id=run_id,
             task_queue=task_queue,

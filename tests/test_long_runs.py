@@ -19,8 +19,6 @@ from temporalio.testing import WorkflowEnvironment
 from agentic import Budget, Stop, ToolStatus
 from agentic.approvals import ApprovalPolicy, Decision
 from agentic.ledger import EffectsLedger
-from scenarios import ScenarioOptions
-from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
 from tests.conftest import DEV_SERVER, eventually, new_worker, transcripts_next_to
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
@@ -67,17 +65,17 @@ def comparable(result: AgentResult, ledger: EffectsLedger) -> dict[str, Any]:
 @pytest.mark.parametrize("scenario", ["migration", "trip"])
 async def test_a_run_continued_many_times_ends_as_one_that_never_was(skipping_env, task_queue, tmp_path, scenario):
     """The same run id twice, each with its own ledger and store: once straight, once continued."""
-    options = ScenarioOptions(records=12)
+    options = dict(records=12)
     run_id = f"long-{uuid.uuid4().hex[:10]}"
     ledgers = [EffectsLedger(tmp_path / name / "ledger.db") for name in ("straight", "continued")]
     straight = await execute(
-        skipping_env, ledgers[0], task_queue, AgentInput(scenario=scenario, options=options), run_id
+        skipping_env, ledgers[0], task_queue, AgentInput(agent=scenario, options=options), run_id
     )
     continued = await execute(
         skipping_env,
         ledgers[1],
         task_queue,
-        AgentInput(scenario=scenario, options=options, continue_as_new=OFTEN),
+        AgentInput(agent=scenario, options=options, continue_as_new=OFTEN),
         run_id,
     )
     assert straight.continued == 0
@@ -95,7 +93,7 @@ async def test_a_run_continued_many_times_ends_as_one_that_never_was(skipping_en
 
 
 async def test_the_budget_is_carried_across_the_boundary(skipping_env, ledger, task_queue):
-    input = AgentInput(scenario="migration", options=ScenarioOptions(records=12), budget=Budget(max_steps=7))
+    input = AgentInput(agent="migration", options=dict(records=12), budget=Budget(max_steps=7))
     straight = await execute(skipping_env, ledger, task_queue, input)
     continued = await execute(skipping_env, ledger, task_queue, input.model_copy(update={"continue_as_new": OFTEN}))
     assert continued.continued >= 1
@@ -146,7 +144,7 @@ async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(skippin
 async def test_large_outputs_travel_as_references_and_reach_the_model_whole(skipping_env, ledger, task_queue):
     size = 300_000  # over Temporal's comfort, under the hard cap
     result = await execute(
-        skipping_env, ledger, task_queue, AgentInput(scenario="t-big-output", options=ScenarioOptions(records=size))
+        skipping_env, ledger, task_queue, AgentInput(agent="t-big-output", options=dict(records=size))
     )
     assert result.output == f"The document has {size} characters."  # the model read all of it
     [record] = result.records
@@ -162,7 +160,7 @@ async def test_large_outputs_travel_as_references_and_reach_the_model_whole(skip
 async def test_over_the_hard_cap_fails_clearly_without_retrying(skipping_env, ledger, task_queue):
     input = AgentInput(
         scenario="t-big-output",
-        options=ScenarioOptions(records=50_000),
+        options=dict(records=50_000),
         limits=PayloadLimits(tool_output_bytes=1000, hard_cap_bytes=10_000),
     )
     async with new_worker(skipping_env.client, task_queue, ledger):
@@ -184,10 +182,10 @@ async def test_over_the_hard_cap_fails_clearly_without_retrying(skipping_env, le
 
 async def test_history_grows_linearly_by_reference_and_quadratically_inline(skipping_env, ledger, task_queue):
     """The same 30-step run: by reference each step adds about the same bytes; inline each adds more."""
-    options = ScenarioOptions(records=30)
-    by_ref = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="migration", options=options))
+    options = dict(records=30)
+    by_ref = await execute(skipping_env, ledger, task_queue, AgentInput(agent="migration", options=options))
     inline = await execute(
-        skipping_env, ledger, task_queue, AgentInput(scenario="migration", options=options, transcript="inline")
+        skipping_env, ledger, task_queue, AgentInput(agent="migration", options=options, transcript="inline")
     )
     sizes = {}
     for name, result in (("reference", by_ref), ("inline", inline)):
@@ -203,7 +201,7 @@ async def test_a_forced_full_replay_of_a_continued_run_is_deterministic(skipping
         skipping_env,
         ledger,
         task_queue,
-        AgentInput(scenario="trip", options=ScenarioOptions(records=3), continue_as_new=OFTEN),
+        AgentInput(agent="trip", options=dict(records=3), continue_as_new=OFTEN),
         max_cached_workflows=0,
     )
     assert result.status == "compensated" and result.continued >= 1
@@ -224,7 +222,7 @@ async def suggesting_env():
 
 async def test_the_servers_suggestion_triggers_continue_as_new(suggesting_env, ledger, task_queue):
     result = await execute(
-        suggesting_env, ledger, task_queue, AgentInput(scenario="migration", options=ScenarioOptions(records=8))
+        suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8))
     )
     assert result.continued >= 1  # our own thresholds (5,000 events) were nowhere near
     assert result.stop is Stop.ANSWERED and [e.args["record"] for e in ledger.effects(result.run_id)] == [

@@ -68,7 +68,7 @@ async def test_worker_process_metrics_logs_and_traces(dev_env: WorkflowEnvironme
     try:
         assert any(f"metrics=http://127.0.0.1:{port}/metrics" in line for line in worker.output)
         run_id = f"obs-{uuid.uuid4().hex[:8]}"
-        handle = await start_run(dev_env.client, settings, AgentInput(scenario="billing"), run_id)
+        handle = await start_run(dev_env.client, settings, AgentInput(agent="billing"), run_id)
         result: AgentResult = await handle.result()
         assert result.stop.value == "answered"
 
@@ -125,7 +125,7 @@ async def test_tracing_follows_a_run_from_client_to_activities(dev_env: Workflow
     # Given to connect(), the interceptor applies to the client and to every worker built on it.
     client = await connect(settings, interceptors=[observability.tracing_interceptor(provider)])
     async with build_worker(client, task_queue=task_queue, ledger=EffectsLedger(settings.ledger_path)):
-        handle = await start_run(client, settings, AgentInput(scenario="billing"), f"trace-{uuid.uuid4().hex[:8]}")
+        handle = await start_run(client, settings, AgentInput(agent="billing"), f"trace-{uuid.uuid4().hex[:8]}")
         await handle.result()
 
     spans = [s for s in exporter.get_finished_spans() if s.attributes.get("temporalWorkflowID") == handle.id]

@@ -15,8 +15,6 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from agentic import Budget, Stop
 from agentic.approvals import ApprovalPolicy, Decision
 from agentic.ledger import EffectsLedger
-from scenarios import ScenarioOptions
-from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
 from tests.conftest import eventually, new_worker
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult, SagaPolicy, Timeouts
@@ -43,7 +41,7 @@ def assert_undone_in_reverse(ledger: EffectsLedger, run_id: str, forward: list[s
 
 
 async def test_a_permanently_failing_booking_cancels_the_earlier_ones(skipping_env, ledger, task_queue):
-    result = await run(skipping_env, ledger, task_queue, AgentInput(scenario="trip"))
+    result = await run(skipping_env, ledger, task_queue, AgentInput(agent="trip"))
     assert result.stop is Stop.TOOL_FAILED
     assert "no car available" in result.stop_detail
     assert result.status == "compensated"
@@ -56,21 +54,21 @@ async def test_a_permanently_failing_booking_cancels_the_earlier_ones(skipping_e
 
 
 async def test_a_budget_that_runs_out_before_an_answer_abandons(skipping_env, ledger, task_queue):
-    input = AgentInput(scenario="trip", options=ScenarioOptions(fail_at="none"), budget=Budget(max_steps=2))
+    input = AgentInput(agent="trip", options=dict(fail_at="none"), budget=Budget(max_steps=2))
     result = await run(skipping_env, ledger, task_queue, input)
     assert result.stop is Stop.STEP_BUDGET
     assert_undone_in_reverse(ledger, result.run_id, ["book_flight", "book_hotel"])
 
 
 async def test_the_model_giving_up_abandons(skipping_env, ledger, task_queue):
-    result = await run(skipping_env, ledger, task_queue, AgentInput(scenario="t-give-up"))
+    result = await run(skipping_env, ledger, task_queue, AgentInput(agent="t-give-up"))
     assert result.stop is Stop.GAVE_UP
     assert result.stop_detail == "the customer changed their mind"
     assert_undone_in_reverse(ledger, result.run_id, ["book_flight", "book_hotel"])
 
 
 async def test_a_declined_approval_abandons_when_the_policy_says_so(skipping_env, ledger, task_queue):
-    input = AgentInput(scenario="t-book-then-pay", approvals=ApprovalPolicy(on_decline="abandon"))
+    input = AgentInput(agent="t-book-then-pay", approvals=ApprovalPolicy(on_decline="abandon"))
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             AgentWorkflow.run, input, id=f"saga-{uuid.uuid4().hex[:10]}", task_queue=task_queue
@@ -92,7 +90,7 @@ async def test_a_declined_approval_abandons_when_the_policy_says_so(skipping_env
 
 
 async def test_a_compensation_failing_twice_then_succeeding_completes_the_walk(skipping_env, ledger, task_queue):
-    input = AgentInput(scenario="trip", options=ScenarioOptions(compensation_failures=2))
+    input = AgentInput(agent="trip", options=dict(compensation_failures=2))
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             AgentWorkflow.run, input, id=f"saga-{uuid.uuid4().hex[:10]}", task_queue=task_queue
@@ -112,7 +110,7 @@ async def test_a_compensation_failing_twice_then_succeeding_completes_the_walk(s
 async def test_a_compensation_that_always_fails_leaves_a_visible_compensation_failed(skipping_env, ledger, task_queue):
     input = AgentInput(
         scenario="trip",
-        options=ScenarioOptions(compensation_failures=99),
+        options=dict(compensation_failures=99),
         saga=SagaPolicy(max_attempts=3, initial_interval_seconds=1),
     )
     async with new_worker(skipping_env.client, task_queue, ledger):
@@ -136,7 +134,7 @@ async def test_a_compensation_that_always_fails_leaves_a_visible_compensation_fa
 async def test_cancel_during_a_long_tool_call_stops_it_then_compensates(skipping_env, ledger, task_queue):
     """The hotel booking takes 30 s; the run is cancelled a moment into it. The booking is cancelled
     through its heartbeat, never lands, and the flight is undone."""
-    input = AgentInput(scenario="t-slow-hotel", timeouts=Timeouts(heartbeat_seconds=2.0))
+    input = AgentInput(agent="t-slow-hotel", timeouts=Timeouts(heartbeat_seconds=2.0))
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             AgentWorkflow.run, input, id=f"saga-{uuid.uuid4().hex[:10]}", task_queue=task_queue

@@ -18,7 +18,6 @@ from agentic.approvals import ApprovalPolicy, Decision
 from ops.cli.runs import start_run
 from ops.devserver import free_port
 from ops.settings import ROOT, Settings
-from scenarios import ScenarioOptions
 from tests.conftest import dev_settings, new_worker
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
@@ -66,14 +65,14 @@ async def read_until(process: asyncio.subprocess.Process, seen: list[str], wante
 
 
 async def start(settings: Settings, client: Any, run_id: str, scenario: str, **fields: Any) -> None:
-    await start_run(client, settings, AgentInput(scenario=scenario, **fields), run_id)
+    await start_run(client, settings, AgentInput(agent=scenario, **fields), run_id)
 
 
 async def test_watch_json_lines_follow_a_migration_to_its_answer(dev_env, task_queue, tmp_path, ledger):
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"watch-mig-{task_queue}"
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
-        await start(settings, dev_env.client, run_id, "migration", options=ScenarioOptions(step_delay=0.5, records=8))
+        await start(settings, dev_env.client, run_id, "migration", options=dict(step_delay=0.5, records=8))
         code, out, err = await watch(settings, run_id, "--json")
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
@@ -139,7 +138,7 @@ async def test_watch_on_a_terminal_redraws_one_line(dev_env, task_queue, tmp_pat
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
-        await start(settings, dev_env.client, run_id, "migration", options=ScenarioOptions(step_delay=0.5, records=5))
+        await start(settings, dev_env.client, run_id, "migration", options=dict(step_delay=0.5, records=5))
         env = child_env(settings)
         env.pop("COLUMNS", None)
         process = await asyncio.create_subprocess_exec(

@@ -85,7 +85,7 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
         runs = UiRuns(f"http://127.0.0.1:{ui_port}", f"billing-{suffix}", f"trip-{suffix}", f"refund-{suffix}")
         async with build_worker(client, task_queue=settings.task_queue, ledger=EffectsLedger(settings.ledger_path)):
             for scenario, run_id in (("billing", runs.billing), ("trip", runs.trip), ("refund", runs.refund)):
-                await start_run(client, settings, AgentInput(scenario=scenario), run_id)
+                await start_run(client, settings, AgentInput(agent=scenario), run_id)
             for run_id in (runs.billing, runs.trip):
                 await client.get_workflow_handle(run_id).result()
 
@@ -147,7 +147,7 @@ async def test_run_page_shows_activity_summaries_static_summary_and_details(ui_r
         await expect(current.locator("body")).to_contain_text(re.compile(r"tokens [1-9]\d*\+[1-9]\d*, cost \$0\.\d{6}"))
 
         await page.get_by_role("tab", name="Search Attributes").click()
-        for pair in ('"AgentStatus": "completed"', '"AgentScenario": "billing"', '"AgentStop": "answered"'):
+        for pair in ('"AgentStatus": "completed"', '"AgentName": "billing"', '"AgentStop": "answered"'):
             await expect(page.locator("main")).to_contain_text(pair)
     finally:
         await page.context.close()

@@ -11,9 +11,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic import Agent, Budget, Stop, ToolStatus
 from agentic.ledger import EffectsLedger
-from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
-from tests import agents_for_tests  # noqa: F401 - registers the t-* scenarios
-from tests.conftest import new_worker, transcripts_next_to
+from examples.options import DemoDeps
+from tests.conftest import agent_named, new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, AgentResult
 
@@ -28,7 +27,7 @@ async def execute(
 
 
 async def test_billing_answers_and_charges_once(skipping_env, ledger, task_queue):
-    result = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="billing"))
+    result = await execute(skipping_env, ledger, task_queue, AgentInput(agent="billing"))
     assert result.stop is Stop.ANSWERED
     assert result.output == "Invoice inv-9 is settled."
     assert result.trajectory() == ["charge"]
@@ -41,15 +40,15 @@ async def test_billing_answers_and_charges_once(skipping_env, ledger, task_queue
 
 async def test_workflow_and_in_process_agent_reach_the_same_run(skipping_env, ledger, task_queue, tmp_path):
     """One loop, two runners: the durable run's transcript and consumption equal the in-process run's."""
-    durable = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="migration"))
-    scenario = get_scenario("migration")
-    options = ScenarioOptions()
+    durable = await execute(skipping_env, ledger, task_queue, AgentInput(agent="migration"))
+    scenario = agent_named("migration")
+    options = dict()
     local = Agent(
-        scenario.script(options),
+        scenario.model,
         scenario.registry,
         system=scenario.system,
         budget=scenario.budget,
-        deps=ScenarioDeps(EffectsLedger(tmp_path / "local.db"), options),
+        deps=DemoDeps(EffectsLedger(tmp_path / "local.db")),
     ).run(scenario.task, run_id=durable.run_id)
     assert durable.transcript_messages(transcripts_next_to(ledger)) == local.messages
     assert durable.usage == local.usage
@@ -57,7 +56,7 @@ async def test_workflow_and_in_process_agent_reach_the_same_run(skipping_env, le
 
 
 async def test_step_budget_stops_and_a_resumed_run_keeps_counting(skipping_env, ledger, task_queue):
-    first = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="billing", budget=Budget(max_steps=1)))
+    first = await execute(skipping_env, ledger, task_queue, AgentInput(agent="billing", budget=Budget(max_steps=1)))
     assert first.stop is Stop.STEP_BUDGET
     assert first.step_count == 1
     assert len(ledger.effects(first.run_id)) == 1
@@ -68,7 +67,7 @@ async def test_step_budget_stops_and_a_resumed_run_keeps_counting(skipping_env, 
         skipping_env,
         ledger,
         task_queue,
-        AgentInput(scenario="billing", history=history, consumed=first.usage, budget=Budget(max_steps=1)),
+        AgentInput(agent="billing", history=history, consumed=first.usage, budget=Budget(max_steps=1)),
     )
     assert exhausted.stop is Stop.STEP_BUDGET
     assert exhausted.usage == first.usage
@@ -100,21 +99,21 @@ async def test_step_budget_stops_and_a_resumed_run_keeps_counting(skipping_env, 
     ],
 )
 async def test_token_and_cost_budgets_stop_before_the_next_model_call(skipping_env, ledger, task_queue, budget, stop):
-    result = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="migration", budget=budget))
+    result = await execute(skipping_env, ledger, task_queue, AgentInput(agent="migration", budget=budget))
     assert result.stop is stop
     assert result.step_count == 1  # checked before the second call, after the first one's tools ran
     assert len(ledger.effects(result.run_id)) == 1
 
 
 async def test_repeat_guard_stops_an_identical_call(skipping_env, ledger, task_queue):
-    result = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="t-repeat"))
+    result = await execute(skipping_env, ledger, task_queue, AgentInput(agent="t-repeat"))
     assert result.stop is Stop.REPEATED_CALL
     assert result.trajectory() == ["lookup"]
     assert [r.status for r in result.records] == [ToolStatus.OK, ToolStatus.REPEATED]
 
 
 async def test_tool_errors_are_fed_back_to_the_model(skipping_env, ledger, task_queue):
-    result = await execute(skipping_env, ledger, task_queue, AgentInput(scenario="t-errors"))
+    result = await execute(skipping_env, ledger, task_queue, AgentInput(agent="t-errors"))
     assert result.stop is Stop.ANSWERED
     assert [r.status for r in result.records] == [ToolStatus.ERROR, ToolStatus.INVALID_ARGUMENTS]
     assert "ValueError: the upstream returned garbage" in result.records[0].content
@@ -123,7 +122,7 @@ async def test_tool_errors_are_fed_back_to_the_model(skipping_env, ledger, task_
 
 async def test_idempotency_key_is_stable_across_an_activity_retry(skipping_env, ledger, task_queue):
     """Each write fails once AFTER its effect committed; Temporal retries it with the same key."""
-    input = AgentInput(scenario="t-rows", options=ScenarioOptions(flaky_attempts=1))
+    input = AgentInput(agent="t-rows", options=dict(flaky_attempts=1))
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             AgentWorkflow.run, input, id=f"run-{uuid.uuid4().hex[:10]}", task_queue=task_queue
@@ -145,14 +144,14 @@ async def test_idempotency_key_is_stable_across_an_activity_retry(skipping_env, 
 
 async def test_unknown_scenario_fails_the_run_at_once(skipping_env, ledger, task_queue):
     with pytest.raises(WorkflowFailureError) as failure:
-        await execute(skipping_env, ledger, task_queue, AgentInput(scenario="no-such-agent"))
+        await execute(skipping_env, ledger, task_queue, AgentInput(agent="no-such-agent"))
     assert "unknown scenario 'no-such-agent'" in str(failure.value.cause)
 
 
 async def test_a_non_retryable_model_error_fails_the_run_without_retrying(skipping_env, ledger, task_queue):
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
-            AgentWorkflow.run, AgentInput(scenario="t-short"), id=f"run-{uuid.uuid4().hex[:10]}", task_queue=task_queue
+            AgentWorkflow.run, AgentInput(agent="t-short"), id=f"run-{uuid.uuid4().hex[:10]}", task_queue=task_queue
         )
         with pytest.raises(WorkflowFailureError) as failure:
             await handle.result()
@@ -171,7 +170,7 @@ async def test_progress_query_reports_consumption_and_trajectory(skipping_env, l
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             AgentWorkflow.run,
-            AgentInput(scenario="migration"),
+            AgentInput(agent="migration"),
             id=f"run-{uuid.uuid4().hex[:10]}",
             task_queue=task_queue,
         )
@@ -179,7 +178,7 @@ async def test_progress_query_reports_consumption_and_trajectory(skipping_env, l
         progress = await handle.query(AgentWorkflow.progress)
     assert progress.status == "completed"
     assert progress.step == result.step_count == 6
-    assert progress.max_steps == get_scenario("migration").budget.max_steps
+    assert progress.max_steps == agent_named("migration").budget.max_steps
     assert progress.trajectory == ["migrate_record"] * 5
     assert (progress.input_tokens, progress.output_tokens, progress.cost) == (
         result.input_tokens,
@@ -194,7 +193,7 @@ async def test_a_full_replay_on_every_task_is_deterministic(skipping_env, ledger
         skipping_env,
         ledger,
         task_queue,
-        AgentInput(scenario="trip", options=ScenarioOptions(fail_at="none")),
+        AgentInput(agent="trip", options=dict(fail_at="none")),
         max_cached_workflows=0,
     )
     assert result.stop is Stop.ANSWERED

@@ -17,59 +17,39 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.inputs import CompensationInput, ModelCallInput, ToolCallInput
+    from activities.describe import DescribeActivities
+    from activities.inputs import CompensationInput, DescribeInput, ModelCallInput, ToolCallInput
     from activities.model import ModelActivities
     from activities.tools import ToolActivities
-    from agentic import AgentLoop, CallModel, Finish, LoopState, RunTool, Stop, ToolResult, ToolStatus
-    from agentic.approvals import ApprovalBook, AuditEntry, Decision, Outcome
+    from agentic import AgentLoop, Budget, CallModel, Finish, LoopState, RunTool, Stop, ToolResult, ToolStatus
+    from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
     from agentic.loop import idempotency_key, initial_messages, trajectory
     from agentic.messages import ToolCall
-    from agentic.saga import CompensationRecord, CompensationStep, abandons, compensation_plan
-    from scenarios import Scenario, UnknownScenarioError, get_scenario
+    from agentic.saga import CompensationRecord, CompensationStep, SagaPolicy, abandons, compensation_plan
+    from agentic.spec import AgentSpec
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
-    from workflows.policies import MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from workflows.policies import DESCRIBE_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
 
 
-def describe_call(call: ToolCall, limit: int = 80) -> str:
-    """`charge(invoice=inv-9, key=...)`: a label a person can read in the Web UI."""
-    if isinstance(call.arguments, str):
-        args = call.arguments
-    else:
-        args = ", ".join(f"{k}={v}" for k, v in call.arguments.items())
-    text = f"{call.name}({args})"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-# Bad input (an unknown scenario, a field that does not validate) fails the workflow at once instead of
-# failing workflow tasks that Temporal would retry forever.
-@workflow.defn(name="AgentWorkflow", failure_exception_types=[UnknownScenarioError, ValidationError])
+# Bad input (a field that does not validate; an agent, model or options the worker rejects) fails the
+# workflow at once instead of failing workflow tasks that Temporal would retry forever.
+@workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError])
 class AgentWorkflow:
     @workflow.init
     def __init__(self, input: AgentInput) -> None:
         self.input = input
-        self.scenario: Scenario = get_scenario(input.scenario)
-        self.budget = input.budget or self.scenario.budget
-        specs = self.scenario.registry.specs()
         carry = input.carry
+        # Until the agent's spec is known (the first thing `run` asks for), the loop has no tools and an
+        # unlimited budget: queries answered that early show a run that has not started a step.
+        self.spec: AgentSpec | None = carry.spec if carry else None
+        self.loop = AgentLoop(Budget(), {}, LoopState(consumed=input.consumed))
+        self.transcript = WorkflowTranscript(mode=input.transcript)
+        self.book = ApprovalBook()
+        self.continued = 0
         if carry is not None:  # a continuation: everything comes from the run that handed over
-            self.loop = AgentLoop(self.budget, specs, carry.loop)
-            self.transcript = carry.transcript
-            self.book = carry.book
-            self.continued = carry.continued
-        else:
-            self.loop = AgentLoop(self.budget, specs, LoopState(consumed=input.consumed))
-            self.transcript = WorkflowTranscript(mode=input.transcript)
-            self.transcript.add(
-                initial_messages(
-                    self.scenario.system if input.system is None else input.system,
-                    input.task or self.scenario.task,
-                    input.history,
-                )
-            )
-            self.book = ApprovalBook()
-            self.continued = 0
+            self.transcript, self.book, self.continued = carry.transcript, carry.book, carry.continued
         self.compensations: list[CompensationRecord] = []
         self.remaining: list[CompensationStep] = []
         self.not_compensable: list[str] = []
@@ -84,6 +64,7 @@ class AgentWorkflow:
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
         self._show("running", "starting")
+        await self._start()
         try:
             await self._drive()
         except (asyncio.CancelledError, ActivityError) as exc:
@@ -101,6 +82,43 @@ class AgentWorkflow:
         # Handlers may still be writing the audit trail; let them finish before the run closes.
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
+
+    async def _start(self) -> None:
+        """Ask the worker for the agent's spec (recorded in history) and build the loop from it."""
+        input = self.input
+        if self.spec is None:
+            try:
+                self.spec = await workflow.execute_local_activity_method(
+                    DescribeActivities.describe_agent,
+                    DescribeInput(agent=input.agent, model=input.model, options=input.options),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=DESCRIBE_RETRY,
+                    summary=f"describe agent {input.agent}",
+                )
+            except ActivityError as exc:
+                # The run cannot work on these workers (unknown agent or model, invalid options): say why.
+                raise ApplicationError(
+                    f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
+                ) from exc
+        spec = self.spec
+        carry = input.carry
+        self.loop = AgentLoop(input.budget or spec.budget, spec.tools, carry.loop if carry else self.loop.state)
+        if carry is None:
+            system = spec.system if input.system is None else input.system
+            task = input.task or spec.task
+            if task is None:
+                raise ApplicationError(
+                    f"agent {spec.name} has no default task: start the run with one", type="RunRejected"
+                )
+            self.transcript.add(initial_messages(system, task, input.history))
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        return self.input.approvals or (self.spec.approvals if self.spec else ApprovalPolicy())
+
+    @property
+    def saga_policy(self) -> SagaPolicy:
+        return self.input.saga or (self.spec.saga if self.spec else SagaPolicy())
 
     async def _drive(self) -> None:
         while True:
@@ -124,10 +142,10 @@ class AgentWorkflow:
         state = self.loop.state
         return Progress(
             run_id=self.run_id,
-            scenario=self.input.scenario,
+            agent=self.input.agent,
             status=self.status,
             step=state.consumed.steps,
-            max_steps=self.budget.max_steps,
+            max_steps=self.loop.budget.max_steps,
             label=self.label,
             input_tokens=state.consumed.input_tokens,
             output_tokens=state.consumed.output_tokens,
@@ -167,7 +185,7 @@ class AgentWorkflow:
         return entry
 
     def _queued_calls(self) -> list[str]:
-        return [call.id for call in self.loop.state.queue]
+        return [call.identity for call in self.loop.state.queue]
 
     # -- steps ------------------------------------------------------------------------------------
 
@@ -179,13 +197,12 @@ class AgentWorkflow:
                 ModelActivities.call_model,
                 ModelCallInput(
                     run_id=self.run_id,
-                    scenario=self.input.scenario,
+                    agent=self.input.agent,
                     model=self.input.model,
                     messages=self.transcript.messages if self.transcript.mode == "inline" else [],
                     transcript=self.transcript.part(),
                     limits=self._limits,
                     call_index=step.call_index,
-                    options=self.input.options,
                 ),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
@@ -210,7 +227,7 @@ class AgentWorkflow:
                 self._refuse(call, outcome, waited)
                 return
             approved = True
-        self._show("running", describe_call(call))
+        self._show("running", call.describe())
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
         try:
@@ -218,11 +235,11 @@ class AgentWorkflow:
                 ToolActivities.run_tool,
                 ToolCallInput(
                     run_id=self.run_id,
-                    scenario=self.input.scenario,
+                    agent=self.input.agent,
                     call=call,
-                    idempotency_key=idempotency_key(self.run_id, call.id),
+                    idempotency_key=idempotency_key(self.run_id, call.identity),
                     approved=approved,
-                    options=self.input.options,
+                    options=self._options,
                     limits=self._limits,
                     transcript=self.transcript.part(),
                 ),
@@ -251,33 +268,33 @@ class AgentWorkflow:
     async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
         call = step.call
         declared = step.spec.approval_timeout if step.spec else None
-        timeout = self.input.approvals.timeout_for(call.name, declared)
+        timeout = self.approval_policy.timeout_for(call.name, declared)
         pending = self.book.request(self.run_id, call, workflow.now(), timeout)
         self._show(
             "awaiting_approval",
-            f"awaiting approval: {describe_call(call)} until {pending.deadline:%Y-%m-%d %H:%M} UTC — "
+            f"awaiting approval: {call.describe()} until {pending.deadline:%Y-%m-%d %H:%M} UTC — "
             f"`starter.py approve {self.run_id} --by NAME` or `deny`",
         )
         # A wait can last days: hand over first if due, the pending request (and its deadline) included.
         await self._continue_as_new_if_due()
-        if call.id not in self.book.outcomes:
+        if call.identity not in self.book.outcomes:
             # A durable timer: the deadline holds across worker restarts, and is not reset by them.
             remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)
             try:
                 await workflow.wait_condition(
-                    lambda: call.id in self.book.outcomes,
+                    lambda: call.identity in self.book.outcomes,
                     timeout=remaining,
                     timeout_summary=f"approval deadline for {call.name}",
                 )
             except TimeoutError:
-                self.book.expire(call.id)
+                self.book.expire(call.identity)
         self._show("running", self.label)
-        return self.book.outcomes[call.id], timeout
+        return self.book.outcomes[call.identity], timeout
 
     def _refuse(self, call: ToolCall, outcome: Outcome, waited: float) -> None:
-        policy = self.input.approvals
+        policy = self.approval_policy
         if outcome is Outcome.DECLINED:
-            reason = next((e.reason for e in reversed(self.book.audit) if e.call_id == call.id), "")
+            reason = next((e.reason for e in reversed(self.book.audit) if e.call_id == call.identity), "")
             self.transcript.add(self.loop.tool_finished(ToolResult.declined(call, reason or None)))
             if policy.on_decline == "abandon":
                 self.transcript.add(self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined"))
@@ -287,6 +304,11 @@ class AgentWorkflow:
                 self.transcript.add(self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired"))
 
     # -- long runs ----------------------------------------------------------------------------------
+
+    @property
+    def _options(self) -> dict[str, object]:
+        """The run's options as the worker validated them (defaults left out)."""
+        return self.spec.options if self.spec else {}
 
     @property
     def _limits(self) -> PayloadLimits | None:
@@ -305,7 +327,14 @@ class AgentWorkflow:
             return
         # Handlers still running would be cut off by the handover; let them finish writing the book.
         await workflow.wait_condition(workflow.all_handlers_finished)
-        carry = Carried(loop=self.loop.state, transcript=self.transcript, book=self.book, continued=self.continued + 1)
+        assert self.spec is not None
+        carry = Carried(
+            spec=self.spec,
+            loop=self.loop.state,
+            transcript=self.transcript,
+            book=self.book,
+            continued=self.continued + 1,
+        )
         workflow.continue_as_new(self.input.model_copy(update={"carry": carry, "history": []}))
 
     # -- saga -------------------------------------------------------------------------------------
@@ -319,18 +348,16 @@ class AgentWorkflow:
         self.remaining = list(plan.steps)
         while self.remaining:
             step = self.remaining[0]
-            self._show("compensating", f"undo {describe_call(step.call)}")
+            self._show("compensating", f"undo {step.call.describe()}")
             try:
                 result = await workflow.execute_activity_method(
                     ToolActivities.compensate,
-                    CompensationInput(
-                        run_id=self.run_id, scenario=self.input.scenario, step=step, options=self.input.options
-                    ),
+                    CompensationInput(run_id=self.run_id, agent=self.input.agent, step=step, options=self._options),
                     start_to_close_timeout=timedelta(
                         seconds=self.input.timeouts.tool_seconds + self.input.timeouts.heartbeat_seconds
                     ),
                     heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
-                    retry_policy=compensation_retry(self.input.saga),
+                    retry_policy=compensation_retry(self.saga_policy),
                     summary=self.label,
                 )
             except ActivityError as exc:
@@ -358,14 +385,14 @@ class AgentWorkflow:
 
     def _show(self, status: RunStatus, label: str) -> None:
         self.status, self.label = status, label
-        self.publish(status, self.input.scenario, self.loop.state, self.book, label)
+        self.publish(status, self.input.agent, self.loop.state, self.book, label)
 
     def _result(self) -> AgentResult:
         state = self.loop.state
         assert state.stop is not None
         return AgentResult(
             run_id=self.run_id,
-            scenario=self.input.scenario,
+            agent=self.input.agent,
             status=self.status,
             messages=self.transcript.messages,
             transcript_ref=self.transcript.head if self.transcript.mode == "reference" else None,

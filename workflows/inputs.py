@@ -2,36 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from agentic import Budget, LoopState, Message, Run, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
 from agentic.compact import Compact
-from agentic.saga import CompensationStep
+from agentic.saga import CompensationStep, SagaPolicy
+from agentic.spec import AgentSpec
 from agentic.transcript_store import Transcripts
-from scenarios import ScenarioOptions
 from workflows.transcript import TranscriptMode, WorkflowTranscript
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
 # without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
+# The client also reports runs that ended outside the loop: failed, terminated, timed_out.
 RunStatus = Literal[
-    "running", "awaiting_approval", "compensating", "completed", "abandoned", "compensated", "compensation_failed"
+    "running",
+    "awaiting_approval",
+    "compensating",
+    "completed",
+    "abandoned",
+    "compensated",
+    "compensation_failed",
+    "failed",
+    "terminated",
+    "timed_out",
+    "canceled",
 ]
-
-
-class ModelChoice(Compact):
-    """Which model answers: the scenario's scripted `FakeModel`, or an OpenAI-compatible server.
-
-    API keys are never here (this lands in history); the worker reads them from its environment.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: Literal["scripted", "openai"] = "scripted"
-    name: str | None = None
-    base_url: str | None = None
 
 
 class Timeouts(Compact):
@@ -42,16 +40,6 @@ class Timeouts(Compact):
     heartbeat_seconds: PositiveFloat = 10.0
     model_seconds: PositiveFloat = 120.0
     tool_seconds: PositiveFloat = 600.0
-
-
-class SagaPolicy(Compact):
-    """How hard to try each compensation before declaring the run `compensation_failed`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_attempts: PositiveInt = 5
-    initial_interval_seconds: PositiveFloat = 1.0
-    maximum_interval_seconds: PositiveFloat = 30.0
 
 
 class PayloadLimits(Compact):
@@ -78,6 +66,7 @@ class ContinueAsNewPolicy(Compact):
 class Carried(BaseModel):
     """Everything a run hands to its continuation: losslessly, so continuing changes no outcome."""
 
+    spec: AgentSpec
     loop: LoopState
     transcript: WorkflowTranscript
     book: ApprovalBook
@@ -85,17 +74,25 @@ class Carried(BaseModel):
 
 
 class AgentInput(BaseModel):
-    scenario: str
-    task: str | None = Field(None, description="Overrides the scenario's task.")
-    system: str | None = Field(None, description="Overrides the scenario's system prompt.")
-    budget: Budget | None = Field(None, description="Overrides the scenario's budget.")
+    agent: str = Field(
+        validation_alias=AliasChoices("agent", "scenario"),  # `scenario`: what inputs said before agents had names
+        description="The agent to run, by name: one the workers on the task queue serve.",
+    )
+    task: str | None = Field(None, description="Overrides the agent's default task.")
+    system: str | None = Field(None, description="Overrides the agent's system prompt.")
+    budget: Budget | None = Field(None, description="Overrides the agent's budget.")
     history: list[Message] = Field(default_factory=list, description="Earlier transcript, without the system message.")
     consumed: Usage = Field(default_factory=Usage, description="Consumption carried over from an earlier run.")
-    options: ScenarioOptions = Field(default_factory=ScenarioOptions)
-    model: ModelChoice = Field(default_factory=ModelChoice)
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="Per-run options for the agent, validated by its options model (opaque here)."
+    )
+    model: str | None = Field(
+        None,
+        description="A model the worker declares, by name (e.g. `local`, `openai:gpt-4.1-mini`); None: the agent's.",
+    )
     timeouts: Timeouts = Field(default_factory=Timeouts)
-    approvals: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
-    saga: SagaPolicy = Field(default_factory=SagaPolicy)
+    approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")
+    saga: SagaPolicy | None = Field(None, description="Overrides the agent's saga policy.")
     transcript: TranscriptMode = Field("reference", description="reference: linear history; inline: naive.")
     limits: PayloadLimits = Field(default_factory=PayloadLimits)
     continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
@@ -106,7 +103,7 @@ class Progress(BaseModel):
     """What the `progress` query answers: cheap, and never recorded in history."""
 
     run_id: str
-    scenario: str
+    agent: str
     status: RunStatus
     step: int
     max_steps: int | None
@@ -119,13 +116,15 @@ class Progress(BaseModel):
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     compensations_done: int = 0
     compensations_remaining: list[str] = Field(default_factory=list)
+    worker_answered: bool = Field(True, description="False: no worker answered; the rest is the last known state.")
+    error: str | None = Field(None, description="Why a run that ended in failure failed.")
 
 
 class AgentResult(Run):
     """The in-process `Run`'s fields, plus how the durable run ended."""
 
     run_id: str
-    scenario: str
+    agent: str
     status: RunStatus
     audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
     compensations_remaining: list[CompensationStep] = Field(default_factory=list)

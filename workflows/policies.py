@@ -8,14 +8,28 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.inputs import SagaPolicy
+    from agentic.saga import SagaPolicy
+
+# Describing the agent is a lookup in the worker's own set: its rejections are final, and anything else
+# (the worker stopping mid-task) is worth a few quick tries.
+DESCRIBE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_attempts=5,
+    non_retryable_error_types=["UnknownAgent", "UnknownModel", "InvalidOptions"],
+)
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=60),
     maximum_attempts=8,
-    non_retryable_error_types=["NonRetryableModelError", "ModelOutputError", "ConfigurationError"],
+    non_retryable_error_types=[
+        "NonRetryableModelError",
+        "ModelOutputError",
+        "ConfigurationError",
+        "UnknownAgent",
+        "UnknownModel",
+    ],
 )
 
 # A tool that keeps failing transiently is eventually reported to the model, like the in-process agent does.
@@ -24,7 +38,7 @@ TOOL_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     maximum_attempts=6,
-    non_retryable_error_types=["ConfigurationError"],
+    non_retryable_error_types=["ConfigurationError", "UnknownAgent", "InvalidOptions"],
 )
 
 

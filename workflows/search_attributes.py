@@ -11,7 +11,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.service import RPCError, RPCStatusCode
 
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
-AGENT_SCENARIO = SearchAttributeKey.for_keyword("AgentScenario")
+AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
 AGENT_STEP = SearchAttributeKey.for_int("AgentStep")
 AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
@@ -20,7 +20,7 @@ AGENT_STOP = SearchAttributeKey.for_keyword("AgentStop")
 
 ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_STATUS,
-    AGENT_SCENARIO,
+    AGENT_NAME,
     AGENT_STEP,
     AGENT_PENDING_APPROVALS,
     AGENT_TOKENS,

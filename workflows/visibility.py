@@ -23,20 +23,20 @@ class Publisher:
     def __init__(self) -> None:
         self.pending: list[dict[str, object]] | None = None
 
-    def __call__(self, status: str, scenario: str, state: LoopState, book: ApprovalBook, label: str) -> None:
-        publish(status, scenario, state, book, label)
+    def __call__(self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str) -> None:
+        publish(status, agent, state, book, label)
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
             workflow.upsert_memo({"pending_approvals": pending})
             self.pending = pending
 
 
-def publish(status: str, scenario: str, state: LoopState, book: ApprovalBook, label: str) -> None:
+def publish(status: str, agent: str, state: LoopState, book: ApprovalBook, label: str) -> None:
     """Upsert only what changed: each upsert is a history event."""
     current = workflow.info().typed_search_attributes
     wanted = {
         sa.AGENT_STATUS: status,
-        sa.AGENT_SCENARIO: scenario,
+        sa.AGENT_NAME: agent,
         sa.AGENT_PENDING_APPROVALS: len(book.pending),
         sa.AGENT_STOP: state.stop.value if state.stop else "",
     }

@@ -31,8 +31,19 @@ class FakeModel:
         self.replies = list(replies)
         self.name = name
         self.pricing = pricing
+        self._every: Callable[[Sequence[Message]], Reply] | None = None
         self._calls = 0
         self._lock = threading.Lock()
+
+    @classmethod
+    def replying(
+        cls, reply: Callable[[Sequence[Message]], Reply], *, name: str = "fake", pricing: Pricing = DEFAULT_PRICING
+    ) -> FakeModel:
+        """A model that answers every call with `reply(transcript)`: a scripted policy rather than a list,
+        for agents whose number of steps depends on what their tools say."""
+        model = cls([], name=name, pricing=pricing)
+        model._every = reply
+        return model
 
     @property
     def calls(self) -> int:
@@ -45,11 +56,14 @@ class FakeModel:
         if call_index is None:
             with self._lock:
                 call_index, self._calls = self._calls, self._calls + 1
-        if not 0 <= call_index < len(self.replies):
+        if self._every is not None:
+            script: Script = self._every
+        elif 0 <= call_index < len(self.replies):
+            script = self.replies[call_index]
+        else:
             raise ModelOutputError(
                 f"FakeModel {self.name!r} has no reply #{call_index + 1}: its script has {len(self.replies)}"
             )
-        script = self.replies[call_index]
         reply = script(messages) if callable(script) else script
         message = _to_message(reply, len(messages))
         input_tokens = sum(_message_tokens(m) for m in messages)

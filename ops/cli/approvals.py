@@ -1,114 +1,102 @@
-"""`pending`, `approve`, `deny`, `cancel`: what humans do to running agents.
+"""`pending`, `approve`, `deny`, `cancel`: what humans do to running agents, through `RunHandle`.
 
 `pending` asks Temporal visibility (the `AgentPendingApprovals` search attribute) which runs wait, and
 reads each one's pending calls from its memo — no workflow is scanned, and no worker needs to be up.
+
+`approve` approves exactly the arguments the approver saw: it prints the call and needs the hash prefix
+`pending` showed (`--hash`), or `--yes` to approve what it just printed.
 """
 
 from __future__ import annotations
 
 import argparse
-from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.service import RPCError
-
-from agentic.approvals import Decision, PendingApproval
-from ops.cli.connection import connect_or_fail, existing_run
-from ops.cli.output import CliError, emit
+from agentic.approvals import PendingApproval
+from ops.cli.connection import agent_client
+from ops.cli.output import CliError, emit, printable
 from ops.settings import Settings
-from workflows.agent import AgentWorkflow
+from workflows.client import choose
 
-PENDING_QUERY = 'WorkflowType = "AgentWorkflow" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
-
-
-async def pending_approvals(client: Client, run_id: str | None = None) -> list[PendingApproval]:
-    if run_id is not None:
-        description = await (await existing_run(client, run_id)).describe()
-        return _from_memo(await description.memo_value("pending_approvals", default=[]))
-    found: list[PendingApproval] = []
-    async for execution in client.list_workflows(PENDING_QUERY):
-        found += _from_memo(await execution.memo_value("pending_approvals", default=[]))
-    return sorted(found, key=lambda p: p.deadline)
+HASH_SHOWN = 12  # characters of the arguments hash `pending` prints and `--hash` must match
+HASH_MIN = 8
 
 
-def _from_memo(rows: Any) -> list[PendingApproval]:
-    return [PendingApproval.model_validate(row) for row in rows or []]
-
-
-def _row(p: PendingApproval) -> dict[str, Any]:
-    return p.model_dump(mode="json")
+def call_text(p: PendingApproval) -> str:
+    arguments = p.arguments
+    if isinstance(arguments, dict):
+        arguments = ", ".join(f"{k}={v}" for k, v in arguments.items())
+    return printable(f"{p.tool}({arguments})")
 
 
 async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
-    client = await connect_or_fail(settings)
-    waiting = await pending_approvals(client)
+    waiting = await (await agent_client(settings)).pending()
     lines = [
-        f"{p.run_id}  call {p.call_id}  {p.tool}({p.arguments})  hash {p.arguments_hash[:12]}…  "
+        f"{printable(p.run_id)}  call {printable(p.call_id)}  {call_text(p)}  hash {p.arguments_hash[:HASH_SHOWN]}  "
         f"deadline {p.deadline.isoformat(timespec='seconds')}"
         for p in waiting
     ]
-    emit(args.json, [_row(p) for p in waiting], "\n".join(lines) if lines else "no approvals pending")
+    emit(args.json, [p.model_dump(mode="json") for p in waiting], "\n".join(lines) if lines else "no approvals pending")
     return 0
 
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     approve = args.command == "approve"
-    client = await connect_or_fail(settings)
-    waiting = await pending_approvals(client, args.run_id)
-    target = _choose(waiting, args.run_id, args.call)
-    decision = Decision(
-        call_id=target.call_id,
-        approve=approve,
-        approver=args.by,
-        reason=args.reason or "",
-        arguments_hash=target.arguments_hash,  # the hash of exactly what was listed, and so approved
+    if not args.by.strip():
+        raise CliError("--by needs a name: it is recorded in the audit trail", code=2)
+    handle = await (await agent_client(settings)).get(args.run_id)
+    target = choose(await handle.pending(), args.run_id, args.call)
+    arguments_hash = _confirmed_hash(args, target, approve)
+    outcome = await handle.decide(
+        approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash
     )
-    handle = client.get_workflow_handle(args.run_id)
-    how = "update"
-    try:
-        entry = await handle.execute_update(AgentWorkflow.decide, decision, rpc_timeout=timedelta(seconds=10))
-        outcome = entry.event
-    except WorkflowUpdateFailedError as exc:
-        raise CliError(f"rejected: {exc.cause}") from None
-    except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
-        # No worker is answering now. A signal is stored by the server and acted on when one returns.
-        await handle.signal(AgentWorkflow.decision, decision)
-        how, outcome = "signal", "sent"
-    data = {"run_id": args.run_id, "call_id": target.call_id, "tool": target.tool, "decision": outcome, "via": how}
-    text = (
-        f"{outcome}: {target.tool}({target.arguments}) in {args.run_id} (call {target.call_id}, by {args.by})"
-        if how == "update"
-        else f"no worker answered; the decision was sent as a signal and applies when a worker picks up {args.run_id}"
+    data: dict[str, Any] = outcome.model_dump(mode="json")
+    what = (
+        f"{call_text(target)} in {printable(args.run_id)} (call {printable(target.call_id)}, by {printable(args.by)})"
     )
+    if outcome.via == "update":
+        text = f"{outcome.decision}: {what}"
+    else:
+        text = (
+            f"queued ({'approve' if approve else 'deny'}): {what} — no worker answered, so the decision was sent as "
+            "a signal; it applies when a worker picks the run up, unless another decision for this call is "
+            "applied first"
+        )
     emit(args.json, data, text)
     return 0
 
 
-def _choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> PendingApproval:
-    if call_id is not None:
-        for p in waiting:
-            if p.call_id == call_id:
-                return p
-        raise CliError(f"run {run_id} has no pending approval for call {call_id!r}")
-    if not waiting:
-        raise CliError(f"run {run_id} has no pending approval")
-    if len(waiting) > 1:
-        raise CliError(
-            f"run {run_id} has several pending approvals; choose one with --call: "
-            + ", ".join(p.call_id for p in waiting)
-        )
-    return waiting[0]
+def _confirmed_hash(args: argparse.Namespace, target: PendingApproval, approve: bool) -> str:
+    """The hash to send: the one the approver vouched for (`--hash`), or, with `--yes`, the one printed now."""
+    full = target.arguments_hash
+    if args.hash:
+        given = args.hash.strip().lower()
+        if len(given) < HASH_MIN:
+            raise CliError(f"--hash needs at least {HASH_MIN} characters of the hash `pending` showed", code=2)
+        if not full.startswith(given):
+            raise CliError(
+                f"the pending call is {call_text(target)} with hash {full[:HASH_SHOWN]}, not {given}: the arguments "
+                "changed since you looked, or this is another call; nothing was decided"
+            )
+        return full
+    if not approve or args.yes:
+        if approve and not args.json:
+            print(f"approving {call_text(target)} (hash {full[:HASH_SHOWN]})", flush=True)
+        return full
+    raise CliError(
+        f"approve exactly what you saw: {call_text(target)}, hash {full[:HASH_SHOWN]} — "
+        f"re-run with --hash {full[:HASH_SHOWN]} (or --yes to approve these arguments)",
+        code=2,
+    )
 
 
 async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
-    client = await connect_or_fail(settings)
-    handle = await existing_run(client, args.run_id)
-    await handle.cancel(reason=args.reason or "cancelled from the command line")
+    handle = await (await agent_client(settings)).get(args.run_id)
+    await handle.cancel(args.reason or "cancelled from the command line")
     emit(
         args.json,
         {"run_id": args.run_id, "cancel_requested": True},
-        f"cancel requested for {args.run_id}; its completed effects will be compensated",
+        f"cancel requested for {printable(args.run_id)}; its completed effects will be compensated",
     )
     return 0
 
@@ -118,3 +106,5 @@ def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--call", help="the call to decide, when several wait")
     parser.add_argument("--by", required=True, help="who decides (recorded in the audit trail)")
     parser.add_argument("--reason", help="why (recorded, and told to the model on a denial)")
+    parser.add_argument("--hash", help=f"the arguments hash `pending` showed (at least {HASH_MIN} characters)")
+    parser.add_argument("--yes", action="store_true", help="approve the arguments printed, without --hash")

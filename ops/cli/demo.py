@@ -1,5 +1,6 @@
-"""`demo`: the README's main job. Embedded server (unless one answers), a worker process, the scenarios —
-including a worker killed with SIGKILL mid-run and replaced — each result with its Web UI link."""
+"""`demo`: the README's main job. Embedded server (unless one answers), a worker process, the demo agents —
+including a worker killed with SIGKILL mid-run and replaced — each result with its Web UI link. Every run
+is started, approved and awaited through `AgentClient`, as a user's code would."""
 
 from __future__ import annotations
 
@@ -11,22 +12,15 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
-
-from agentic.approvals import Decision, PendingApproval
+from agentic.approvals import PendingApproval
 from agentic.ledger import EffectsLedger
 from ops import devserver
-from ops.cli.approvals import pending_approvals
 from ops.cli.output import emit
-from ops.cli.runs import result_summary, start_run, wait_result
-from ops.connection import connect
+from ops.cli.runs import result_summary
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
-from scenarios import ScenarioOptions
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, AgentResult, Timeouts
-
-Handle = WorkflowHandle[Any, AgentResult]
+from workflows.client import AgentClient, RunHandle
+from workflows.inputs import AgentResult, Timeouts
 
 
 def say(as_json: bool, text: str) -> None:
@@ -55,10 +49,10 @@ class Demo:
         self.worker = WorkerProcess(self.settings, log=self.settings.data_dir / "demo-worker.log").wait_ready()
         return self.worker
 
-    async def report(self, handle: Handle, note: str = "") -> AgentResult:
-        result = await wait_result(handle)
-        effects = self.ledger.effects(handle.id)
-        summary = result_summary(result) | {"url": self.settings.run_url(handle.id), "effects": len(effects)}
+    async def report(self, handle: RunHandle, note: str = "") -> AgentResult:
+        result = await handle.result()
+        effects = self.ledger.effects(handle.run_id)
+        summary = result_summary(result) | {"url": handle.url, "effects": len(effects)}
         summary["note"] = note
         self.results.append(summary)
         say(self.as_json, f"  {result.status} ({result.stop.value}): {result.output or result.stop_detail}")
@@ -68,26 +62,22 @@ class Demo:
         say(self.as_json, f"  {summary['url']}")
         return result
 
-    async def billing(self, client: Client) -> None:
+    async def billing(self, client: AgentClient) -> None:
         say(self.as_json, "\n[billing] lesson 000's agent: charge inv-9 once, then answer")
-        handle = await start_run(client, self.settings, AgentInput(scenario="billing"), f"demo-billing-{self.stamp}")
+        handle = await client.start("billing", run_id=f"demo-billing-{self.stamp}")
         await self.report(handle)
 
-    async def migration_with_crash(self, client: Client) -> None:
+    async def migration_with_crash(self, client: AgentClient) -> None:
         say(self.as_json, "\n[migration] 5 mutating steps; the worker is killed with SIGKILL after step 2")
-        handle = await start_run(
-            client,
-            self.settings,
-            AgentInput(
-                scenario="migration",
-                options=ScenarioOptions(step_delay=1.0),
-                timeouts=Timeouts(heartbeat_seconds=3.0),
-            ),
-            f"demo-migration-{self.stamp}",
+        handle = await client.start(
+            "migration",
+            run_id=f"demo-migration-{self.stamp}",
+            options={"step_delay": 1.0},
+            timeouts=Timeouts(heartbeat_seconds=3.0),
         )
 
         async def two_steps_done() -> bool:
-            return len(self.ledger.effects(handle.id)) >= 2
+            return len(self.ledger.effects(handle.run_id)) >= 2
 
         await until(two_steps_done, 60, "step 2 of the migration")
         assert self.worker is not None
@@ -95,23 +85,23 @@ class Demo:
         self.worker.kill()
         say(
             self.as_json,
-            f"  killed worker pid {killed} (SIGKILL) with {len(self.ledger.effects(handle.id))} steps done",
+            f"  killed worker pid {killed} (SIGKILL) with {len(self.ledger.effects(handle.run_id))} steps done",
         )
         started = self.start_worker()
         say(self.as_json, f"  started a new worker, pid {started.pid}; it resumes the run from history")
         result = await self.report(handle, note=f"worker {killed} was killed mid-run")
-        records = [e.args["record"] for e in self.ledger.effects(handle.id)]
+        records = [e.args["record"] for e in self.ledger.effects(handle.run_id)]
         say(self.as_json, f"  records migrated, in ledger order: {records} (each exactly once)")
         assert result.trajectory().count("migrate_record") == 5
 
-    async def refund_with_approval(self, client: Client) -> None:
+    async def refund_with_approval(self, client: AgentClient) -> None:
         say(self.as_json, "\n[refund] a tool that needs a human: the run waits (durable timer, 24 h deadline)")
-        handle = await start_run(client, self.settings, AgentInput(scenario="refund"), f"demo-refund-{self.stamp}")
+        handle = await client.start("refund", run_id=f"demo-refund-{self.stamp}")
         waiting: list[PendingApproval] = []
 
         async def is_waiting() -> bool:
             nonlocal waiting
-            waiting = await pending_approvals(client, handle.id)
+            waiting = await handle.pending()
             return bool(waiting)
 
         await until(is_waiting, 30, "the refund's approval request")
@@ -121,25 +111,18 @@ class Demo:
             f"  waiting: {pending.tool}({pending.arguments}), deadline {pending.deadline:%Y-%m-%d %H:%M} UTC",
         )
         say(self.as_json, f"  approving it as 'demo-approver' with hash {pending.arguments_hash[:12]}…")
-        decision = Decision(
-            call_id=pending.call_id,
-            approve=True,
-            approver="demo-approver",
-            reason="demo",
-            arguments_hash=pending.arguments_hash,
-        )
-        await handle.execute_update(AgentWorkflow.decide, decision)
+        await handle.approve(pending.call_id, by="demo-approver", reason="demo", arguments_hash=pending.arguments_hash)
         await self.report(handle, note="approved by demo-approver")
 
-    async def trip_with_saga(self, client: Client) -> None:
+    async def trip_with_saga(self, client: AgentClient) -> None:
         say(self.as_json, "\n[trip] flight, hotel, car; the car fails permanently: undo the rest, newest first")
-        handle = await start_run(client, self.settings, AgentInput(scenario="trip"), f"demo-trip-{self.stamp}")
+        handle = await client.start("trip", run_id=f"demo-trip-{self.stamp}")
         result = await self.report(handle)
         for c in result.compensations:
             say(self.as_json, f"  undid {c.tool}: {c.result}")
 
     async def run(self) -> None:
-        client = await connect(self.settings)
+        client = await AgentClient.connect(settings=self.settings)
         self.start_worker()
         await self.billing(client)
         await self.migration_with_crash(client)

@@ -1,80 +1,55 @@
-"""`run`, `status`, `result`: start an agent run, look at it, wait for it."""
+"""`run`, `status`, `result`: start an agent run, look at it, wait for it — through `AgentClient`."""
 
 from __future__ import annotations
 
 import argparse
-import uuid
-from datetime import timedelta
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
-
-from ops.cli.connection import connect_or_fail, existing_run
-from ops.cli.output import CliError, emit
+from ops.agent_modules import find, load_agents, module_names
+from ops.cli.connection import agent_client
+from ops.cli.output import CliError, emit, printable
+from ops.cli.run_options import add_run_option_arguments, positive_float, run_request
 from ops.settings import Settings
-from scenarios import SCENARIOS, UnknownScenarioError, get_scenario
-from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
-from workflows import search_attributes
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, AgentResult, ModelChoice, Timeouts
+from workflows.client import RunHandle
+from workflows.inputs import AgentResult, Progress, Timeouts
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("scenario", help=f"one of: {', '.join(sorted(SCENARIOS))}")
+    parser.add_argument("agent", help="the agent to run, by name (the demo agents: billing, migration, refund, trip)")
     parser.add_argument("--id", dest="run_id", help="the run id (the workflow id); generated when omitted")
     parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
     add_run_option_arguments(parser)
-    parser.add_argument("--model", help="an OpenAI-compatible model name instead of the scripted model")
-    parser.add_argument("--base-url", help="the OpenAI-compatible server (default: api.openai.com)")
-    parser.add_argument("--heartbeat-timeout", type=float, default=10.0, help="seconds before a silent tool is retried")
+    parser.add_argument(
+        "--heartbeat-timeout", type=positive_float, default=10.0, help="seconds before a silent tool is retried"
+    )
+    parser.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) to find the agent in")
 
 
-def agent_input(args: argparse.Namespace) -> AgentInput:
-    try:
-        scenario = get_scenario(args.scenario)
-    except UnknownScenarioError as exc:
-        raise CliError(str(exc), code=2) from None
-    try:
-        return AgentInput(
-            scenario=scenario.name,
-            task=args.task,
-            budget=scenario.budget.model_copy(update={"max_steps": args.max_steps}) if args.max_steps else None,
-            options=scenario_options(args),
-            model=ModelChoice(kind="openai", name=args.model, base_url=args.base_url) if args.model else ModelChoice(),
-            timeouts=Timeouts(heartbeat_seconds=args.heartbeat_timeout),
-            approvals=approval_policy(args),
-        )
-    except ValueError as exc:
-        raise CliError(f"invalid run options: {exc}", code=2) from None
-
-
-async def start_run(
-    client: Client, settings: Settings, input: AgentInput, run_id: str | None = None
-) -> WorkflowHandle[Any, AgentResult]:
-    run_id = run_id or f"{input.scenario}-{uuid.uuid4().hex[:8]}"
-    scenario = get_scenario(input.scenario)
-    try:
-        return await client.start_workflow(
-            AgentWorkflow.run,
-            input,
-            id=run_id,
-            task_queue=settings.task_queue,
-            # A run id is forever: reusing one would make new tool calls collide with old idempotency keys.
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"{scenario.name}: {input.task or scenario.task}",
-            static_details=f"scenario **{scenario.name}** — {scenario.description}",
-        )
-    except WorkflowAlreadyStartedError:
-        raise CliError(f"a run with id {run_id!r} already exists; run ids are never reused") from None
+async def start(args: argparse.Namespace, settings: Settings) -> RunHandle:
+    """Validate what can be validated here (the agent exists in the agents modules, its options parse),
+    then start the run."""
+    request = run_request(args)
+    agent = find(load_agents(module_names(args.agents)), args.agent)
+    agent.parse_options(request.options)
+    budget = agent.budget.model_copy(update={"max_steps": request.max_steps}) if request.max_steps else None
+    client = await agent_client(settings)
+    handle = await client.start(
+        agent,
+        request.task,
+        run_id=args.run_id,
+        budget=budget,
+        options=request.options,
+        model=request.model,
+        approvals=request.approvals,
+        timeouts=Timeouts(heartbeat_seconds=args.heartbeat_timeout),
+    )
+    return handle
 
 
 def result_summary(result: AgentResult) -> dict[str, Any]:
     return {
         "run_id": result.run_id,
-        "scenario": result.scenario,
+        "agent": result.agent,
         "status": result.status,
         "stop": result.stop.value,
         "stop_detail": result.stop_detail,
@@ -91,74 +66,56 @@ def result_summary(result: AgentResult) -> dict[str, Any]:
     }
 
 
-async def wait_result(handle: WorkflowHandle[Any, AgentResult]) -> AgentResult:
-    try:
-        return await handle.result()
-    except WorkflowFailureError as exc:
-        cause = exc.cause
-        while getattr(cause, "cause", None) is not None:
-            cause = cause.cause  # type: ignore[union-attr]
-        raise CliError(f"run {handle.id} failed: {cause or exc}") from None
+def result_line(summary: dict[str, Any]) -> str:
+    """`run: status (stop) — output`; an abandoned run says what was undone instead of `None`."""
+    what = summary["output"]
+    if what is None:
+        what = summary.get("stop_detail") or "no answer"
+        undone = [c["tool"] for c in summary.get("compensations", []) if c.get("status") == "compensated"]
+        if undone:
+            what += f"; undone, newest first: {', '.join(undone)}"
+    return printable(f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {what}")
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    input = agent_input(args)
-    client = await connect_or_fail(settings)
-    handle = await start_run(client, settings, input, args.run_id)
-    url = settings.run_url(handle.id)
+    handle = await start(args, settings)
+    url = handle.url
     if not args.wait:
-        emit(args.json, {"run_id": handle.id, "url": url}, f"started {handle.id}\n  {url}")
+        emit(args.json, {"run_id": handle.run_id, "url": url}, f"started {handle.run_id}\n  {url}")
         return 0
-    summary = result_summary(await wait_result(handle)) | {"url": url}
-    emit(args.json, summary, f"{handle.id}: {summary['stop']} — {summary['output']}\n  {url}")
+    if not args.json:  # said first: Ctrl-C while waiting must not lose the id
+        print(
+            f"started {handle.run_id}; waiting for its result (Ctrl-C stops waiting, not the run)\n  {url}", flush=True
+        )
+    summary = result_summary(await handle.result()) | {"url": url}
+    emit(args.json, summary, result_line(summary))
     return 0
 
 
 async def cmd_result(args: argparse.Namespace, settings: Settings) -> int:
-    client = await connect_or_fail(settings)
-    handle = await existing_run(client, args.run_id)
-    summary = result_summary(await wait_result(handle))
-    emit(args.json, summary, f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {summary['output']}")
+    handle = await (await agent_client(settings)).get(args.run_id)
+    summary = result_summary(await handle.result())
+    emit(args.json, summary, result_line(summary))
     return 0
 
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    client = await connect_or_fail(settings)
-    handle = await existing_run(client, args.run_id)
-    status = await run_status(handle)
-    emit(
-        args.json,
-        status,
-        f"{status['run_id']}: {status['status']}, step {status['step']}, {status['label']}, "
-        f"tokens {status['input_tokens']}+{status['output_tokens']}, cost ${status['cost']:.6f}",
-    )
+    handle = await (await agent_client(settings)).get(args.run_id)
+    progress = await handle.progress()
+    emit(args.json, progress.model_dump(mode="json"), status_line(progress))
     return 0
 
 
-async def run_status(handle: WorkflowHandle[Any, AgentResult]) -> dict[str, Any]:
-    description = await handle.describe()
-    if description.status == WorkflowExecutionStatus.RUNNING:
-        try:
-            progress = await handle.query(AgentWorkflow.progress, rpc_timeout=timedelta(seconds=5))
-        except RPCError as exc:
-            raise CliError(f"run {handle.id} is running but no worker answered its query: {exc.message}") from None
-        return progress.model_dump(mode="json")
-    if description.status == WorkflowExecutionStatus.COMPLETED:
-        result = await wait_result(handle)
-        summary = result_summary(result)
-        return summary | {"step": result.step_count, "label": f"finished: {result.stop.value}"}
-    ended = description.status.name.lower() if description.status else "unknown"
-    # A run that failed on purpose (e.g. compensation_failed) says so in its search attributes.
-    agent_status = description.typed_search_attributes.get(search_attributes.AGENT_STATUS)
-    return {
-        "run_id": handle.id,
-        "status": agent_status if agent_status == "compensation_failed" else ended,
-        "temporal_status": ended,
-        "step": None,
-        "label": f"ended: {ended}",
-        "stop": None,
-        "trajectory": [],
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost": 0.0,
-    }
+def status_line(progress: Progress) -> str:
+    if progress.error:
+        return printable(f"{progress.run_id}: {progress.status} — {progress.error}")
+    return printable(
+        f"{progress.run_id}: {progress.status}, step {progress.step}, {progress.label}, "
+        f"tokens {progress.input_tokens}+{progress.output_tokens}, cost ${progress.cost:.6f}"
+    )
+
+
+def require_run_id(value: str) -> str:
+    if not value.strip():
+        raise CliError("a run id cannot be empty", code=2)
+    return value

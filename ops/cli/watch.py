@@ -10,24 +10,19 @@ final state is printed even if it closed between two polls.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
-from temporalio.service import RPCError
-
-from ops.cli.connection import connect_or_fail, existing_run
-from ops.cli.runs import result_summary, wait_result
+from ops.cli.connection import agent_client
+from ops.cli.output import printable
+from ops.cli.runs import result_line, result_summary
 from ops.settings import Settings
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentResult
 
 BAR_WIDTH = 20
-QUERY_TIMEOUT = timedelta(seconds=2)
+TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
 
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +31,7 @@ def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
-    client = await connect_or_fail(settings)
-    handle = await existing_run(client, args.run_id)
+    handle = await (await agent_client(settings)).get(args.run_id)
     out = sys.stdout
     view: Display
     if args.json:
@@ -46,55 +40,18 @@ async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         view = Bar(out)
     else:
         view = Lines(out)
-    running = (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
-    result_task = asyncio.ensure_future(wait_result(handle))
     try:
-        while running:  # a run already closed needs no worker: its result says how it ended
-            view.show(await poll(handle))
-            done, _ = await asyncio.wait({result_task}, timeout=max(args.interval, 0.05))
-            running = not done
-        result = await result_task  # a run that failed raises CliError: one line, exit 1
-        view.show(final_progress(view.last, result))
-        view.finish(result_summary(result))
+        async for progress in handle.watch(interval=args.interval):
+            view.show(progress.model_dump(mode="json", exclude={"worker_answered", "error"}) | _waiting(progress))
+        view.finish(result_summary(await handle.result()))  # a run that failed raises RunFailed: one line
     finally:
-        result_task.cancel()
         view.close()
     return 0
 
 
-async def poll(handle: WorkflowHandle[Any, AgentResult]) -> dict[str, Any]:
-    """The run's progress, or why there is none right now (no worker answers while one restarts)."""
-    try:
-        progress = await handle.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
-    except RPCError as exc:
-        label = f"waiting: no worker answered the progress query ({exc.message}); is a worker running?"
-        return {"run_id": handle.id, "status": "no_worker", "label": label}
-    return progress.model_dump(mode="json")
-
-
-def final_progress(last: dict[str, Any] | None, result: AgentResult) -> dict[str, Any]:
-    """The closed run's state, from its result: what a last poll would have said (the last poll itself when
-    it already saw the end, so nothing is printed twice)."""
-    stop = result.stop.value
-    if last and (last.get("status"), last.get("step"), last.get("stop")) == (result.status, result.step_count, stop):
-        return last
-    return {
-        "max_steps": None,
-        **(last if last and last.get("status") != "no_worker" else {}),
-        "run_id": result.run_id,
-        "scenario": result.scenario,
-        "status": result.status,
-        "step": result.step_count,
-        "label": f"finished: {stop}" if result.status == "completed" else f"{result.status}: {stop}",
-        "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens,
-        "cost": result.cost,
-        "trajectory": result.trajectory(),
-        "stop": stop,
-        "pending_approvals": [],
-        "compensations_done": len([c for c in result.compensations if c.status == "compensated"]),
-        "compensations_remaining": [s.call.name for s in result.compensations_remaining],
-    }
+def _waiting(progress: Any) -> dict[str, Any]:
+    """While no worker answers, the line says so instead of repeating stale progress as if it were live."""
+    return {} if progress.worker_answered else {"status": "no_worker"}
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -123,9 +80,11 @@ def call_text(pending: dict[str, Any]) -> str:
     return f"{pending['tool']}({arguments})"
 
 
-def bar(step: int | None, max_steps: int | None) -> str:
+def bar(step: int | None, max_steps: int | None, finished: bool = False) -> str:
     if step is None:
         return "[" + " " * BAR_WIDTH + "]"
+    if finished:  # a run that ended is done, whatever budget it did not use
+        return f"[{'#' * BAR_WIDTH}] {step}/{step}"
     if not max_steps:
         return f"[step {step}]"
     filled = min(BAR_WIDTH, round(BAR_WIDTH * step / max_steps))
@@ -137,8 +96,8 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
     tool and, on a terminal, the time left to its deadline."""
     status = progress.get("status", "?")
     if status == "no_worker":
-        return str(progress.get("label", ""))
-    parts = [bar(progress.get("step"), progress.get("max_steps")), status]
+        return printable(str(progress.get("label", "")))
+    parts = [bar(progress.get("step"), progress.get("max_steps"), status in TERMINAL), status]
     pending = progress.get("pending_approvals") or []
     if status == "awaiting_approval" and pending:
         first = pending[0]
@@ -151,11 +110,7 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
         parts.append(str(progress.get("label", "")))
     parts.append(f"tokens {progress.get('input_tokens', 0)}+{progress.get('output_tokens', 0)}")
     parts.append(f"${progress.get('cost', 0.0):.6f}")
-    return "  ".join(parts)
-
-
-def result_line(summary: dict[str, Any]) -> str:
-    return f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {summary['output']}"
+    return printable("  ".join(parts))
 
 
 class Display:

@@ -18,7 +18,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic.ledger import EffectsLedger
 from bench.history import chain
-from scenarios import ScenarioOptions
 from worker import build_worker
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow

@@ -1,4 +1,5 @@
-"""The one way scenario tools make an effect: through the ledger, under the call's idempotency key."""
+"""The one way demo tools make an effect: through the ledger, under the call's idempotency key — what a
+real tool does by handing `ctx.idempotency_key` to its provider."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentic import ToolContext, ToolRetry
-from scenarios.base import ScenarioDeps
+from examples.options import DemoDeps, DemoOptions
 
 
-def deps_of(ctx: ToolContext) -> ScenarioDeps:
-    if not isinstance(ctx.deps, ScenarioDeps):
-        raise RuntimeError("scenario tools need ScenarioDeps (a ledger and options) in ToolContext.deps")
+def deps_of(ctx: ToolContext) -> DemoDeps:
+    if not isinstance(ctx.deps, DemoDeps):
+        raise RuntimeError(
+            "the demo agents' tools need DemoDeps (an effects ledger) as their deps: "
+            "build_worker(agents=examples.agents, deps=examples.make_deps(settings))"
+        )
     return ctx.deps
+
+
+def options_of(ctx: ToolContext) -> DemoOptions:
+    return ctx.options if isinstance(ctx.options, DemoOptions) else DemoOptions()
 
 
 def reference(key: str, prefix: str) -> str:
@@ -27,8 +35,8 @@ def record_effect(ctx: ToolContext, tool: str, args: Mapping[str, Any], result: 
     `flaky_attempts` raises *after* the effect committed, the worst moment for a retry: the retry must
     find the effect by its key and not make another.
     """
-    deps = deps_of(ctx)
-    recorded, _ = deps.ledger.apply(
+    options = options_of(ctx)
+    recorded, _ = deps_of(ctx).ledger.apply(
         key or ctx.idempotency_key,
         run_id=ctx.run_id,
         tool=tool,
@@ -38,8 +46,8 @@ def record_effect(ctx: ToolContext, tool: str, args: Mapping[str, Any], result: 
     )
     # The window between "the effect happened" and "the runner knows": a crash here is the classic
     # double-charge, and the retry must find the effect by its key.
-    ctx.sleep(deps.options.after_effect_delay)
-    if ctx.attempt <= deps.options.flaky_attempts:
+    ctx.sleep(options.after_effect_delay)
+    if ctx.attempt <= options.flaky_attempts:
         raise ToolRetry(f"{tool}: connection reset after the effect (attempt {ctx.attempt})")
     return recorded
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentic import Budget, FakeModel, Message, Registry, ToolContext, ToolFatal, give_up, tool, tool_call
-from scenarios.base import Scenario, ScenarioOptions
-from scenarios.effects import deps_of, record_effect, reference, tool_results
+from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, ToolFatal, give_up, tool, tool_call
+from examples.effects import deps_of, options_of, record_effect, reference, tool_results
+from examples.options import DemoOptions
 
 LEGS = ("flight", "hotel", "car")
+# Model calls + bookings + cancellations, by which booking fails.
+_ACTIONS = {"none": 7, "flight": 2, "hotel": 5, "car": 8}
 
 
 def _book(kind: str, trip: str, ctx: ToolContext) -> str:
-    deps = deps_of(ctx)
-    ctx.sleep(deps.options.step_delay)
-    if deps.options.fail_at == kind:
+    options = options_of(ctx)
+    ctx.sleep(options.step_delay)
+    if options.fail_at == kind:
         raise ToolFatal(f"no {kind} available for {trip}")
     return record_effect(
         ctx, f"book_{kind}", {"trip": trip}, f"booked {kind} for {trip}, ref {reference(ctx.idempotency_key, kind)}"
@@ -28,13 +30,13 @@ def _book(kind: str, trip: str, ctx: ToolContext) -> str:
 
 def _cancel(kind: str) -> Any:
     def cancel(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
-        deps = deps_of(ctx)
-        ctx.sleep(deps.options.step_delay)
+        options = options_of(ctx)
+        ctx.sleep(options.step_delay)
         # A booking interrupted by a cancellation may never have happened: then there is nothing to undo,
         # and recording an "undo" effect would be a lie in the ledger.
-        if ctx.compensates and deps.ledger.get(ctx.compensates) is None:
+        if ctx.compensates and deps_of(ctx).ledger.get(ctx.compensates) is None:
             return f"nothing to cancel: no {kind} booking was made"
-        if ctx.attempt <= deps.options.compensation_failures:
+        if ctx.attempt <= options.compensation_failures:
             raise ConnectionError(f"the {kind} provider is unreachable (attempt {ctx.attempt})")
         return record_effect(ctx, f"cancel_{kind}", args, f"cancelled {kind} booking ({result})")
 
@@ -66,16 +68,14 @@ def trip_reply(messages: Sequence[Message]) -> object:
     return "Trip trip-42 is booked: flight, hotel and car."
 
 
-def script(options: ScenarioOptions) -> FakeModel:
-    return FakeModel([trip_reply] * (len(LEGS) + 1), name="trip-script")
-
-
-SCENARIO = Scenario(
+agent = Agent(
+    FakeModel([trip_reply] * (len(LEGS) + 1), name="trip-script"),
+    Registry([book_flight, book_hotel, book_car]),
+    system="Book the whole trip or none of it.",
+    budget=Budget(max_steps=6),
     name="trip",
     description="Book flight, hotel and car; a failed booking cancels the earlier ones in reverse (saga).",
-    system="Book the whole trip or none of it.",
     task="Book trip trip-42: flight, hotel and car.",
-    registry=Registry([book_flight, book_hotel, book_car]),
-    script=script,
-    budget=Budget(max_steps=6),
+    options=DemoOptions,
+    estimate=lambda options: _ACTIONS[options.fail_at],
 )

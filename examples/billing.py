@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentic import Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
-from scenarios.base import Scenario, ScenarioOptions
-from scenarios.effects import record_effect, reference
+from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
+from examples.effects import record_effect, reference
+from examples.options import DemoOptions
 
 
 @tool(
@@ -34,16 +34,14 @@ def billing_reply(messages: Sequence[Message]) -> object:
     return "Invoice inv-9 is settled."
 
 
-def script(options: ScenarioOptions) -> FakeModel:
-    return FakeModel([billing_reply, billing_reply, billing_reply], name="billing-script")
-
-
-SCENARIO = Scenario(
+agent = Agent(
+    FakeModel([billing_reply, billing_reply, billing_reply], name="billing-script"),
+    Registry([charge]),
+    system="Settle invoices.",
+    budget=Budget(max_steps=4),
     name="billing",
     description="Charge invoice inv-9 once, then answer (lesson 000).",
-    system="Settle invoices.",
     task="Settle invoice inv-9",
-    registry=Registry([charge]),
-    script=script,
-    budget=Budget(max_steps=4),
+    options=DemoOptions,
+    estimate=lambda options: 3,
 )

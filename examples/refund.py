@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentic import Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
-from scenarios.base import Scenario, ScenarioOptions
-from scenarios.effects import record_effect, reference, tool_results
+from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
+from examples.effects import record_effect, reference, tool_results
+from examples.options import DemoOptions
 
 
-@tool(description="Refund an order.", order_id="The order id.", mutating=True, requires_confirmation=True)
-def refund(order_id: str, ctx: ToolContext) -> str:
+@tool(
+    description="Refund an order.", name="refund", order_id="The order id.", mutating=True, requires_confirmation=True
+)
+def refund_order(order_id: str, ctx: ToolContext) -> str:
     return record_effect(
         ctx, "refund", {"order_id": order_id}, f"refunded {order_id}, ref {reference(ctx.idempotency_key, 'rf')}"
     )
@@ -28,16 +30,14 @@ def refund_reply(messages: Sequence[Message]) -> object:
     return "The refund of order 4471 was declined; nothing was refunded."
 
 
-def script(options: ScenarioOptions) -> FakeModel:
-    return FakeModel([refund_reply] * 3, name="refund-script")
-
-
-SCENARIO = Scenario(
+agent = Agent(
+    FakeModel([refund_reply] * 3, name="refund-script"),
+    Registry([refund_order]),
+    system="Handle refunds. Refunds need a human's approval.",
+    budget=Budget(max_steps=3),
     name="refund",
     description="Refund order 4471 — waits for a human approval (lesson 000's gate, made durable).",
-    system="Handle refunds. Refunds need a human's approval.",
     task="Refund order 4471",
-    registry=Registry([refund]),
-    script=script,
-    budget=Budget(max_steps=3),
+    options=DemoOptions,
+    estimate=lambda options: 3,
 )

@@ -1,0 +1,68 @@
+"""`AgentSet`: the agents a runner serves, by name, with their dependencies and the models a run may choose.
+
+A durable runner (a Temporal worker, a `job` process) holds one, built once from what it was given —
+never a module-global — and resolves every run's agent, model and options through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentic.agent import Agent
+from agentic.errors import AgenticError
+from agentic.models.base import Model
+from agentic.models.catalog import ModelCatalog
+
+
+class UnknownAgent(AgenticError, LookupError):
+    """A run named an agent this runner does not serve: bad input, never worth retrying."""
+
+
+@dataclass(frozen=True)
+class ServedAgent:
+    agent: Agent
+    deps: Any
+
+
+class AgentSet:
+    """`deps` is one object for every agent, or a mapping by agent name; an agent missing from it gets its
+    own `Agent.deps`. `where` names the runner in error messages (e.g. "on task queue 'agents'")."""
+
+    def __init__(
+        self, agents: Iterable[Agent], deps: Any = None, models: ModelCatalog | None = None, *, where: str = ""
+    ) -> None:
+        self._agents: dict[str, ServedAgent] = {}
+        per_agent = deps if isinstance(deps, Mapping) else None
+        for agent in agents:
+            if agent.name is None:
+                raise ValueError("an agent served durably needs a name: Agent(..., name='billing')")
+            if agent.name in self._agents:
+                raise ValueError(f"two served agents are named {agent.name!r}")
+            own = per_agent.get(agent.name) if per_agent is not None else deps
+            self._agents[agent.name] = ServedAgent(agent, agent.deps if own is None else own)
+        self.models = models or ModelCatalog()
+        self.where = where
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._agents)
+
+    def get(self, name: str) -> ServedAgent:
+        served = self._agents.get(name)
+        if served is None:
+            where = f" {self.where}" if self.where else ""
+            raise UnknownAgent(f"agent {name!r} is not served here{where}; served: {', '.join(self.names) or 'none'}")
+        return served
+
+    def model(self, served: ServedAgent, name: str | None) -> Model:
+        """The agent's own model, or the one the run chose by name among those declared (UnknownModel)."""
+        return self.models.resolve(name) if name else served.agent.model
+
+    @staticmethod
+    def options(served: ServedAgent, raw: Mapping[str, Any] | None) -> BaseModel | None:
+        """The run's options as the agent's options model (InvalidOptions)."""
+        return served.agent.parse_options(raw)

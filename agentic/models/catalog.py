@@ -1,0 +1,48 @@
+"""`ModelCatalog`: the models a worker declares, by name. A run may choose one by name; it never supplies
+an endpoint. Endpoints and API keys are the worker's configuration, so a key can only ever be sent where
+the operator configured it to go — never to a URL somebody put in a workflow input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from agentic.errors import AgenticError
+from agentic.models.base import Model
+
+ModelFactory = Callable[[str], Model]
+
+
+class UnknownModel(AgenticError, LookupError):
+    """A run named a model this worker does not declare: bad input, never worth retrying."""
+
+
+class ModelCatalog:
+    """Named models, plus prefixes that make a family of names (`openai:` + any model name).
+
+    A factory is called once per name and its model reused: models are thread-safe clients.
+    """
+
+    def __init__(
+        self, models: Mapping[str, Model] | None = None, *, prefixes: Mapping[str, ModelFactory] | None = None
+    ) -> None:
+        self._models: dict[str, Model] = dict(models or {})
+        self._prefixes: dict[str, ModelFactory] = dict(prefixes or {})
+
+    def add(self, name: str, model: Model) -> ModelCatalog:
+        self._models[name] = model
+        return self
+
+    def names(self) -> list[str]:
+        return sorted(self._models) + [f"{prefix}<model>" for prefix in sorted(self._prefixes)]
+
+    def resolve(self, name: str) -> Model:
+        model = self._models.get(name)
+        if model is not None:
+            return model
+        for prefix, factory in self._prefixes.items():
+            if name.startswith(prefix) and len(name) > len(prefix):
+                model = self._models[name] = factory(name[len(prefix) :])
+                return model
+        declared = ", ".join(self.names()) or "none"
+        raise UnknownModel(f"model {name!r} is not declared by this worker; it declares: {declared}")

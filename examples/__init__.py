@@ -1,0 +1,23 @@
+"""The demo agents: ordinary `Agent`s, served by `python worker.py` and run by `starter.py run NAME`.
+
+A module a worker serves (`python worker.py --agents pkg.module`) exports `agents` (a list of `Agent`)
+and, optionally, `make_deps(settings)` returning the services its tools get as `ToolContext.deps`. This
+one is such a module; the engine never imports it.
+"""
+
+from __future__ import annotations
+
+from agentic.ledger import EffectsLedger
+from examples import billing, migration, refund, trip
+from examples.options import DemoDeps, DemoOptions
+from ops.settings import Settings
+
+agents = [billing.agent, migration.agent, refund.agent, trip.agent]
+
+
+def make_deps(settings: Settings) -> DemoDeps:
+    """The effects ledger, in the data directory (`AGENT_LEDGER` overrides the path)."""
+    return DemoDeps(ledger=EffectsLedger(settings.ledger_path))
+
+
+__all__ = ["DemoDeps", "DemoOptions", "agents", "make_deps"]

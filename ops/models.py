@@ -1,0 +1,31 @@
+"""The models a worker declares (`ModelCatalog`), from its settings: where each endpoint is and which key
+it gets stays here, on the worker; a run only names one.
+
+- `local`: the embedded model server (`python starter.py model-server`), at `AGENT_LOCAL_MODEL_URL`.
+- `openai:<model>` (e.g. `openai:gpt-4.1-mini`): when `OPENAI_API_KEY` is set, at `AGENT_OPENAI_BASE_URL`
+  (default: api.openai.com).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentic import Model, Pricing
+from agentic.models.catalog import ModelCatalog
+from agentic.models.openai_chat import OpenAIChatModel
+from ops.settings import Settings
+
+
+def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None) -> ModelCatalog:
+    catalog = ModelCatalog(
+        {"local": OpenAIChatModel("local", base_url=settings.local_model_url, api_key="local", pricing=Pricing())}
+    )
+    if settings.openai_api_key:
+        key, base_url = settings.openai_api_key, settings.openai_base_url
+        catalog = ModelCatalog(
+            {"local": catalog.resolve("local")},
+            prefixes={"openai:": lambda name: OpenAIChatModel(name, api_key=key, base_url=base_url)},
+        )
+    for name, model in (extra or {}).items():
+        catalog.add(name, model)
+    return catalog
