@@ -159,14 +159,16 @@ class Agent:
             if isinstance(step, Finish):
                 return Run.from_loop(messages, loop.state)
             if isinstance(step, CallModel):
-                messages += loop.model_replied(self._complete(messages, schemas))
+                messages += loop.model_replied(self._complete(messages, schemas, step.call_index))
             elif isinstance(step, RunTool):
                 messages += loop.tool_finished(self._dispatch(step, run_id, parsed))
 
-    def _complete(self, messages: list[Message], schemas: list[Any]) -> ModelReply:
+    def _complete(self, messages: list[Message], schemas: list[Any], call_index: int) -> ModelReply:
         for attempt in range(1, self.model_attempts + 1):
             try:
-                return self.model.complete(messages, schemas)
+                # The call's index in this run, as the durable runners pass it: a scripted model answers
+                # each run from its start, however many runs the same agent object has made before.
+                return self.model.complete(messages, schemas, call_index=call_index)
             except ModelError as exc:
                 if not exc.retryable or attempt == self.model_attempts:
                     raise

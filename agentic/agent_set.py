@@ -54,8 +54,8 @@ class AgentSet:
     def get(self, name: str) -> ServedAgent:
         served = self._agents.get(name)
         if served is None:
-            where = f" {self.where}" if self.where else ""
-            raise UnknownAgent(f"agent {name!r} is not served here{where}; served: {', '.join(self.names) or 'none'}")
+            where = f" (not served {self.where})" if self.where else ""
+            raise UnknownAgent(f"unknown agent {name!r}{where}; served: {', '.join(self.names) or 'none'}")
         return served
 
     def model(self, served: ServedAgent, name: str | None) -> Model:

@@ -9,23 +9,27 @@ it gets stays here, on the worker; a run only names one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from agentic import Model, Pricing
 from agentic.models.catalog import ModelCatalog
-from agentic.models.openai_chat import OpenAIChatModel
 from ops.settings import Settings
 
 
 def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None) -> ModelCatalog:
-    catalog = ModelCatalog(
-        {"local": OpenAIChatModel("local", base_url=settings.local_model_url, api_key="local", pricing=Pricing())}
-    )
+    catalog = ModelCatalog()
+    local_url = settings.local_model_url
+    catalog.add("local", lambda: _openai_chat("local", base_url=local_url, api_key="local", pricing=Pricing()))
     if settings.openai_api_key:
         key, base_url = settings.openai_api_key, settings.openai_base_url
-        catalog = ModelCatalog(
-            {"local": catalog.resolve("local")},
-            prefixes={"openai:": lambda name: OpenAIChatModel(name, api_key=key, base_url=base_url)},
-        )
+        catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
     for name, model in (extra or {}).items():
         catalog.add(name, model)
     return catalog
+
+
+def _openai_chat(name: str, **options: Any) -> Model:
+    # The OpenAI SDK costs about a second to import: only a process that uses such a model pays for it.
+    from agentic.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel(name, **options)

@@ -120,7 +120,7 @@ def _describe(activity_type: str, arg: object) -> tuple[str, dict[str, Any]]:
         return "model call", fields
     if activity_type == "run_tool":
         call = getattr(arg, "call", None)
-        fields.update(tool=getattr(call, "name", None), call_id=getattr(call, "id", None))
+        fields.update(tool=getattr(call, "name", None), call_id=getattr(call, "identity", None))
         fields["key"] = getattr(arg, "idempotency_key", None)
         return "tool call", fields
     if activity_type == "compensate":

@@ -34,6 +34,7 @@ class WorkerProcess:
                 "TEMPORAL_NAMESPACE": settings.namespace,
                 "TEMPORAL_TASK_QUEUE": settings.task_queue,
                 "AGENT_LEDGER": str(settings.ledger_path),
+                "AGENT_DATA_DIR": str(settings.data_dir),
                 "PYTHONUNBUFFERED": "1",
             }
             | (extra_env or {})

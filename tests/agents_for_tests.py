@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
+from agentic.ledger import EffectsLedger
 from examples import trip as trip_module
 from examples.effects import options_of, record_effect
-from examples.options import DemoOptions
+from examples.options import DemoDeps, DemoOptions
+from ops.settings import Settings
 
 
 def _agent(
@@ -216,4 +218,30 @@ BIG = _agent(
 )
 
 
-agents = [REPEAT, ERRORS, ROWS, SHORT, PAY_BATCH, PAY_SEQUENCE, BOOK_THEN_PAY, GIVE_UP, SLOW_HOTEL, BIG]
+def _reused_ids() -> FakeModel:
+    """A provider that numbers calls per reply: both payments come with the id `dup` (security review H1)."""
+
+    def next_payment(messages: Sequence[Message]) -> object:
+        done = len(_results(messages))
+        return tool_call("pay", {"supplier": f"s-{done + 1}"}, id="dup") if done < 2 else "Done with payments."
+
+    return FakeModel([next_payment] * 3)
+
+
+REUSED_IDS = _agent(
+    "t-reused-ids",
+    "two gated calls that reuse one provider id",
+    "",
+    "Pay s-1 then s-2.",
+    Registry([pay]),
+    _reused_ids,
+    Budget(max_steps=4),
+)
+
+agents = [REUSED_IDS, REPEAT, ERRORS, ROWS, SHORT, PAY_BATCH, PAY_SEQUENCE, BOOK_THEN_PAY, GIVE_UP, SLOW_HOTEL, BIG]
+
+
+def make_deps(settings: Settings) -> DemoDeps:
+    """The demo agents' deps (the ledger at `settings.ledger_path`), so `job --agents tests.agents_for_tests`
+    and `worker.py --agents tests.agents_for_tests` serve these agents too."""
+    return DemoDeps(ledger=EffectsLedger(settings.ledger_path))

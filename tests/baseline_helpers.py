@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentic.agent_set import AgentSet
 from agentic.ledger import Effect, EffectsLedger
 from baseline import cli
 from baseline.crash import ENV as CRASH_ENV
@@ -154,3 +155,12 @@ def one_line_error(stderr: str) -> str:
     assert "Traceback" not in stderr
     assert lines[0].startswith("error: ")
     return lines[0]
+
+
+def agents_recording_to(ledger: EffectsLedger) -> AgentSet:
+    """The test agents (demo and tests/agents_for_tests.py) as a `job` process serves them, their tools
+    recording into `ledger`."""
+    from examples.options import DemoDeps
+    from tests.conftest import TEST_AGENTS
+
+    return AgentSet(TEST_AGENTS, DemoDeps(ledger))

@@ -104,6 +104,7 @@ def dev_settings(env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> S
         namespace=env.client.namespace,
         task_queue=task_queue,
         ledger_path=tmp_path / "ledger.db",
+        data_dir=tmp_path,
     )
 
 

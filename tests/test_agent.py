@@ -176,7 +176,7 @@ def test_tool_attempts_one_means_no_retry() -> None:
     assert attempts == [1]
 
 
-def test_idempotency_key_is_run_id_and_call_id() -> None:
+def test_idempotency_key_is_run_id_and_the_runners_call_identity() -> None:
     contexts: list[ToolContext] = []
 
     @tool(description="Record.", n="Which.", mutating=True)
@@ -187,12 +187,51 @@ def test_idempotency_key_is_run_id_and_call_id() -> None:
     deps = {"ledger": "the-ledger"}
     model = FakeModel([tool_call("record", {"n": 1}), tool_call("record", {"n": 2}, id="explicit-7"), "done"])
     run = Agent(model, Registry([record]), deps=deps).run("go", run_id="run-42")
-    call_ids = [m.tool_calls[0].id for m in run.messages if m.tool_calls]
-    assert call_ids[1] == "explicit-7"
-    assert [c.idempotency_key for c in contexts] == [f"run-42:{call_ids[0]}", "run-42:explicit-7"]
+    provider_ids = [m.tool_calls[0].id for m in run.messages if m.tool_calls]
+    assert provider_ids[1] == "explicit-7"  # the transcript keeps the provider's ids
+    # ...but the key is the runner's: step and position, never an id a model or provider chose
+    assert [c.idempotency_key for c in contexts] == ["run-42:1.1", "run-42:2.1"]
     assert [c.run_id for c in contexts] == ["run-42", "run-42"]
-    assert [c.call_id for c in contexts] == call_ids
+    assert [c.call_id for c in contexts] == ["1.1", "2.1"]
     assert all(c.deps is deps for c in contexts)
+
+
+def test_a_provider_that_repeats_call_ids_gets_a_key_per_call() -> None:
+    """Security review H1: a reused id must not collide with an earlier call's key (or its approval)."""
+    keys: list[tuple[str, str]] = []
+
+    @tool(description="Notify.", to="Who.", mutating=True)
+    def notify(to: str, ctx: ToolContext) -> str:
+        keys.append((to, ctx.idempotency_key))
+        return f"sent to {to}"
+
+    model = FakeModel(
+        [tool_call("notify", {"to": "alice"}, id="n1"), tool_call("notify", {"to": "bob"}, id="n1"), "ok"]
+    )
+    Agent(model, Registry([notify])).run("go", run_id="r")
+    assert keys == [("alice", "r:1.1"), ("bob", "r:2.1")]
+
+
+def test_a_reused_call_id_is_asked_about_again_in_process() -> None:
+    """In-process the gate is `Registry(confirm=...)`: every call is asked about with its own arguments,
+    whatever id the provider gave it; approving alice never lets the call to mallory through."""
+    asked: list[dict[str, object]] = []
+    sent: list[str] = []
+
+    @tool(description="Notify.", to="Who.", mutating=True, requires_confirmation=True)
+    def notify(to: str) -> str:
+        sent.append(to)
+        return f"sent to {to}"
+
+    def confirm(name: str, arguments: dict[str, object]) -> bool:
+        asked.append(arguments)
+        return arguments == {"to": "alice"}
+
+    replies = [tool_call("notify", {"to": "alice"}, id="n1"), tool_call("notify", {"to": "mallory"}, id="n1"), "ok"]
+    run = Agent(FakeModel(replies), Registry([notify], confirm=confirm)).run("go")
+    assert asked == [{"to": "alice"}, {"to": "mallory"}]
+    assert sent == ["alice"]
+    assert run.blocked_tools() == ["notify"]
 
 
 def test_without_run_id_each_run_gets_a_fresh_one() -> None:
@@ -207,7 +246,7 @@ def test_without_run_id_each_run_gets_a_fresh_one() -> None:
         Agent(FakeModel([tool_call("record"), "done"]), Registry([record])).run("go")
     assert len(keys) == 2
     assert keys[0] != keys[1]
-    assert all(k.endswith(":call_1_1") for k in keys)
+    assert all(k.endswith(":1.1") for k in keys)
 
 
 class ScriptedModel:
@@ -299,7 +338,20 @@ def test_fake_model_explicit_call_index_is_repeatable() -> None:
     assert model.complete(messages, call_index=1).message.content == "one"
     assert model.complete(messages, call_index=1).message.content == "one"
     assert model.complete(messages, call_index=0).message.content == "zero"
-    assert model.calls == 0
+    assert model.calls == 3
+    assert model.complete(messages).message.content == "zero"  # explicit indices never move the implicit one
+
+
+def test_the_same_agent_object_runs_in_process_any_number_of_times() -> None:
+    """A module-level agent (as workers serve) runs from its first scripted reply every time."""
+
+    @tool(description="Do nothing.")
+    def noop() -> str:
+        return "ok"
+
+    agent = Agent(FakeModel([tool_call("noop"), "done"]), Registry([noop]))
+    runs = [agent.run("go") for _ in range(3)]
+    assert [(r.output, r.trajectory()) for r in runs] == [("done", ["noop"])] * 3
 
 
 def test_fake_model_token_counts_are_deterministic() -> None:

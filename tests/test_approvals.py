@@ -200,3 +200,32 @@ async def test_policy_abandon_ends_the_run_on_decline_or_expiry(skipping_env, le
     assert result.status == "abandoned"  # nothing had been done, so nothing to undo
     assert result.output is None
     assert ledger.effects(handle.id) == []
+
+
+async def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(skipping_env, ledger, task_queue):
+    """Security review H1: after `pay(s-1)` (provider id `dup`) was approved, `pay(s-2)` reusing the id is a
+    new request — nobody approved it, so it waits, and denying it leaves only s-1's effect."""
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        handle = await start(skipping_env, task_queue, AgentInput(agent="t-reused-ids"))
+        [first] = await pending_of(handle)
+        await handle.execute_update(AgentWorkflow.decide, decision(first))
+
+        async def second_is_pending() -> bool:
+            waiting = (await handle.query(AgentWorkflow.approvals)).pending
+            return [p.arguments for p in waiting] == [{"supplier": "s-2"}]
+
+        await eventually(second_is_pending, what="the second payment's own approval request")
+        [second] = (await handle.query(AgentWorkflow.approvals)).pending
+        assert (first.call_id, second.call_id) == ("1.1", "2.1")
+        with pytest.raises(WorkflowUpdateFailedError):  # the first call's decision cannot be replayed onto it
+            await handle.execute_update(AgentWorkflow.decide, decision(first))
+        await handle.execute_update(AgentWorkflow.decide, decision(second, approve=False))
+        result = await handle.result()
+
+    effects = ledger.effects(handle.id)
+    assert [(e.args["supplier"], e.key) for e in effects] == [("s-1", f"{handle.id}:1.1")]
+    assert [(a.call_id, a.event) for a in result.audit if a.event != "rejected"] == [
+        ("1.1", "approved"),
+        ("2.1", "declined"),
+    ]
+    assert [r.call.id for r in result.records] == ["dup", "dup"]  # the transcript keeps the provider's ids

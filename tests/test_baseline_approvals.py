@@ -158,3 +158,35 @@ def test_a_worker_that_died_right_after_withdrawing_is_resumed_as_cancelled(job:
     status = job.status("wd")
     assert (status["status"], status["stop"]) == ("abandoned", "cancelled")
     assert job.effects("wd") == []
+
+
+def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(job: Job) -> None:
+    """Security review H1 on the checkpoint runner: `pay(s-2)` reuses the provider id of the approved
+    `pay(s-1)`; it is a new request under its own identity, and denying it leaves only s-1's effect."""
+    worker = job.spawn(
+        "run",
+        "--id",
+        "r",
+        "--scenario",
+        "t-reused-ids",
+        "--agents",
+        "tests.agents_for_tests",
+        "--poll-interval",
+        "0.05",
+    )
+
+    def pending() -> list[dict[str, Any]]:
+        if job.store.run("r") is None:
+            return []
+        return [a for a in job.status("r")["approvals"] if a["status"] == "pending"]
+
+    eventually(lambda: [a["call_id"] for a in pending()] == ["1.1"], what="the first payment's request")
+    assert job.cli("approve", "--id", "r", "--by", "maria", "--call", "1.1") == 0
+    eventually(lambda: [a["call_id"] for a in pending()] == ["2.1"], what="the second payment's own request")
+    assert pending()[0]["arguments"] == {"supplier": "s-2"}
+    assert job.cli("deny", "--id", "r", "--by", "maria", "--call", "2.1") == 0
+    code, _, err = finish(worker)
+    assert code == 0, err
+    assert [(e.args["supplier"], e.key) for e in job.effects("r")] == [("s-1", "r:1.1")]
+    statuses = {a["call_id"]: a["status"] for a in job.status("r")["approvals"]}
+    assert statuses == {"1.1": "approved", "2.1": "declined"}

@@ -35,7 +35,7 @@ def test_installed_script_runs_and_reports_json(job: Job) -> None:
     assert status["lease"] == {"owner": None, "expires_at": None, "live": False}
     step = status["steps"][1]
     assert step["step_name"] == "tool:charge" and step["status"] == "completed"
-    assert step["idempotency_key"] == "b:call_2_1" and step["attempts"] == 1
+    assert step["idempotency_key"] == "b:1.1" and step["attempts"] == 1
     assert {"step", "step_name", "status", "input_hash", "output_ref", "started_at", "finished_at"} <= set(step)
 
     effects = subprocess.run([script, "effects", "--id", "b", *common], capture_output=True, text=True)
@@ -67,8 +67,8 @@ def test_agent_ledger_env_is_the_default_ledger(job: Job, tmp_path: Path) -> Non
         (["resume", "--id", "nope"], 1, "unknown run id 'nope'"),
         (["cancel", "--id", "nope"], 1, "unknown run id 'nope'"),
         (["approve", "--id", "nope", "--by", "me"], 1, "unknown run id 'nope'"),
-        (["run", "--id", "s", "--scenario", "nope"], 2, "unknown scenario 'nope'"),
-        (["run", "--id", "s", "--scenario", "migration", "--records", "0"], 2, "invalid run options"),
+        (["run", "--id", "s", "--scenario", "nope"], 2, "unknown agent 'nope'"),
+        (["run", "--id", "s", "--scenario", "migration", "--records", "0"], 2, "--records: must be at least 1"),
         (["run", "--scenario"], 2, "expected one argument"),
     ],
 )

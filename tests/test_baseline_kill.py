@@ -4,17 +4,17 @@ ledger shows every effect exactly once."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentic import Agent
 from agentic.ledger import EffectsLedger
 from baseline.runner import transcript
 from examples.options import DemoDeps
-from tests.baseline_helpers import Job, eventually, finish, open_job
+from tests.baseline_helpers import Job, agents_recording_to, eventually, finish, open_job
 from tests.conftest import agent_named
 
 RECORDS = [f"rec-{n}" for n in range(1, 6)]
@@ -66,16 +66,10 @@ def test_lesson_004_kill_after_step_two_then_resume(job: Job) -> None:
     assert status["percent_complete"] == 100.0
 
     # One loop, many runners: the resumed run's transcript is the in-process agent's.
-    scenario = agent_named("migration")
-    options = dict()  # the delay changes timing, never the transcript
-    local = Agent(
-        scenario.model,
-        scenario.registry,
-        system=scenario.system,
-        budget=scenario.budget,
-        deps=DemoDeps(EffectsLedger(job.tmp / "local.db")),
-    ).run(scenario.task, run_id="mig")
-    replayed = transcript(job.store, EffectsLedger(job.ledger_path), "mig")
+    # (The step delay changes timing, never the transcript.)
+    local_deps = DemoDeps(EffectsLedger(job.tmp / "local.db"))
+    local = dataclasses.replace(agent_named("migration"), deps=local_deps).run(run_id="mig")
+    replayed = transcript(job.store, agents_recording_to(EffectsLedger(job.ledger_path)), "mig")
     assert replayed.messages == local.messages
     assert replayed.loop.state.consumed == local.usage == job.store.require("mig").consumed
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agentic import Agent, FakeModel
+from agentic import FakeModel
+from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.runner import transcript
 from baseline.store import Store
 from examples.options import DemoDeps
+from tests.baseline_helpers import agents_recording_to
 from tests.conftest import agent_named
 
 
@@ -28,19 +31,14 @@ from tests.conftest import agent_named
         ("migration", dict(records=2, flaky_attempts=1)),
     ],
 )
-def test_same_transcript_as_the_in_process_agent(tmp_path: Path, name: str, options: ScenarioOptions) -> None:
+def test_same_transcript_as_the_in_process_agent(tmp_path: Path, name: str, options: dict[str, Any]) -> None:
     store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
-    run = jobs.start(store, ledger, "same", name, RunOptions(scenario=options))
-    scenario = agent_named(name)
-    local = Agent(
-        scenario.model,
-        scenario.registry,
-        system=scenario.system,
-        budget=scenario.budget,
-        deps=DemoDeps(EffectsLedger(tmp_path / "local.db")),
-    ).run(scenario.task, run_id="same")
+    agents = agents_recording_to(ledger)
+    run = jobs.start(store, agents, "same", name, RunOptions(options=options))
+    local_deps = DemoDeps(EffectsLedger(tmp_path / "local.db"))
+    local = replace(agent_named(name), deps=local_deps).run(run_id="same", options=options)
 
-    replayed = transcript(store, ledger, "same")
+    replayed = transcript(store, agents, "same")
     assert replayed.messages == local.messages
     assert replayed.loop.state.consumed == local.usage == run.consumed
     assert run.stop == local.stop.value
@@ -50,7 +48,7 @@ def test_same_transcript_as_the_in_process_agent(tmp_path: Path, name: str, opti
 
 def test_a_step_budget_stops_and_carries_consumption(tmp_path: Path) -> None:
     store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
-    run = jobs.start(store, ledger, "budget", "migration", RunOptions(max_steps=2))
+    run = jobs.start(store, agents_recording_to(ledger), "budget", "migration", RunOptions(max_steps=2))
     assert (run.status, run.stop) == ("abandoned", "step_budget")  # migrations declare no inverse
     assert run.used_steps == 2
     assert run.not_compensable is not None and "migrate_record" in run.not_compensable
@@ -59,13 +57,11 @@ def test_a_step_budget_stops_and_carries_consumption(tmp_path: Path) -> None:
 
 
 def test_a_model_that_cannot_answer_fails_the_run(tmp_path: Path) -> None:
-    billing = agent_named("billing")
-    register_scenario(replace(billing, name="baseline-mute", script=lambda o: FakeModel([], name="mute")), replace=True)
+    mute = replace(agent_named("billing"), model=FakeModel([], name="mute"), name="baseline-mute")
     store, ledger = Store(tmp_path / "baseline.db"), EffectsLedger(tmp_path / "ledger.db")
     try:
-        run = jobs.start(store, ledger, "mute", "baseline-mute", RunOptions())
+        run = jobs.start(store, AgentSet([mute], DemoDeps(ledger)), "mute", "baseline-mute", RunOptions())
     finally:
-        SCENARIOS.pop("baseline-mute", None)
         store.close()
     assert run.status == "failed"
     assert run.error is not None and "model call 1 failed" in run.error

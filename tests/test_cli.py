@@ -42,10 +42,10 @@ def assert_one_clear_line(err: str, expected: str) -> None:
     assert expected in lines[0]
 
 
-async def test_unknown_scenario_is_one_line_and_exit_2():
-    code, _, err = await starter("run", "no-such-scenario")
+async def test_unknown_agent_is_one_line_and_exit_2():
+    code, _, err = await starter("run", "no-such-agent")
     assert code == 2
-    assert_one_clear_line(err, "unknown scenario 'no-such-scenario'; choose one of: billing, migration")
+    assert_one_clear_line(err, "unknown agent 'no-such-agent'; known: billing, migration, refund, trip")
 
 
 async def test_unreachable_server_is_one_line_and_nonzero(tmp_path):
@@ -121,7 +121,7 @@ async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path
     settings = dev_settings(dev_env, task_queue, tmp_path)
     code, out, err = await starter("demo", "--json", settings=settings, timeout=240)
     assert code == 0, err
-    runs = {r["scenario"]: r for r in json.loads(out)["runs"]}
+    runs = {r["agent"]: r for r in json.loads(out)["runs"]}
     assert runs["billing"]["stop"] == "answered" and runs["billing"]["effects"] == 1
     assert runs["migration"]["stop"] == "answered" and runs["migration"]["effects"] == 5
     assert "killed" in runs["migration"]["note"]
@@ -161,18 +161,23 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         found = sorted([w.id async for w in dev_env.client.list_workflows(query)])
         assert found == sorted(ids)
 
+        # Approving needs the hash the approver saw (security review L7): without it, nothing is approved
+        # and the call is shown with the hash to confirm; a wrong hash is refused.
+        code, _, err = await starter("approve", ids[0], "--by", "maria", settings=settings)
+        assert code == 2
+        assert_one_clear_line(err, f"refund(order_id=4471), hash {rows[0]['arguments_hash'][:12]}")
+        code, _, err = await starter("approve", ids[0], "--by", "maria", "--hash", "0123456789ab", settings=settings)
+        assert code == 1
+        assert_one_clear_line(err, "nothing was decided")
+        seen = next(r["arguments_hash"] for r in rows if r["run_id"] == ids[0])[:12]
         code, out, err = await starter(
-            "approve", ids[0], "--by", "maria", "--reason", "ok", "--json", settings=settings
+            "approve", ids[0], "--by", "maria", "--reason", "ok", "--hash", seen, "--json", settings=settings
         )
         assert code == 0, err
         assert json.loads(out)["decision"] == "approved" and json.loads(out)["via"] == "update"
         code, out, err = await starter("deny", ids[1], "--by", "tom", "--reason", "duplicate", settings=settings)
         assert code == 0, err
         assert out.startswith("declined: refund")
-
-        code, _, err = await starter("approve", ids[1], "--by", "late", settings=settings)
-        assert code == 1
-        assert_one_clear_line(err, "has no pending approval")
 
         code, out, _ = await starter("result", ids[0], "--json", settings=settings)
         assert json.loads(out)["output"] == "Refunded order 4471."
@@ -182,6 +187,10 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         assert [(a["event"], a["approver"], a["reason"]) for a in declined["audit"]] == [
             ("declined", "tom", "duplicate")
         ]
+        # A decision for a run that has ended: one line, nothing sent (issue 23: no traceback).
+        code, _, err = await starter("approve", ids[1], "--by", "late", "--yes", settings=settings)
+        assert code == 1
+        assert_one_clear_line(err, f"run {ids[1]} has already ended (completed)")
     ledger_rows = type(ledger)(settings.ledger_path).effects()
     assert [(e.run_id, e.tool) for e in ledger_rows if e.run_id in ids] == [(ids[0], "refund")]
 

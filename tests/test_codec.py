@@ -27,15 +27,16 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.testing import WorkflowEnvironment
 
-from agentic import Budget, FakeModel, Registry, tool, tool_call
+from agentic import Agent, Budget, FakeModel, Registry, tool, tool_call
 from agentic.ledger import EffectsLedger
-from ops.cli.runs import start_run
 from ops.codec import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, KeyConfigError, KeyRing, UnknownKeyError
 from ops.codec.keys import load_keyring, new_key
 from ops.codec.server import COOKIE, CodecService, serve_in_thread
 from ops.connection import connect, data_converter
 from ops.settings import ROOT, Settings
-from worker import build_worker, transcripts_for
+from tests.conftest import TEST_AGENTS, new_worker
+from worker import transcripts_for
+from workflows.client import AgentClient
 from workflows.inputs import AgentInput, AgentResult
 
 SECRET = "sk-live-PLANTED-SECRET-4471"
@@ -43,7 +44,7 @@ TEMPORAL = Path(sys.executable).parent / "temporal"
 ENCRYPTED_B64 = base64.b64encode(ENCODING).decode()
 
 
-# -- a scenario whose tool argument (and answer) is the secret ------------------------------------
+# -- an agent whose tool argument (and answer) is the secret --------------------------------------
 
 
 @tool(description="Store an API credential in the vault.", credential="The credential to store.")
@@ -51,21 +52,13 @@ def store_credential(credential: str) -> str:
     return f"stored {credential}"
 
 
-def _secret_script(options: ScenarioOptions) -> FakeModel:
-    return FakeModel([tool_call("store_credential", {"credential": SECRET}), f"Stored {SECRET} in the vault."])
-
-
-register_scenario(
-    Scenario(
-        "t-secret",
-        "a secret in a tool argument",
-        "",
-        "Store the API key.",
-        Registry([store_credential]),
-        _secret_script,
-        Budget(max_steps=3),
-    ),
-    replace=True,
+SECRET_AGENT = Agent(
+    FakeModel([tool_call("store_credential", {"credential": SECRET}), f"Stored {SECRET} in the vault."]),
+    Registry([store_credential]),
+    budget=Budget(max_steps=3),
+    name="t-secret",
+    description="a secret in a tool argument",
+    task="Store the API key.",
 )
 
 
@@ -91,17 +84,33 @@ async def codec_worker(
         namespace=env.client.namespace,
         task_queue=task_queue,
         ledger_path=tmp_path / f"{task_queue}-ledger.db",
+        data_dir=tmp_path / task_queue,
         codec_keys=keys,
     )
     client = await connect(settings)
     ledger = EffectsLedger(settings.ledger_path)
-    async with build_worker(client, task_queue=task_queue, ledger=ledger, transcripts=transcripts_for(settings)):
+    agents = [*TEST_AGENTS, SECRET_AGENT]
+    transcripts = transcripts_for(settings)
+    async with new_worker(client, task_queue, ledger, agents=agents, transcripts=transcripts):
         yield client, settings
 
 
 async def run(client: Client, settings: Settings, input: AgentInput) -> AgentResult:
-    handle = await start_run(client, settings, input, f"codec-{input.scenario}-{uuid.uuid4().hex[:8]}")
+    agents = AgentClient(client, settings=settings)
+    handle = await agents.start_input(input, run_id=f"codec-{input.agent}-{uuid.uuid4().hex[:8]}")
     return await handle.result()
+
+
+def _unencoded_by_design(path: tuple[str, ...]) -> bool:
+    """Search attribute values (the server indexes them) and the SDK's own bookkeeping in a local activity
+    marker (`data`: sequence, activity type, times) are never encoded; everything else must be."""
+    return "searchAttributes" in path or path == (
+        "events",
+        "markerRecordedEventAttributes",
+        "details",
+        "data",
+        "payloads",
+    )
 
 
 def show(env: WorkflowEnvironment, workflow_id: str, *extra: str) -> tuple[str, dict[str, Any]]:
@@ -204,7 +213,7 @@ async def test_history_never_holds_the_planted_secret(dev_env: WorkflowEnvironme
         planted = await run(client, settings, AgentInput(agent="t-secret"))
 
     # The transcript store (by reference, the conversation lives there) is ciphertext at rest too...
-    store_file = settings.ledger_path.parent / "transcripts.db"
+    store_file = settings.data_dir / "transcripts.db"
     raw_store = b"".join(p.read_bytes() for p in store_file.parent.glob("transcripts.db*"))
     assert store_file.exists() and SECRET.encode() not in raw_store
     # ...and reads back whole through the key ring.
@@ -229,12 +238,13 @@ async def test_history_never_holds_the_planted_secret(dev_env: WorkflowEnvironme
         assert SECRET not in text
         assert not [form for form in base64_forms(SECRET) if form in text]
         assert SECRET.encode() not in decoded_data(history)
-        # Every payload is ciphertext — input, activity arguments and results, summaries, memo, result —
-        # except search attribute values, which the server must be able to index.
+        # Every payload is ciphertext — input, activity arguments and results (the local activity's too),
+        # summaries, memo, result — except search attribute values, which the server must be able to index,
+        # and the SDK's own bookkeeping in the local activity marker (`data`: sequence, activity type, times).
         found = list(payloads_in(history))
         plain = [path for path, p in found if p["metadata"]["encoding"] != ENCRYPTED_B64]
         assert len(found) - len(plain) >= 8
-        assert plain and all("searchAttributes" in path for path in plain), plain
+        assert plain and all(_unencoded_by_design(path) for path in plain), plain
         kinds = {path[-2] if path[-1] == "payloads" else path[-1] for path, _ in found}
         assert {"input", "result", "summary"} <= kinds
 
@@ -266,7 +276,7 @@ async def test_rotation_old_payloads_decrypt_after_a_new_key_is_active(
     async with codec_worker(dev_env, tmp_path, ring(k1), f"tq-rot1-{uuid.uuid4().hex[:8]}") as (client, settings):
         old = await run(client, settings, AgentInput(agent="t-secret"))
     _, history = show(dev_env, old.run_id)
-    key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if "searchAttributes" not in path}
+    key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if not _unencoded_by_design(path)}
     assert key_ids == {base64.b64encode(b"k1").decode()}
 
     # k2 becomes the active key; k1 stays loaded to read what was written under it.
@@ -276,7 +286,7 @@ async def test_rotation_old_payloads_decrypt_after_a_new_key_is_active(
         new = await run(client, settings, AgentInput(agent="t-secret"))
         assert SECRET in (new.output or "")
     _, history = show(dev_env, new.run_id)
-    key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if "searchAttributes" not in path}
+    key_ids = {p["metadata"].get(KEY_ID) for path, p in payloads_in(history) if not _unencoded_by_design(path)}
     assert key_ids == {base64.b64encode(b"k2").decode()}
 
     # Once k1 is dropped, its payloads fail loudly, naming the missing key — never silently.

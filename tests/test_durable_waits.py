@@ -88,9 +88,7 @@ async def test_a_compensation_walk_survives_a_sigkill_halfway(dev_env, task_queu
     try:
         handle = await dev_env.client.start_workflow(
             AgentWorkflow.run,
-            AgentInput(
-                scenario="trip", options=dict(step_delay=1.5), timeouts=Timeouts(heartbeat_seconds=2.0)
-            ),
+            AgentInput(scenario="trip", options=dict(step_delay=1.5), timeouts=Timeouts(heartbeat_seconds=2.0)),
             id=run_id,
             task_queue=task_queue,
         )

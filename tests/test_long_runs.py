@@ -68,9 +68,7 @@ async def test_a_run_continued_many_times_ends_as_one_that_never_was(skipping_en
     options = dict(records=12)
     run_id = f"long-{uuid.uuid4().hex[:10]}"
     ledgers = [EffectsLedger(tmp_path / name / "ledger.db") for name in ("straight", "continued")]
-    straight = await execute(
-        skipping_env, ledgers[0], task_queue, AgentInput(agent=scenario, options=options), run_id
-    )
+    straight = await execute(skipping_env, ledgers[0], task_queue, AgentInput(agent=scenario, options=options), run_id)
     continued = await execute(
         skipping_env,
         ledgers[1],
@@ -144,7 +142,7 @@ async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(skippin
 async def test_large_outputs_travel_as_references_and_reach_the_model_whole(skipping_env, ledger, task_queue):
     size = 300_000  # over Temporal's comfort, under the hard cap
     result = await execute(
-        skipping_env, ledger, task_queue, AgentInput(agent="t-big-output", options=dict(records=size))
+        skipping_env, ledger, task_queue, AgentInput(agent="t-big-output", options=dict(output_bytes=size))
     )
     assert result.output == f"The document has {size} characters."  # the model read all of it
     [record] = result.records
@@ -160,7 +158,7 @@ async def test_large_outputs_travel_as_references_and_reach_the_model_whole(skip
 async def test_over_the_hard_cap_fails_clearly_without_retrying(skipping_env, ledger, task_queue):
     input = AgentInput(
         scenario="t-big-output",
-        options=dict(records=50_000),
+        options=dict(output_bytes=50_000),
         limits=PayloadLimits(tool_output_bytes=1000, hard_cap_bytes=10_000),
     )
     async with new_worker(skipping_env.client, task_queue, ledger):
@@ -221,9 +219,7 @@ async def suggesting_env():
 
 
 async def test_the_servers_suggestion_triggers_continue_as_new(suggesting_env, ledger, task_queue):
-    result = await execute(
-        suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8))
-    )
+    result = await execute(suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8)))
     assert result.continued >= 1  # our own thresholds (5,000 events) were nowhere near
     assert result.stop is Stop.ANSWERED and [e.args["record"] for e in ledger.effects(result.run_id)] == [
         f"rec-{i}" for i in range(1, 9)

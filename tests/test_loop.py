@@ -86,7 +86,8 @@ def test_step_sequence() -> None:
     assert out[0].tool_calls == (first,)
     step = loop.next_step()
     assert isinstance(step, RunTool)
-    assert step.call == first
+    # The queued call is the model's, with the runner's identity added: step 1, first call.
+    assert step.call == first.model_copy(update={"uid": "1.1"})
     assert step.spec == SPECS["lookup"]
     assert step.needs_approval is False
     # Asking again does not advance anything.
@@ -99,7 +100,9 @@ def test_step_sequence() -> None:
     assert loop.next_step() == Finish(stop=Stop.ANSWERED, output="All done.")
     assert loop.finished
     assert loop.state.consumed == Usage(steps=2, input_tokens=20, output_tokens=10, cost=0.002)
-    assert [(r.call.id, r.status, r.content) for r in loop.state.records] == [("c1", ToolStatus.OK, "found it")]
+    assert [(r.call.id, r.call.uid, r.status, r.content) for r in loop.state.records] == [
+        ("c1", "1.1", ToolStatus.OK, "found it")
+    ]
 
 
 def test_a_non_assistant_reply_is_recorded_as_assistant() -> None:
@@ -228,7 +231,7 @@ def test_repeat_guard_within_one_reply_skips_the_rest() -> None:
     a1, a2, b = call("c1", x=1), call("c2", x=1), call("c3", "charge")
     messages += loop.model_replied(reply(a1, a2, b))
     step = loop.next_step()
-    assert isinstance(step, RunTool) and step.call == a1
+    assert isinstance(step, RunTool) and step.call.id == a1.id
     messages += loop.tool_finished(ok(a1))
     assert loop.next_step() == Finish(stop=Stop.REPEATED_CALL, output=None)
     assert [(r.call.id, r.status) for r in loop.state.records] == [
@@ -308,7 +311,7 @@ def test_give_up_after_a_queued_call_runs_that_call_first() -> None:
     first = call("c1")
     loop.model_replied(reply(first, give_up("stuck")))
     step = loop.next_step()
-    assert isinstance(step, RunTool) and step.call == first
+    assert isinstance(step, RunTool) and step.call.id == first.id
     loop.tool_finished(ok(first))
     assert loop.next_step() == Finish(stop=Stop.GAVE_UP, output=None)
     assert loop.state.stop_detail == "stuck"
@@ -456,3 +459,31 @@ def test_loop_state_round_trip_with_queued_calls() -> None:
     again.tool_finished(ok(restored.queue[0]))
     again.model_replied(reply(call("c3", q={"a": 2, "b": 1})))
     assert again.next_step() == Finish(stop=Stop.REPEATED_CALL, output=None)
+
+
+def test_calls_get_a_runner_identity_that_never_repeats_even_when_provider_ids_do() -> None:
+    """Some providers number calls per reply ("call_0" every turn): the runner's identity is step and
+    position, so a repeated provider id can never stand for an earlier call."""
+    loop = AgentLoop(Budget(), SPECS)
+    uids = []
+    for q in ("a", "b", "c"):
+        loop.model_replied(reply(call("call_0", q=q), call("call_1", q=q + "2")))
+        while isinstance(step := loop.next_step(), RunTool):
+            uids.append((step.call.id, step.call.uid))
+            loop.tool_finished(ok(step.call))
+    assert uids == [
+        ("call_0", "1.1"),
+        ("call_1", "1.2"),
+        ("call_0", "2.1"),
+        ("call_1", "2.2"),
+        ("call_0", "3.1"),
+        ("call_1", "3.2"),
+    ]
+    assert len({r.call.uid for r in loop.state.records}) == 6
+
+
+def test_a_resumed_loop_keeps_numbering_after_the_carried_steps() -> None:
+    loop = AgentLoop(Budget(), SPECS, LoopState(consumed=Usage(steps=7)))
+    loop.model_replied(reply(call("call_0", q="x")))
+    step = loop.next_step()
+    assert isinstance(step, RunTool) and step.call.uid == "8.1"

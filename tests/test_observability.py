@@ -20,12 +20,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic.ledger import EffectsLedger
 from ops import observability
-from ops.cli.runs import start_run
 from ops.connection import connect
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
-from tests.conftest import eventually
-from worker import build_worker
+from tests.conftest import eventually, new_worker
+from workflows.client import AgentClient
 from workflows.inputs import AgentInput, AgentResult
 
 
@@ -68,7 +67,9 @@ async def test_worker_process_metrics_logs_and_traces(dev_env: WorkflowEnvironme
     try:
         assert any(f"metrics=http://127.0.0.1:{port}/metrics" in line for line in worker.output)
         run_id = f"obs-{uuid.uuid4().hex[:8]}"
-        handle = await start_run(dev_env.client, settings, AgentInput(agent="billing"), run_id)
+        handle = (
+            await AgentClient(dev_env.client, settings=settings).start_input(AgentInput(agent="billing"), run_id=run_id)
+        ).workflow
         result: AgentResult = await handle.result()
         assert result.stop.value == "answered"
 
@@ -103,7 +104,8 @@ async def test_worker_process_metrics_logs_and_traces(dev_env: WorkflowEnvironme
     assert finished["duration_ms"] >= 0 and finished["input_tokens"] > 0
     tool = by_message["tool call finished"]
     assert tool["tool"] == "charge" and tool["status"] == "ok"
-    assert tool["key"] == f"{handle.id}:{tool['call_id']}"  # the idempotency key the ledger records
+    # the idempotency key the ledger records: the run and the runner's identity of the call (step 1, call 1)
+    assert tool["call_id"] == "1.1" and tool["key"] == f"{handle.id}:1.1"
     assert tool["workflow_run_id"] == by_message["run started"]["workflow_run_id"]
     assert by_message["run finished"]["status"] == "completed" and by_message["run finished"]["stop"] == "answered"
     assert {r["level"] for r in ours} == {"info"}
@@ -124,8 +126,12 @@ async def test_tracing_follows_a_run_from_client_to_activities(dev_env: Workflow
     settings = settings_for(dev_env, tmp_path, task_queue)
     # Given to connect(), the interceptor applies to the client and to every worker built on it.
     client = await connect(settings, interceptors=[observability.tracing_interceptor(provider)])
-    async with build_worker(client, task_queue=task_queue, ledger=EffectsLedger(settings.ledger_path)):
-        handle = await start_run(client, settings, AgentInput(agent="billing"), f"trace-{uuid.uuid4().hex[:8]}")
+    async with new_worker(client, task_queue, EffectsLedger(settings.ledger_path)):
+        handle = (
+            await AgentClient(client, settings=settings).start_input(
+                AgentInput(agent="billing"), run_id=f"trace-{uuid.uuid4().hex[:8]}"
+            )
+        ).workflow
         await handle.result()
 
     spans = [s for s in exporter.get_finished_spans() if s.attributes.get("temporalWorkflowID") == handle.id]

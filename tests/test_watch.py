@@ -15,11 +15,11 @@ import termios
 from typing import Any
 
 from agentic.approvals import ApprovalPolicy, Decision
-from ops.cli.runs import start_run
 from ops.devserver import free_port
 from ops.settings import ROOT, Settings
 from tests.conftest import dev_settings, new_worker
 from workflows.agent import AgentWorkflow
+from workflows.client import AgentClient
 from workflows.inputs import AgentInput
 
 TIMEOUT = 40.0
@@ -65,7 +65,7 @@ async def read_until(process: asyncio.subprocess.Process, seen: list[str], wante
 
 
 async def start(settings: Settings, client: Any, run_id: str, scenario: str, **fields: Any) -> None:
-    await start_run(client, settings, AgentInput(agent=scenario, **fields), run_id)
+    await AgentClient(client, settings=settings).start_input(AgentInput(agent=scenario, **fields), run_id=run_id)
 
 
 async def test_watch_json_lines_follow_a_migration_to_its_answer(dev_env, task_queue, tmp_path, ledger):
@@ -166,9 +166,10 @@ async def test_watch_on_a_terminal_redraws_one_line(dev_env, task_queue, tmp_pat
     bar, _, rest = screen.partition("\n")
     assert bar.count("\r") >= 4 and bar.count("\x1b[K") == bar.count("\r"), repr(screen)
     frames = [frame.removesuffix("\x1b[K") for frame in bar.split("\r") if frame]
-    assert all(frame.startswith("[") and "/200" in frame for frame in frames), frames
+    assert all(frame.startswith("[") and "/200" in frame for frame in frames[:-1]), frames
     assert any("migrate_record(record=rec-" in frame for frame in frames), frames
-    assert frames[-1].startswith("[") and " 6/200  completed  finished: answered  tokens " in frames[-1]
+    # A finished run's bar is full: the steps it took, not the 200 its budget allowed.
+    assert frames[-1].startswith("[####################] 6/6  completed  finished: answered  tokens "), frames
     assert rest.strip() == f"{run_id}: completed (answered) — Migrated 5 records."
 
 
@@ -181,7 +182,7 @@ async def test_watch_of_a_closed_run_needs_no_worker(dev_env, task_queue, tmp_pa
     code, out, err = await watch(settings, run_id)  # the worker is gone: a progress query would time out
     assert code == 0, err
     progress, result = out.splitlines()
-    assert progress.startswith("[step 2]  completed  finished: answered  tokens "), out
+    assert progress.startswith("[####################] 2/2  completed  finished: answered  tokens "), out
     assert result == f"{run_id}: completed (answered) — Invoice inv-9 is settled."
 
 

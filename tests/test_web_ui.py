@@ -23,12 +23,10 @@ import pytest_asyncio
 
 from agentic.ledger import EffectsLedger
 from ops import devserver
-from ops.cli.runs import start_run
 from ops.connection import connect
 from ops.settings import ROOT, Settings
-from tests.conftest import eventually
-from worker import build_worker
-from workflows.inputs import AgentInput
+from tests.conftest import agent_named, eventually, new_worker
+from workflows.client import AgentClient
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 INSTALL_HINT = (
@@ -83,9 +81,9 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
         client = await connect(settings)
         suffix = uuid.uuid4().hex[:6]
         runs = UiRuns(f"http://127.0.0.1:{ui_port}", f"billing-{suffix}", f"trip-{suffix}", f"refund-{suffix}")
-        async with build_worker(client, task_queue=settings.task_queue, ledger=EffectsLedger(settings.ledger_path)):
+        async with new_worker(client, settings.task_queue, EffectsLedger(settings.ledger_path)):
             for scenario, run_id in (("billing", runs.billing), ("trip", runs.trip), ("refund", runs.refund)):
-                await start_run(client, settings, AgentInput(agent=scenario), run_id)
+                await AgentClient(client, settings=settings).start(agent_named(scenario), run_id=run_id)
             for run_id in (runs.billing, runs.trip):
                 await client.get_workflow_handle(run_id).result()
 
@@ -140,7 +138,7 @@ async def test_run_page_shows_activity_summaries_static_summary_and_details(ui_r
         summary = page.frame_locator("#user-metadata-summary")
         await expect(summary.get_by_text("billing: Settle invoice inv-9", exact=True)).to_be_visible()
         details = page.frame_locator("#user-metadata-details")
-        await expect(details.locator("body")).to_contain_text("scenario billing — Charge invoice inv-9 once")
+        await expect(details.locator("body")).to_contain_text("agent billing — Charge invoice inv-9 once")
         await expect(details.locator("strong")).to_have_text("billing")
         current = page.frame_locator("#user-metadata-current-details")
         await expect(current.locator("body")).to_contain_text("completed — step 2: finished: answered")

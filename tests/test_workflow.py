@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
@@ -9,7 +10,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from agentic import Agent, Budget, Stop, ToolStatus
+from agentic import Budget, Stop, ToolStatus
 from agentic.ledger import EffectsLedger
 from examples.options import DemoDeps
 from tests.conftest import agent_named, new_worker, transcripts_next_to
@@ -41,15 +42,10 @@ async def test_billing_answers_and_charges_once(skipping_env, ledger, task_queue
 async def test_workflow_and_in_process_agent_reach_the_same_run(skipping_env, ledger, task_queue, tmp_path):
     """One loop, two runners: the durable run's transcript and consumption equal the in-process run's."""
     durable = await execute(skipping_env, ledger, task_queue, AgentInput(agent="migration"))
-    scenario = agent_named("migration")
-    options = dict()
-    local = Agent(
-        scenario.model,
-        scenario.registry,
-        system=scenario.system,
-        budget=scenario.budget,
-        deps=DemoDeps(EffectsLedger(tmp_path / "local.db")),
-    ).run(scenario.task, run_id=durable.run_id)
+    migration = agent_named("migration")
+    local = dataclasses.replace(migration, deps=DemoDeps(EffectsLedger(tmp_path / "local.db"))).run(
+        run_id=durable.run_id
+    )
     assert durable.transcript_messages(transcripts_next_to(ledger)) == local.messages
     assert durable.usage == local.usage
     assert durable.stop is local.stop is Stop.ANSWERED
@@ -131,7 +127,7 @@ async def test_idempotency_key_is_stable_across_an_activity_retry(skipping_env, 
         history = await handle.fetch_history()
     assert result.stop is Stop.ANSWERED
     effects = ledger.effects(result.run_id)
-    calls = [r.call.id for r in result.records]
+    calls = [r.call.uid for r in result.records]
     assert [e.key for e in effects] == [f"{result.run_id}:{call_id}" for call_id in calls]
     assert [e.args["row"] for e in effects] == ["row-1", "row-2", "row-3"]
     attempts = [
@@ -142,10 +138,12 @@ async def test_idempotency_key_is_stable_across_an_activity_retry(skipping_env, 
     assert attempts.count(2) == 3  # every write really was retried, and still made one effect
 
 
-async def test_unknown_scenario_fails_the_run_at_once(skipping_env, ledger, task_queue):
+async def test_an_agent_the_worker_does_not_serve_fails_the_run_at_once(skipping_env, ledger, task_queue):
     with pytest.raises(WorkflowFailureError) as failure:
         await execute(skipping_env, ledger, task_queue, AgentInput(agent="no-such-agent"))
-    assert "unknown scenario 'no-such-agent'" in str(failure.value.cause)
+    message = str(failure.value.cause)
+    assert f"unknown agent 'no-such-agent' (not served on task queue {task_queue!r})" in message
+    assert "billing, migration, refund" in message  # it names the agents this worker does serve
 
 
 async def test_a_non_retryable_model_error_fails_the_run_without_retrying(skipping_env, ledger, task_queue):

@@ -25,11 +25,12 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
+    WorkflowHistory,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from agentic import Agent, Budget, Message, Usage
@@ -153,12 +154,16 @@ class AgentClient:
             timeouts=timeouts or Timeouts(),
             **input_fields,
         )
-        return await self.start_input(input, run_id=run_id, description=_description(agent))
+        shown_task = task or (agent.task if isinstance(agent, Agent) else None)
+        return await self.start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
 
-    async def start_input(self, input: AgentInput, *, run_id: str | None = None, description: str = "") -> RunHandle:
-        """Start a run from a complete `AgentInput` (what `start` builds)."""
+    async def start_input(
+        self, input: AgentInput, *, run_id: str | None = None, description: str = "", shown_task: str | None = None
+    ) -> RunHandle:
+        """Start a run from a complete `AgentInput` (what `start` builds). `description` and `shown_task`
+        only label the run in the Web UI (the worker's agent supplies the default task itself)."""
         run_id = run_id or f"{input.agent}-{uuid.uuid4().hex[:8]}"
-        task = input.task or ""
+        task = input.task or shown_task or ""
         try:
             handle = await self.client.start_workflow(
                 AgentWorkflow.run,
@@ -239,6 +244,12 @@ class RunHandle:
 
     async def is_running(self) -> bool:
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
+
+    async def ensure_open(self) -> None:
+        """RunClosed (saying how it ended) unless the run is still open."""
+        description = await self.describe()
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            raise _closed(self.run_id, description)
 
     # -- looking -------------------------------------------------------------------------------------
 
@@ -383,6 +394,19 @@ class RunHandle:
         except RPCError as exc:
             raise _rpc_error(exc, f"cannot cancel run {self.run_id}") from exc
 
+    async def histories(self) -> list[WorkflowHistory]:
+        """The run's event histories, oldest first: one per run of its continue-as-new chain."""
+        description = await self.describe()
+        client = self.agents.client
+        run_id, found = description.raw_description.workflow_execution_info.first_run_id, []
+        while run_id:
+            history = await client.get_workflow_handle(self.run_id, run_id=run_id).fetch_history()
+            found.append(history)
+            last = history.events[-1]
+            continued = last.HasField("workflow_execution_continued_as_new_event_attributes")
+            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id if continued else ""
+        return found
+
     async def _failure(self) -> str | None:
         try:
             await self.workflow.result()
@@ -479,14 +503,21 @@ def _closed(run_id: str, description: WorkflowExecutionDescription) -> RunClosed
 
 
 def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
-    cause: BaseException = exc
-    failure_type: str | None = None
-    while getattr(cause, "cause", None) is not None:
-        cause = cause.cause  # type: ignore[attr-defined]
-        failure_type = getattr(cause, "type", None) or failure_type
-    message = f"run {run_id} failed: {cause if cause is not exc else exc}"
-    if failure_type == "UnknownAgent":
-        return UnknownAgent(message, failure_type)
+    """The run's own failure (e.g. `CompensationFailed`, `RunRejected`), not the deepest activity error
+    under it; UnknownAgent when that is what rejected the run."""
+    cause: BaseException | None = exc.cause
+    while isinstance(cause, ActivityError | ChildWorkflowError) and cause.cause is not None:
+        cause = cause.cause
+    types: list[str] = []
+    inner: BaseException | None = cause
+    while inner is not None:
+        if isinstance(inner, ApplicationError) and inner.type:
+            types.append(inner.type)
+        inner = getattr(inner, "cause", None)
+    failure_type = types[0] if types else None
+    message = f"run {run_id} failed: {cause or exc}"
+    if "UnknownAgent" in types:
+        return UnknownAgent(message, "UnknownAgent")
     return RunFailed(message, failure_type)
 
 

@@ -27,18 +27,31 @@ class ModelCatalog:
         self, models: Mapping[str, Model] | None = None, *, prefixes: Mapping[str, ModelFactory] | None = None
     ) -> None:
         self._models: dict[str, Model] = dict(models or {})
+        self._lazy: dict[str, Callable[[], Model]] = {}
         self._prefixes: dict[str, ModelFactory] = dict(prefixes or {})
 
-    def add(self, name: str, model: Model) -> ModelCatalog:
-        self._models[name] = model
+    def add(self, name: str, model: Model | Callable[[], Model]) -> ModelCatalog:
+        """Declare `name`: a model, or a function making it on first use (clients can be slow to import)."""
+        if isinstance(model, Model):
+            self._models[name] = model
+        else:
+            self._lazy[name] = model
+        return self
+
+    def add_prefix(self, prefix: str, factory: ModelFactory) -> ModelCatalog:
+        """Declare every name `prefix` + model (e.g. `openai:` + any OpenAI model name)."""
+        self._prefixes[prefix] = factory
         return self
 
     def names(self) -> list[str]:
-        return sorted(self._models) + [f"{prefix}<model>" for prefix in sorted(self._prefixes)]
+        return sorted({*self._models, *self._lazy}) + [f"{prefix}<model>" for prefix in sorted(self._prefixes)]
 
     def resolve(self, name: str) -> Model:
         model = self._models.get(name)
         if model is not None:
+            return model
+        if name in self._lazy:
+            model = self._models[name] = self._lazy.pop(name)()
             return model
         for prefix, factory in self._prefixes.items():
             if name.startswith(prefix) and len(name) > len(prefix):

@@ -32,7 +32,8 @@ class FakeModel:
         self.name = name
         self.pricing = pricing
         self._every: Callable[[Sequence[Message]], Reply] | None = None
-        self._calls = 0
+        self._calls = 0  # answered, however asked
+        self._next = 0  # the index an implicit call (no `call_index`) gets
         self._lock = threading.Lock()
 
     @classmethod
@@ -47,15 +48,16 @@ class FakeModel:
 
     @property
     def calls(self) -> int:
-        """Calls answered without an explicit `call_index` (the in-process agent's way)."""
+        """Calls answered, in every run of every runner in this process."""
         return self._calls
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), *, call_index: int | None = None
     ) -> ModelReply:
-        if call_index is None:
-            with self._lock:
-                call_index, self._calls = self._calls, self._calls + 1
+        with self._lock:
+            if call_index is None:  # no runner said which call this is: the next in line
+                call_index, self._next = self._next, self._next + 1
+            self._calls += 1
         if self._every is not None:
             script: Script = self._every
         elif 0 <= call_index < len(self.replies):

@@ -45,6 +45,7 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     if not args.by.strip():
         raise CliError("--by needs a name: it is recorded in the audit trail", code=2)
     handle = await (await agent_client(settings)).get(args.run_id)
+    await handle.ensure_open()
     target = choose(await handle.pending(), args.run_id, args.call)
     arguments_hash = _confirmed_hash(args, target, approve)
     outcome = await handle.decide(

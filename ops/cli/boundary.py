@@ -15,9 +15,9 @@ from agentic.agent import InvalidOptions
 from ops.agent_modules import AgentModuleError, UnknownAgentName
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
-from workflows.errors import AgentClientError, AmbiguousApproval, NoPendingApproval, UnknownRun
+from workflows.errors import AgentClientError, AmbiguousApproval, NoPendingApproval
 
-BAD_INPUT = (RunOptionError, InvalidOptions, AgentModuleError, UnknownAgentName, UnknownRun, AmbiguousApproval)
+BAD_INPUT = (RunOptionError, InvalidOptions, AgentModuleError, UnknownAgentName, AmbiguousApproval)
 
 
 def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) -> int:

@@ -1,4 +1,4 @@
-"""Record workflow histories of the built-in scenarios for the replay test.
+"""Record workflow histories of the demo agents for the replay test.
 
     .venv/bin/python -m tests.histories.record
 
@@ -17,25 +17,24 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentic.ledger import EffectsLedger
-from bench.history import chain
-from worker import build_worker
+from tests.conftest import new_worker
 from workflows import search_attributes
-from workflows.agent import AgentWorkflow
+from workflows.client import AgentClient
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 HERE = Path(__file__).parent
 RECORDINGS = {
-    "billing": AgentInput(scenario="billing"),
-    "migration": AgentInput(scenario="migration"),
-    "trip-car-fails": AgentInput(scenario="trip"),
-    "billing-flaky": AgentInput(scenario="billing", options=ScenarioOptions(flaky_attempts=1)),
-    "refund-expired": AgentInput(scenario="refund"),
+    "billing": AgentInput(agent="billing"),
+    "migration": AgentInput(agent="migration"),
+    "trip-car-fails": AgentInput(agent="trip"),
+    "billing-flaky": AgentInput(agent="billing", options={"flaky_attempts": 1}),
+    "refund-expired": AgentInput(agent="refund"),
     "migration-continued": AgentInput(
-        scenario="migration",
-        options=ScenarioOptions(records=8),
+        agent="migration",
+        options={"records": 8},
         continue_as_new=ContinueAsNewPolicy(max_history_events=40),
     ),
-    "trip-inline": AgentInput(scenario="trip", transcript="inline"),
+    "trip-inline": AgentInput(agent="trip", transcript="inline"),
 }
 
 
@@ -47,13 +46,12 @@ async def record() -> None:
     try:
         await search_attributes.register(env.client)  # else every upsert fails its workflow task
         with tempfile.TemporaryDirectory() as tmp:
-            async with build_worker(env.client, task_queue="record", ledger=EffectsLedger(Path(tmp) / "l.db")):
+            async with new_worker(env.client, "record", EffectsLedger(Path(tmp) / "l.db")):
+                agents = AgentClient(env.client, task_queue="record")
                 for name, input in RECORDINGS.items():
-                    handle = await env.client.start_workflow(
-                        AgentWorkflow.run, input, id=f"recorded-{name}", task_queue="record"
-                    )
+                    handle = await agents.start_input(input, run_id=f"recorded-{name}")
                     await handle.result()
-                    runs = await chain(env.client, handle.id)  # every run of a continue-as-new chain
+                    runs = await handle.histories()  # every run of a continue-as-new chain
                     for i, history in enumerate(runs, 1):
                         label = name if len(runs) == 1 else f"{name}-run{i}"
                         (HERE / f"{label}.json").write_text(history.to_json())
