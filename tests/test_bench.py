@@ -104,6 +104,16 @@ def test_count_sets_counts_each_file_once_in_the_first_role(tmp_path: Path):
     assert (counted["durability"]["code"], counted["operations"]["code"]) == (2, 1)
 
 
+def test_a_shared_file_is_counted_for_no_engine(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "core.py").write_text("a = 1\n")
+    (tmp_path / "pkg" / "options.py").write_text("b = 2\n")
+    sets = {"engine": {"operations": ["pkg/*.py"]}, loc.SHARED: {"not counted": ["pkg/options.py"]}}
+    counted = loc.count_sets(tmp_path, sets)
+    assert [f["path"] for f in counted["engine"]["operations"]["files"]] == ["pkg/core.py"]
+    assert [f["path"] for f in counted[loc.SHARED]["not counted"]["files"]] == ["pkg/options.py"]
+
+
 def test_every_listed_pattern_of_the_repository_matches_files():
     """A renamed module must not silently drop out of the comparison."""
     for roles in loc.FILE_SETS.values():
