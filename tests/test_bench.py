@@ -239,9 +239,9 @@ def test_anomalies_fail_the_session_without_counting_as_duplicates(statuses, eff
     assert not verdict.ok
 
 
-def test_the_plan_covers_every_scenario_and_is_reproducible():
+def test_the_plan_covers_every_agent_and_outcome_and_is_reproducible():
     specs = plan(6, seed=3, prefix="p")
-    kinds = {s.scenario if s.scenario != "trip" else f"trip-{s.fail_at}" for s in specs}
+    kinds = {s.agent if s.agent != "trip" else f"trip-{s.fail_at}" for s in specs}
     assert kinds == set(MIX)
     assert len({s.run_id for s in specs}) == 6
     assert plan(6, seed=3, prefix="p") == specs
