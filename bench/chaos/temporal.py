@@ -24,7 +24,7 @@ from workflows.errors import ApprovalRejected, NoPendingApproval, RunClosed, Tem
 from workflows.inputs import Timeouts
 
 HEARTBEAT_SECONDS = 2.0
-MODEL_SECONDS = 10.0  # the model activity does not heartbeat: a kill during it is noticed by this timeout
+MODEL_SECONDS = 10.0  # a bound on one model call (which heartbeats: a kill is noticed within HEARTBEAT_SECONDS)
 
 
 @dataclass
