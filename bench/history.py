@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import tempfile
 import time
@@ -23,51 +24,60 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentic import Budget, FakeModel, Message, Registry, tool, tool_call
-from agentic.ledger import EffectsLedger
+from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, encode
 from bench.cli import Command, register
-from scenarios import Scenario, ScenarioOptions, register_scenario
+from examples.effects import tool_results
 from worker import build_worker
 from workflows import search_attributes
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, AgentResult, ContinueAsNewPolicy
+from workflows.client import AgentClient
+from workflows.errors import RunFailed
+from workflows.inputs import AgentResult, ContinueAsNewPolicy
 
-SCENARIO = "bench-history"
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
+_PAGE = re.compile(r"^page (\d+) of (\d+):")
 
 
-@tool(description="Read one page of the archive.", page="Page number.", size="Bytes of text to return.")
-def read_page(page: int, size: int) -> str:
-    line = f"page {page}: lorem ipsum dolor sit amet, consectetur adipiscing elit. "
-    return (line * (size // len(line) + 1))[:size]
+class ArchiveOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calls: int = Field(10, ge=2, description="Model calls in the run: one per page, then the answer.")
+    page_bytes: NonNegativeInt = Field(1000, description="Bytes of text each page returns.")
 
 
-def _script(options: ScenarioOptions) -> FakeModel:
-    calls, size = options.records, options.output_bytes
-
-    def next_move(messages: Sequence[Message]) -> object:
-        pages = sum(1 for m in messages if m.role == "tool")
-        return tool_call("read_page", {"page": pages + 1, "size": size}) if pages < calls - 1 else "Read it all."
-
-    return FakeModel([next_move] * calls)
+@tool(description="Read one page of the archive.", page="Page number.")
+def read_page(page: int, ctx: ToolContext) -> str:
+    options = ctx.options if isinstance(ctx.options, ArchiveOptions) else ArchiveOptions()
+    header = f"page {page} of {options.calls - 1}: "
+    line = "lorem ipsum dolor sit amet, consectetur adipiscing elit. "
+    return header + (line * (options.page_bytes // len(line) + 1))[: max(0, options.page_bytes - len(header))]
 
 
-register_scenario(
-    Scenario(
-        SCENARIO,
-        "N calls each adding a large tool output",
-        "Read the archive.",
-        "Read every page.",
-        Registry([read_page]),
-        _script,
-        Budget(max_steps=1_000_000),
-    ),
-    replace=True,
+def next_move(messages: Sequence[Message]) -> object:
+    """The next page until the last one the tool announced, then the answer. Reads only the start of each
+    page, which a claim-checked preview keeps."""
+    pages = [m for content in tool_results(messages) if (m := _PAGE.match(content))]
+    if not pages:
+        return tool_call("read_page", {"page": 1})
+    page, last = (int(g) for g in pages[-1].groups())
+    return tool_call("read_page", {"page": page + 1}) if page < last else "Read it all."
+
+
+ARCHIVE = Agent(
+    FakeModel.replying(next_move, name="bench-history-script"),
+    Registry([read_page]),
+    system="Read every page.",
+    budget=Budget(max_steps=1_000_000),
+    name="bench-history",
+    description="N model calls, each adding a large tool output (--calls, --message-bytes).",
+    task="Read the archive.",
+    options=ArchiveOptions,
+    estimate=lambda options: 2 * options.calls - 1,
 )
 
 
@@ -111,20 +121,21 @@ async def chain(client: Client, workflow_id: str) -> list[Any]:
 async def measure(
     client: Client, task_queue: str, calls: int, size: int, mode: str, policy: ContinueAsNewPolicy
 ) -> dict[str, Any]:
-    input = AgentInput(
-        scenario=SCENARIO,
-        options=ScenarioOptions(records=calls, output_bytes=size),
-        transcript=mode,  # type: ignore[arg-type]
-        continue_as_new=policy,
-    )
     workflow_id = f"history-{mode}-{uuid.uuid4().hex[:8]}"
     started = time.perf_counter()
     failure = None
     result: AgentResult | None = None
+    run = await AgentClient(client, task_queue=task_queue).start(
+        ARCHIVE,
+        run_id=workflow_id,
+        options={"calls": calls, "page_bytes": size},
+        transcript=mode,
+        continue_as_new=policy,
+    )
     try:
-        result = await client.execute_workflow(AgentWorkflow.run, input, id=workflow_id, task_queue=task_queue)
-    except WorkflowFailureError as exc:
-        failure = str(exc.cause or exc)
+        result = await run.result()
+    except RunFailed as exc:
+        failure = str(exc)
     histories = await chain(client, workflow_id)
     runs = [{"events": len(h.events), "bytes": sum(e.ByteSize() for e in h.events)} for h in histories]
     return {
@@ -171,9 +182,8 @@ async def run(args: argparse.Namespace) -> int:
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            ledger = EffectsLedger(Path(tmp) / "ledger.db")
             transcripts = Transcripts(SqliteTranscriptStore(Path(tmp) / "transcripts.db"))
-            async with build_worker(env.client, task_queue="history", ledger=ledger, transcripts=transcripts):
+            async with build_worker(env.client, task_queue="history", agents=[ARCHIVE], transcripts=transcripts):
                 policy = ContinueAsNewPolicy(max_history_events=args.continue_as_new_events)
                 ours = await measure(env.client, "history", args.calls, args.message_bytes, "reference", policy)
                 naive = await measure(
@@ -227,8 +237,18 @@ def report(ours: dict[str, Any], naive: dict[str, Any]) -> None:
         )
 
 
+def at_least_two(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2 (one page, then the answer), got {text}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--calls", type=int, default=1000, help="model calls in the run")
+    parser.add_argument("--calls", type=at_least_two, default=1000, help="model calls in the run (at least 2)")
     parser.add_argument("--message-bytes", type=int, default=1000, help="new content per call, bytes")
     parser.add_argument("--naive-calls", type=int, default=300, help="stop the naive variant after this many")
     parser.add_argument(

@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentic import Agent
-from agentic.ledger import EffectsLedger
+from agentic.agent_set import AgentSet
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.store import Store
-from bench import scenarios
-from bench.scenarios import StepClock
+from bench import agents as noop
+from bench.agents import StepClock
+from bench.served import agent_set
 from bench.stack import Stack
 from bench.stats import intervals, ratio, summarize
-from bench.temporal_runs import noop_input, run_floor, run_ours
-from scenarios import ScenarioDeps, ScenarioOptions, get_scenario
+from bench.temporal_runs import run_floor, run_ours
 
 # floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility.
 ENGINES = ("in-process", "baseline", "temporal", "floor", "floor+sa")
@@ -38,20 +37,12 @@ class OverheadConfig:
     warmup: int = 2
 
 
-def run_in_process(steps: int, ledger: EffectsLedger) -> tuple[list[float], float]:
-    scenario = get_scenario(scenarios.NAME)
-    options = ScenarioOptions(records=steps)
-    agent = Agent(
-        scenario.script(options),
-        scenario.registry,
-        system=scenario.system,
-        budget=scenario.budget,
-        deps=ScenarioDeps(ledger, options),
-    )
+def run_in_process(steps: int) -> tuple[list[float], float]:
+    """The very `Agent` the workers serve, run by its in-process runner."""
     marks = StepClock.record()
     started = time.perf_counter()
     try:
-        run = agent.run(scenario.task, run_id=f"inproc-{uuid.uuid4().hex[:8]}")
+        run = noop.agent.run(options={"records": steps}, run_id=f"inproc-{uuid.uuid4().hex[:8]}")
     finally:
         StepClock.stop()
     wall = time.perf_counter() - started
@@ -59,12 +50,12 @@ def run_in_process(steps: int, ledger: EffectsLedger) -> tuple[list[float], floa
     return intervals(marks), wall
 
 
-def run_baseline(steps: int, store: Store, ledger: EffectsLedger) -> tuple[list[float], float]:
-    options = RunOptions(scenario=ScenarioOptions(records=steps))
+def run_baseline(steps: int, store: Store, agents: AgentSet) -> tuple[list[float], float]:
+    options = RunOptions(options={"records": steps})
     marks = StepClock.record()
     started = time.perf_counter()
     try:
-        row = jobs.start(store, ledger, f"ovh-{uuid.uuid4().hex[:10]}", scenarios.NAME, options)
+        row = jobs.start(store, agents, f"ovh-{uuid.uuid4().hex[:10]}", noop.NAME, options)
     finally:
         StepClock.stop()
     wall = time.perf_counter() - started
@@ -73,7 +64,7 @@ def run_baseline(steps: int, store: Store, ledger: EffectsLedger) -> tuple[list[
 
 
 async def measure(stack: Stack, workdir: Path, config: OverheadConfig, say: Callable[[str], None]) -> dict[str, Any]:
-    ledger = EffectsLedger(workdir / "overhead-ledger.db")
+    agents = agent_set(workdir / "overhead-ledger.db")
     store = Store(workdir / "overhead-baseline.db")
     samples: dict[str, list[float]] = {e: [] for e in ENGINES}
     per_run: dict[str, list[float]] = {e: [] for e in ENGINES}
@@ -83,13 +74,11 @@ async def measure(stack: Stack, workdir: Path, config: OverheadConfig, say: Call
             shift = rep % len(ENGINES)
             for engine in ENGINES[shift:] + ENGINES[:shift]:
                 if engine == "in-process":
-                    step_times, wall = run_in_process(steps, ledger)
+                    step_times, wall = run_in_process(steps)
                 elif engine == "baseline":
-                    step_times, wall = run_baseline(steps, store, ledger)
+                    step_times, wall = run_baseline(steps, store, agents)
                 elif engine == "temporal":
-                    run = await run_ours(
-                        stack.client, stack.settings.task_queue, f"ovh-t-{uuid.uuid4().hex[:10]}", noop_input(steps)
-                    )
+                    run = await run_ours(stack.agents, f"ovh-t-{uuid.uuid4().hex[:10]}", noop.agent, {"records": steps})
                     step_times, wall = run.step_seconds, run.wall
                 else:
                     workflow = "BenchFloorWorkflow" if engine == "floor" else "BenchFloorVisibleWorkflow"

@@ -32,12 +32,13 @@ from temporalio.api.enums.v1 import EventType
 
 from agentic.ledger import EffectsLedger
 from baseline.store import Store
+from bench.served import JOB_AGENTS
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
+from examples import migration
 from ops.settings import ROOT
-from scenarios import ScenarioOptions
-from workflows.inputs import AgentInput, AgentResult, Timeouts
+from workflows.inputs import Timeouts
 from workflows.policies import TOOL_RETRY
 
 
@@ -62,16 +63,11 @@ def _wait(check: Callable[[], bool], timeout: float, what: str, interval: float 
 async def temporal_once(stack: Stack, config: RecoveryConfig, rng: random.Random, rep: int) -> dict[str, Any]:
     ledger = EffectsLedger(stack.settings.ledger_path)
     run_id = f"rec-t-{rep}-{uuid.uuid4().hex[:8]}"
-    handle = await stack.client.start_workflow(
-        "AgentWorkflow",
-        AgentInput(
-            scenario="migration",
-            options=ScenarioOptions(records=config.records, step_delay=config.step_delay),
-            timeouts=Timeouts(heartbeat_seconds=config.detect_seconds),
-        ),
-        id=run_id,
-        task_queue=stack.settings.task_queue,
-        result_type=AgentResult,
+    run = await stack.agents.start(
+        migration.agent,
+        run_id=run_id,
+        options={"records": config.records, "step_delay": config.step_delay},
+        timeouts=Timeouts(heartbeat_seconds=config.detect_seconds),
     )
     await asyncio.to_thread(
         _wait, lambda: len(ledger.effects(run_id)) >= config.kill_after, 60, f"{config.kill_after} effects"
@@ -81,8 +77,8 @@ async def temporal_once(stack: Stack, config: RecoveryConfig, rng: random.Random
     stack.worker.kill()
     await asyncio.to_thread(stack.new_worker, f"worker-rec-{rep}")
     ready = time.time() - killed_at
-    result = await asyncio.wait_for(handle.result(), 180)
-    history = await handle.fetch_history()
+    result = await asyncio.wait_for(run.result(), 180)
+    history = await run.workflow.fetch_history()
     effects = ledger.effects(run_id)
     if result.status != "completed" or len(effects) != config.records:
         raise RuntimeError(f"{run_id} ended {result.status} with {len(effects)} effects")
@@ -137,12 +133,12 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
     directory.mkdir(parents=True)
     db, ledger_path = directory / "baseline.db", directory / "ledger.db"
     run_id = f"rec-b-{rep}"
-    common = ["--db", str(db), "--ledger", str(ledger_path)]
+    common = [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger_path)]
     job = [sys.executable, "-m", "baseline.cli"]
     first = subprocess.Popen(
         [
             *job,
-            *("run", "--id", run_id, "--scenario", "migration", "--records", str(config.records)),
+            *("run", "--id", run_id, "--agent", migration.agent.label, "--records", str(config.records)),
             *("--step-delay", str(config.step_delay), "--lease-seconds", str(config.detect_seconds)),
             *("--max-attempts", "50", *common),
         ],

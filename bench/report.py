@@ -174,7 +174,8 @@ def storage_section(data: dict[str, Any]) -> list[str]:
         for r in data["rows"]
     ]
     return [
-        f"### Storage per run — `{data['scenario']}`, N records = N steps",
+        # `scenario`: what results saved before agents had names called it
+        f"### Storage per run — `{data.get('agent') or data.get('scenario')}`, N records = N steps",
         "",
         *table(
             [

@@ -1,6 +1,7 @@
 """The Temporal side of a bench run: a dev server on a persistent database in a scratch directory, our
-worker (`worker.py`, a subprocess, with `bench-noop` registered), the bare floor's worker (`bench.floor_worker`,
-a subprocess with the same worker settings) and a client. Everything is stopped by its handle."""
+worker (`worker.py`, a subprocess, serving `bench.agents` and `examples`), the bare floor's worker
+(`bench.floor_worker`, a subprocess with the same worker settings), a client, and an `AgentClient` on it —
+how the bench starts and waits for our runs, as a user's code would. Everything is stopped by its handle."""
 
 from __future__ import annotations
 
@@ -14,12 +15,17 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
+from bench.served import worker_env
 from ops import devserver
 from ops.connection import connect
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
+from workflows.client import AgentClient
 
-EXTRA_SCENARIOS = {"AGENT_EXTRA_SCENARIOS": "bench.scenarios", "LOG_LEVEL": "WARNING"}
+
+def our_worker(settings: Settings, log: Path) -> WorkerProcess:
+    """`python worker.py` serving the bench's agents, its transcripts in `settings.data_dir`."""
+    return WorkerProcess(settings, log=log, extra_env=worker_env(settings.data_dir))
 
 
 def floor_worker(settings: Settings, log: Path) -> WorkerProcess:
@@ -33,16 +39,15 @@ class Stack:
     server: devserver.DevServer
     settings: Settings  # our worker's
     floor_queue: str
-    client: Client
+    client: Client  # raw: the floor's runs, histories, visibility
+    agents: AgentClient  # ours: start, approve, wait
     worker: WorkerProcess
     floor: WorkerProcess | None
     server_version: str
 
     def new_worker(self, name: str = "worker") -> WorkerProcess:
         """Start another worker process of ours on the same queue (after a kill, say)."""
-        self.worker = WorkerProcess(
-            self.settings, log=self.workdir / f"{name}.log", extra_env=EXTRA_SCENARIOS
-        ).wait_ready()
+        self.worker = our_worker(self.settings, self.workdir / f"{name}.log").wait_ready()
         return self.worker
 
 
@@ -65,15 +70,22 @@ async def temporal_stack(
         await devserver.wait_until_serving(server.address)
         queue = f"bench-{uuid.uuid4().hex[:8]}"
         settings = Settings(
-            address=server.address, namespace="default", task_queue=queue, ledger_path=workdir / "ledger.db"
+            address=server.address,
+            namespace="default",
+            task_queue=queue,
+            data_dir=workdir,
+            ledger_path=workdir / "ledger.db",
         )
-        worker = WorkerProcess(settings, log=workdir / "worker.log", extra_env=EXTRA_SCENARIOS).wait_ready()
+        worker = our_worker(settings, workdir / "worker.log").wait_ready()
         if floor:
             floor_process = floor_worker(replace(settings, task_queue=f"{queue}-floor"), workdir / "floor.log")
             floor_process.wait_ready()
         client = await connect(settings)
         info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
-        stack = Stack(workdir, server, settings, f"{queue}-floor", client, worker, floor_process, info.server_version)
+        agents = AgentClient(client, settings=settings)
+        stack = Stack(
+            workdir, server, settings, f"{queue}-floor", client, agents, worker, floor_process, info.server_version
+        )
         try:
             yield stack
         finally:

@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentic.ledger import EffectsLedger
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.schema import RUN_TABLES
 from baseline.store import Store
+from bench.served import agent_set
 from bench.stack import Stack
 from bench.temporal_runs import history_bytes, model_input_bytes, run_ours
-from scenarios import ScenarioOptions
-from workflows.inputs import AgentInput
+from examples import migration
+
+AGENT = migration.agent
 
 
 @dataclass(frozen=True)
@@ -65,19 +66,14 @@ def checkpoint_bytes(db: Path, run_id: str) -> dict[str, Any]:
 async def measure(stack: Stack, workdir: Path, config: StorageConfig, say: Callable[[str], None]) -> dict[str, Any]:
     db = workdir / "storage-baseline.db"
     store = Store(db)
-    ledger = EffectsLedger(workdir / "storage-ledger.db")
+    agents = agent_set(workdir / "storage-ledger.db")
     rows = []
     try:
         for steps in config.steps:
-            options = ScenarioOptions(records=steps)
-            run = await run_ours(
-                stack.client,
-                stack.settings.task_queue,
-                f"st-t-{steps}-{uuid.uuid4().hex[:6]}",
-                AgentInput(scenario="migration", options=options),
-            )
+            options = {"records": steps}
+            run = await run_ours(stack.agents, f"st-t-{steps}-{uuid.uuid4().hex[:6]}", AGENT, options)
             run_id = f"st-b-{steps}-{uuid.uuid4().hex[:6]}"
-            row = jobs.start(store, ledger, run_id, "migration", RunOptions(scenario=options))
+            row = jobs.start(store, agents, run_id, AGENT.label, RunOptions(options=options))
             if row.status != "completed" or run.result.status != "completed":
                 raise RuntimeError(f"storage runs of {steps} steps did not complete")
             checkpoint = checkpoint_bytes(db, run_id)
@@ -100,4 +96,4 @@ async def measure(stack: Stack, workdir: Path, config: StorageConfig, say: Calla
             )
     finally:
         store.close()
-    return {"scenario": "migration", "rows": rows}
+    return {"agent": AGENT.label, "rows": rows}

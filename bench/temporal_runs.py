@@ -1,4 +1,5 @@
-"""Starting runs on Temporal and reading step timings and sizes back from their histories."""
+"""Starting runs on Temporal (ours through `AgentClient`, the floor's raw) and reading step timings and
+sizes back from their histories."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ from typing import Any
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
-from bench import scenarios
-from scenarios import ScenarioOptions
-from workflows.inputs import AgentInput, AgentResult
+from agentic import Agent
+from workflows.client import AgentClient
+from workflows.inputs import AgentResult
 
 
 @dataclass
 class TemporalRun:
     run_id: str
-    wall: float  # from start_workflow to the result, seconds (this process's perf_counter)
+    wall: float  # from the start request to the result, seconds (this process's perf_counter)
     history: WorkflowHistory
-    result: Any
+    result: Any  # AgentResult for ours, the step count for the floor
 
     @property
     def step_seconds(self) -> list[float]:
@@ -64,16 +65,13 @@ def model_input_bytes(history: WorkflowHistory) -> int:
     return total
 
 
-def noop_input(steps: int) -> AgentInput:
-    return AgentInput(scenario=scenarios.NAME, options=ScenarioOptions(records=steps))
-
-
-async def run_ours(client: Client, queue: str, run_id: str, input: AgentInput) -> TemporalRun:
+async def run_ours(agents: AgentClient, run_id: str, agent: Agent, options: dict[str, Any]) -> TemporalRun:
+    """A run of `agent` on our workers, started and awaited as a user would; RunFailed if it fails."""
     started = time.perf_counter()
-    handle = await client.start_workflow("AgentWorkflow", input, id=run_id, task_queue=queue, result_type=AgentResult)
-    result = await handle.result()
+    run = await agents.start(agent, run_id=run_id, options=options)
+    result: AgentResult = await run.result()
     wall = time.perf_counter() - started
-    return TemporalRun(run_id, wall, await handle.fetch_history(), result)
+    return TemporalRun(run_id, wall, await run.workflow.fetch_history(), result)
 
 
 async def run_floor(

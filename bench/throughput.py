@@ -1,16 +1,17 @@
 """Throughput: N runs of `bench-noop` started at once, runs/s until the last one finished.
 
 Temporal (ours and the bare floor, same N, same steps): the N runs are started concurrently (at most 200
-start requests in flight); completion is watched through visibility (until all N are seen closed), and the
-rate is the number completed over the span from the first run's start to the last run's close (server
-timestamps). Each run's latency is its close time minus its start time. The CPU the server and the worker
-process used during the batch, per run, says where the time went.
+start requests in flight; ours through `AgentClient.start`, as a user's code would, the floor's raw);
+completion is watched through visibility (until all N are seen closed), and the rate is the number
+completed over the span from the first run's start to the last run's close (server timestamps). Each
+run's latency is its close time minus its start time. The CPU the server and the worker process used
+during the batch, per run, says where the time went.
 
-Baseline: the baseline runs one worker process per run (`job run`; no pool), so N runs are N `job run`
-processes started at once, sharing one SQLite store and one ledger; the rate is N over the wall time
-until the last process exited. Every "database is locked" in their stderr is counted, and every run that
-did not end `completed` is reported. A threads variant (N `jobs.start` in threads of one process, each
-with its own connection) isolates SQLite contention from process start-up.
+Baseline: the baseline runs one worker process per run (`job run --agents bench.agents ...`; no pool), so
+N runs are N `job run` processes started at once, sharing one SQLite store and one ledger; the rate is N
+over the wall time until the last process exited. Every "database is locked" in their stderr is counted,
+and every run that did not end `completed` is reported. A threads variant (N `jobs.start` in threads of
+one process, each with its own connection) isolates SQLite contention from process start-up.
 """
 
 from __future__ import annotations
@@ -27,19 +28,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus
 
 from agentic.ledger import EffectsLedger
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.store import Store
-from bench import scenarios
+from bench import agents as noop
 from bench.machine import cpu_seconds
+from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack
 from bench.stats import summarize
-from bench.temporal_runs import noop_input
 from ops.settings import ROOT
-from scenarios import ScenarioOptions
 
 LOCKED = "database is locked"
 
@@ -53,7 +53,8 @@ class ThroughputConfig:
     timeout: float = 600.0
 
 
-async def temporal_batch(client: Client, queue: str, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
+async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
+    client = stack.client
     batch = f"tp-{kind}-{n}-{uuid.uuid4().hex[:6]}"
     ids = [f"{batch}-{i}" for i in range(n)]
     gate = asyncio.Semaphore(200)
@@ -61,9 +62,9 @@ async def temporal_batch(client: Client, queue: str, kind: str, n: int, steps: i
     async def start(run_id: str) -> None:
         async with gate:
             if kind == "temporal":
-                await client.start_workflow("AgentWorkflow", noop_input(steps), id=run_id, task_queue=queue)
+                await stack.agents.start(noop.agent, run_id=run_id, options={"records": steps})
             else:
-                await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=queue)
+                await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
 
     started = time.perf_counter()
     await asyncio.gather(*(start(run_id) for run_id in ids))
@@ -110,8 +111,8 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     db, ledger = directory / "baseline.db", directory / "ledger.db"
     Store(db).close()  # the schema exists before the herd arrives, as it would in production
     EffectsLedger(ledger)
-    command = [sys.executable, "-m", "bench.job", "run", "--scenario", scenarios.NAME, "--records", str(steps)]
-    command += ["--db", str(db), "--ledger", str(ledger)]
+    command = [sys.executable, "-m", "baseline.cli", "run", "--agent", noop.NAME, "--records", str(steps)]
+    command += [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger)]
     started = time.perf_counter()
     processes = []
     for i in range(n):
@@ -151,8 +152,8 @@ def baseline_threads(workdir: Path, n: int, steps: int) -> dict[str, Any]:
     directory.mkdir(parents=True)
     db = directory / "baseline.db"
     Store(db).close()
-    ledger = EffectsLedger(directory / "ledger.db")
-    options = RunOptions(scenario=ScenarioOptions(records=steps))
+    agents = agent_set(directory / "ledger.db")
+    options = RunOptions(options={"records": steps})
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -164,7 +165,7 @@ def baseline_threads(workdir: Path, n: int, steps: int) -> dict[str, Any]:
         store = None
         try:
             store = Store(db)
-            jobs.start(store, ledger, f"tp-{i}", scenarios.NAME, options)
+            jobs.start(store, agents, f"tp-{i}", noop.NAME, options)
         except Exception as exc:
             with lock:
                 errors.append(f"{type(exc).__name__}: {exc}")
@@ -222,11 +223,11 @@ def _baseline_result(
 async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Callable[[str], None]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for n in config.temporal_n:
-        for kind, queue in (("floor", stack.floor_queue), ("temporal", stack.settings.task_queue)):
+        for kind in ("floor", "temporal"):
             pids = {"server": stack.server.process.pid}
             pids["worker"] = stack.worker.pid if kind == "temporal" else stack.floor.process.pid  # type: ignore[union-attr]
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            row = await temporal_batch(stack.client, queue, kind, n, config.steps, config.timeout)
+            row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
             # Where the time went: CPU seconds per run in the server and in the worker process.
             for name, pid in pids.items():
                 after, earlier = cpu_seconds(pid), before[name]

@@ -3,6 +3,7 @@ and the transcript is still the in-process agent's. The default run is bounded; 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import signal
 from collections.abc import Iterator
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agentic import Agent
+from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
 from baseline.runner import transcript
+from examples.options import DemoDeps
 from tests.baseline_helpers import Job, eventually, open_job
 from tests.conftest import agent_named
 
@@ -24,7 +26,7 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 def survive_kills(job: Job, records: int, kill_after_effects: list[int], delay: float = 0.2) -> None:
     options = ("--records", str(records), "--step-delay", str(delay), "--lease-seconds", "0.5", "--max-attempts", "50")
-    worker = job.spawn("run", "--id", "chaos", "--scenario", "migration", *options)
+    worker = job.spawn("run", "--id", "chaos", "--agent", "migration", *options)
     for target in kill_after_effects:
         eventually(lambda t=target: len(job.effects("chaos")) >= t, what=f"{target} effects")
         job.kill(worker)
@@ -38,15 +40,12 @@ def survive_kills(job: Job, records: int, kill_after_effects: list[int], delay: 
     assert [e.args["record"] for e in effects] == [f"rec-{n}" for n in range(1, records + 1)]
     assert len({e.key for e in effects}) == records
     assert job.status("chaos")["attempts"] == len(kill_after_effects) + 1
-    scenario = agent_named("migration")
-    local = Agent(
-        scenario.script(dict(records=records)),
-        scenario.registry,
-        system=scenario.system,
-        budget=scenario.budget,
-        deps=ScenarioDeps(EffectsLedger(job.tmp / "local.db"), dict(records=records)),
-    ).run(scenario.task, run_id="chaos")
-    assert transcript(job.store, EffectsLedger(job.ledger_path), "chaos").messages == local.messages
+    # The same agent in-process, on a ledger of its own, gives the transcript the store rebuilds.
+    migration = agent_named("migration")
+    local = dataclasses.replace(migration, deps=DemoDeps(EffectsLedger(job.tmp / "local.db")))
+    expected = local.run(run_id="chaos", options={"records": records})
+    served = AgentSet([migration], DemoDeps(EffectsLedger(job.ledger_path)))
+    assert transcript(job.store, served, "chaos").messages == expected.messages
 
 
 def test_survives_two_kills(job: Job) -> None:

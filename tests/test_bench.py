@@ -21,7 +21,6 @@ from temporalio.api.history.v1 import (
     WorkflowTaskTimedOutEventAttributes,
 )
 
-from agentic.ledger import EffectsLedger
 from baseline.store import Store
 from bench import loc, report
 from bench.chaos.invariants import EffectRow, RunSpec, check
@@ -29,6 +28,7 @@ from bench.chaos.plan import MIX, plan
 from bench.commands import LAST_LINE
 from bench.overhead import run_baseline, run_in_process
 from bench.recovery import temporal_timings
+from bench.served import agent_set
 from bench.stats import intervals, percentile, ratio, summarize
 from bench.storage import checkpoint_bytes, value_bytes
 from bench.temporal_runs import step_intervals
@@ -102,6 +102,16 @@ def test_count_sets_counts_each_file_once_in_the_first_role(tmp_path: Path):
     assert [f["path"] for f in counted["durability"]["files"]] == ["pkg/core.py"]
     assert [f["path"] for f in counted["operations"]["files"]] == ["pkg/extra.py"]
     assert (counted["durability"]["code"], counted["operations"]["code"]) == (2, 1)
+
+
+def test_a_shared_file_is_counted_for_no_engine(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "core.py").write_text("a = 1\n")
+    (tmp_path / "pkg" / "options.py").write_text("b = 2\n")
+    sets = {"engine": {"operations": ["pkg/*.py"]}, loc.SHARED: {"not counted": ["pkg/options.py"]}}
+    counted = loc.count_sets(tmp_path, sets)
+    assert [f["path"] for f in counted["engine"]["operations"]["files"]] == ["pkg/core.py"]
+    assert [f["path"] for f in counted[loc.SHARED]["not counted"]["files"]] == ["pkg/options.py"]
 
 
 def test_every_listed_pattern_of_the_repository_matches_files():
@@ -229,9 +239,9 @@ def test_anomalies_fail_the_session_without_counting_as_duplicates(statuses, eff
     assert not verdict.ok
 
 
-def test_the_plan_covers_every_scenario_and_is_reproducible():
+def test_the_plan_covers_every_agent_and_outcome_and_is_reproducible():
     specs = plan(6, seed=3, prefix="p")
-    kinds = {s.scenario if s.scenario != "trip" else f"trip-{s.fail_at}" for s in specs}
+    kinds = {s.agent if s.agent != "trip" else f"trip-{s.fail_at}" for s in specs}
     assert kinds == set(MIX)
     assert len({s.run_id for s in specs}) == 6
     assert plan(6, seed=3, prefix="p") == specs
@@ -317,12 +327,11 @@ def test_recovery_timings_read_the_retry_and_the_sticky_timeout():
 
 
 def test_noop_runs_give_one_timing_per_step(tmp_path: Path):
-    ledger = EffectsLedger(tmp_path / "ledger.db")
-    steps, wall = run_in_process(4, ledger)
+    steps, wall = run_in_process(4)
     assert len(steps) == 4 and all(s > 0 for s in steps) and wall >= sum(steps)
     store = Store(tmp_path / "baseline.db")
     try:
-        steps, wall = run_baseline(3, store, ledger)
+        steps, wall = run_baseline(3, store, agent_set(tmp_path / "ledger.db"))
         assert len(steps) == 3 and wall >= sum(steps)
         run_id = store.query("SELECT run_id FROM runs")[0]["run_id"]
     finally:
@@ -390,8 +399,8 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
 
 
 def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
-    """The real stack: a dev server, our worker (which must import bench.scenarios through
-    AGENT_EXTRA_SCENARIOS, or every bench-noop run fails), the floor's worker, the baseline, in-process."""
+    """The real stack: a dev server, our worker (which must serve bench.agents through AGENT_MODULES, or
+    every bench-noop run fails), the floor's worker, the baseline, in-process."""
     done = subprocess.run(
         [
             *(sys.executable, "-m", "bench", "overhead", "--overhead-steps", "3", "--overhead-reps", "2"),

@@ -20,6 +20,7 @@ from baseline.errors import BaselineError
 from baseline.store import Store
 from bench.chaos.invariants import EffectRow, RunSpec
 from bench.chaos.plan import gaps
+from bench.served import JOB_AGENTS
 from ops.settings import ROOT
 
 LEASE_SECONDS = 1.0
@@ -58,12 +59,12 @@ class BaselineChaos:
     def _spawn(self, spec: RunSpec, command: str) -> None:
         argv = [sys.executable, "-m", "baseline.cli", command, "--id", spec.run_id]
         if command == "run":
-            argv += ["--scenario", spec.scenario, "--records", str(spec.records), "--fail-at", spec.fail_at]
-            argv += ["--step-delay", str(spec.step_delay), "--after-effect-delay", str(spec.after_effect_delay)]
+            argv += ["--agent", spec.agent]
+            argv += [arg for key, value in spec.options.items() for arg in ("--option", f"{key}={value}")]
             argv += ["--lease-seconds", str(LEASE_SECONDS), "--max-attempts", "1000", "--poll-interval", "0.1"]
         else:
             argv += ["--lease-seconds", str(LEASE_SECONDS)]
-        argv += ["--db", str(self.db), "--ledger", str(self.ledger)]
+        argv += [*JOB_AGENTS, "--db", str(self.db), "--ledger", str(self.ledger)]
         self.spawned += 1
         err = self.logs / f"{spec.run_id}-{self.spawned}-{command}.err"
         with open(err, "wb") as stderr:
@@ -154,7 +155,7 @@ class BaselineChaos:
 
     def _approve(self, store: Store, elapsed: float) -> None:
         for spec in self.specs:
-            if spec.scenario != "refund" or spec.run_id in self.approved or elapsed < spec.approve_after:
+            if spec.agent != "refund" or spec.run_id in self.approved or elapsed < spec.approve_after:
                 continue
             try:
                 approvals.decide(

@@ -4,8 +4,8 @@ The last line printed is always
 
     chaos ENGINE: runs=N completed=C compensated=K lost=L duplicate_effects=D kills=X
 
-and the exit code is 1 when L or D is not 0, or when a run ended otherwise than its scenario says or a
-completed run misses an effect (anomalies, listed above the last line); 0 otherwise.
+and the exit code is 1 when L or D is not 0, or when a run ended otherwise than its agent and options say
+or a completed run misses an effect (anomalies, listed above the last line); 0 otherwise.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
   second effect for the same logical step (the same record migrated twice, the invoice charged twice,
   the order refunded twice, a trip leg booked or cancelled twice), or a compensation of an effect that
   does not exist. Each offending row counts once, whichever rules it breaks.
-* **anomalies**: a terminal run that ended otherwise than its scenario says (e.g. a trip with a failing
+* **anomalies**: a terminal run that ended otherwise than its agent and options say (e.g. a trip with a failing
   car that was not compensated), a completed run missing an effect, a compensated trip with a booking
   left uncancelled, a booking of the leg that always fails, effects of a run nobody started.
 
@@ -22,15 +22,16 @@ from typing import Any, Literal
 TERMINAL = frozenset({"completed", "compensated", "abandoned", "compensation_failed", "failed", "dead_letter"})
 LEGS = ("flight", "hotel", "car")
 
-ScenarioName = Literal["billing", "migration", "refund", "trip"]
+# The demo agents (examples/) the chaos mix runs.
+AgentName = Literal["billing", "migration", "refund", "trip"]
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run the chaos driver starts: which scenario, with which options."""
+    """One run the chaos driver starts: which demo agent, with which of its options."""
 
     run_id: str
-    scenario: ScenarioName
+    agent: AgentName
     records: int = 5
     step_delay: float = 0.0
     after_effect_delay: float = 0.0
@@ -38,16 +39,26 @@ class RunSpec:
     approve_after: float = 0.0  # refund: seconds after the start at which the driver approves
 
     @property
+    def options(self) -> dict[str, Any]:
+        """The agent's per-run options (`examples.DemoOptions`), as both engines are handed them."""
+        return {
+            "records": self.records,
+            "step_delay": self.step_delay,
+            "after_effect_delay": self.after_effect_delay,
+            "fail_at": self.fail_at,
+        }
+
+    @property
     def expected_status(self) -> str:
-        return "compensated" if self.scenario == "trip" and self.fail_at != "none" else "completed"
+        return "compensated" if self.agent == "trip" and self.fail_at != "none" else "completed"
 
     @property
     def label(self) -> str:
-        if self.scenario == "trip":
+        if self.agent == "trip":
             return f"trip(fail-at {self.fail_at})"
-        if self.scenario == "migration":
+        if self.agent == "migration":
             return f"migration({self.records} records)"
-        return self.scenario
+        return self.agent
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,7 @@ def check(specs: Sequence[RunSpec], statuses: Mapping[str, str | None], effects:
         elif status != spec.expected_status:
             verdict.anomalies.append(f"{spec.run_id} ({spec.label}) ended {status}, expected {spec.expected_status}")
         rows = [(i, effects[i]) for i in by_run.get(spec.run_id, [])]
-        if spec.scenario == "trip":
+        if spec.agent == "trip":
             _check_trip(spec, status, rows, offences, verdict.anomalies)
         else:
             _check_once_each(spec, status, rows, offences, verdict.anomalies)
@@ -140,7 +151,7 @@ def check(specs: Sequence[RunSpec], statuses: Mapping[str, str | None], effects:
     return verdict
 
 
-# The one effect each logical step of the linear scenarios makes: (tool, the argument naming the step).
+# The one effect each logical step of the linear agents makes: (tool, the argument naming the step).
 _STEP_OF = {
     "billing": ("charge", "invoice"),
     "migration": ("migrate_record", "record"),
@@ -149,9 +160,9 @@ _STEP_OF = {
 
 
 def _expected_steps(spec: RunSpec) -> list[str]:
-    if spec.scenario == "migration":
+    if spec.agent == "migration":
         return [f"rec-{n}" for n in range(1, spec.records + 1)]
-    return ["inv-9"] if spec.scenario == "billing" else ["4471"]
+    return ["inv-9"] if spec.agent == "billing" else ["4471"]
 
 
 def _check_once_each(
@@ -161,7 +172,7 @@ def _check_once_each(
     offences: _Offences,
     anomalies: list[str],
 ) -> None:
-    tool, argument = _STEP_OF[spec.scenario]
+    tool, argument = _STEP_OF[spec.agent]
     seen: dict[str, int] = {}
     expected = set(_expected_steps(spec))
     for index, effect in rows:
@@ -170,7 +181,7 @@ def _check_once_each(
             continue
         step = str(effect.args.get(argument))
         if step not in expected:
-            anomalies.append(f"{spec.run_id}: effect for {argument}={step}, which the scenario never asks for")
+            anomalies.append(f"{spec.run_id}: effect for {argument}={step}, which the agent never asks for")
         seen[step] = seen.get(step, 0) + 1
         if seen[step] > 1:
             offences.flag(index, f"{tool} {argument}={step} made {seen[step]} times")

@@ -10,7 +10,7 @@ MIX = ("billing", "migration", "refund", "trip-none", "trip-car")
 
 
 def plan(runs: int, seed: int, prefix: str) -> list[RunSpec]:
-    """`runs` runs cycling through every scenario (any 5 consecutive runs cover them all), shuffled;
+    """`runs` runs cycling through every demo agent and outcome (any 5 consecutive runs cover them all), shuffled;
     options drawn from the seed: slow migration steps so kills land mid-step, a window after the charge
     (the classic double-charge moment), approvals given after a random delay."""
     rng = random.Random(seed)

@@ -1,6 +1,7 @@
-"""Chaos on Temporal: a dev server on a persistent SQLite file, one worker process, runs of every
-scenario; the worker is SIGKILLed at random moments and restarted, the dev server is SIGKILLed a few
-times and restarted on the same database. Everything is stopped by its handle (pid), never by name."""
+"""Chaos on Temporal: a dev server on a persistent SQLite file, one worker process, runs of every demo
+agent; the worker is SIGKILLed at random moments and restarted, the dev server is SIGKILLed a few times
+and restarted on the same database. Runs are started, approved and read through `AgentClient` /
+`RunHandle`, as a user's code would. Everything is stopped by its handle (pid), never by name."""
 
 from __future__ import annotations
 
@@ -10,24 +11,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
-from temporalio.service import RPCError
-
-from agentic.approvals import Decision, PendingApproval
 from agentic.ledger import EffectsLedger
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.plan import gaps
+from bench.stack import our_worker
 from ops import devserver
-from ops.connection import connect
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
-from scenarios import ScenarioOptions
-from workflows.inputs import AgentInput, AgentResult, Timeouts
+from workflows.client import AgentClient, RunHandle
+from workflows.errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable, UnknownRun
+from workflows.inputs import Timeouts
 
 HEARTBEAT_SECONDS = 2.0
-MODEL_SECONDS = 10.0  # the model activity does not heartbeat: a kill during it is noticed by this timeout
+MODEL_SECONDS = 10.0  # a bound on one model call (which heartbeats: a kill is noticed within HEARTBEAT_SECONDS)
 
 
 @dataclass
@@ -38,19 +35,6 @@ class Outcome:
     server_restarts: int = 0
     worker_exits: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-def agent_input(spec: RunSpec) -> AgentInput:
-    return AgentInput(
-        scenario=spec.scenario,
-        options=ScenarioOptions(
-            records=spec.records,
-            step_delay=spec.step_delay,
-            after_effect_delay=spec.after_effect_delay,
-            fail_at=spec.fail_at,  # type: ignore[arg-type]
-        ),
-        timeouts=Timeouts(heartbeat_seconds=HEARTBEAT_SECONDS, model_seconds=MODEL_SECONDS),
-    )
 
 
 class TemporalChaos:
@@ -77,6 +61,7 @@ class TemporalChaos:
             address=f"127.0.0.1:{self.port}",
             namespace="default",
             task_queue=f"chaos-{seed}",
+            data_dir=workdir,
             ledger_path=workdir / "ledger.db",
         )
         self.outcome = Outcome(statuses={}, effects=[])
@@ -93,7 +78,7 @@ class TemporalChaos:
 
     async def start_worker(self) -> None:
         self.generation += 1
-        worker = WorkerProcess(self.settings, log=self.workdir / f"worker-{self.generation}.log")
+        worker = our_worker(self.settings, self.workdir / f"worker-{self.generation}.log")
         self.worker = worker
         await asyncio.to_thread(worker.wait_ready, 120)
 
@@ -116,17 +101,16 @@ class TemporalChaos:
         try:
             await self.start_server()
             await self.start_worker()
-            client = await connect(self.settings)
+            client = await AgentClient.connect(settings=self.settings)
+            timeouts = Timeouts(heartbeat_seconds=HEARTBEAT_SECONDS, model_seconds=MODEL_SECONDS)
             started = time.monotonic()
             for spec in self.specs:
-                await client.start_workflow(
-                    "AgentWorkflow", agent_input(spec), id=spec.run_id, task_queue=self.settings.task_queue
-                )
+                await client.start(spec.agent, run_id=spec.run_id, options=spec.options, timeouts=timeouts)
             self.say(f"started {len(self.specs)} runs on {self.settings.address}")
             approvals = [
-                asyncio.create_task(self.approve(client, spec, started))
+                asyncio.create_task(self.approve(client.handle(spec.run_id), spec, started))
                 for spec in self.specs
-                if spec.scenario == "refund"
+                if spec.agent == "refund"
             ]
             await self.strike(client)
             await self.settle(client, started)
@@ -138,7 +122,7 @@ class TemporalChaos:
         finally:
             self.stop_all()
 
-    async def strike(self, client: Client) -> None:
+    async def strike(self, client: AgentClient) -> None:
         for event, gap in zip(self.plan, gaps(self.rng, len(self.plan), 0.5, 2.5), strict=True):
             await asyncio.sleep(gap)
             await self.keep_worker_alive()
@@ -163,7 +147,7 @@ class TemporalChaos:
                 await asyncio.sleep(self.rng.uniform(0.5, 2.0))
                 await self.start_server()
 
-    async def settle(self, client: Client, started: float) -> None:
+    async def settle(self, client: AgentClient, started: float) -> None:
         """Keep the worker alive (restart it if it exited on its own) until every run ended or time is up."""
         while time.monotonic() - started < self.timeout:
             await self.refresh(client)
@@ -173,68 +157,52 @@ class TemporalChaos:
             await asyncio.sleep(0.5)
         self.outcome.notes.append(f"timed out after {self.timeout:.0f}s with runs still active")
 
-    async def refresh(self, client: Client) -> None:
+    async def refresh(self, client: AgentClient) -> None:
         for spec in self.specs:
             if self.final.get(spec.run_id) in TERMINAL:
                 continue
             try:
-                self.final[spec.run_id] = await status_of(client, spec.run_id)
-            except RPCError:
+                self.final[spec.run_id] = await status_of(client.handle(spec.run_id))
+            except TemporalUnavailable:
                 continue  # the server is restarting
 
-    async def approve(self, client: Client, spec: RunSpec, started: float) -> None:
-        """Approve the refund's pending call (the hash read from the memo) once its delay has passed."""
+    async def approve(self, run: RunHandle, spec: RunSpec, started: float) -> None:
+        """Approve the refund's pending call, as the approver saw it (its arguments hash), once its delay has
+        passed. `RunHandle.approve` answers at once through an update, or queues the decision as a signal
+        while no worker answers; a server that is down is tried again."""
         await asyncio.sleep(max(0.0, spec.approve_after - (time.monotonic() - started)))
-        handle = client.get_workflow_handle(spec.run_id)
         while True:
             try:
-                description = await handle.describe()
-                if description.status is not WorkflowExecutionStatus.RUNNING:
-                    return
-                pending = [
-                    PendingApproval.model_validate(p)
-                    for p in await description.memo_value("pending_approvals", default=[]) or []
-                ]
-                if pending:
-                    target = pending[0]
-                    decision = Decision(
-                        call_id=target.call_id,
-                        approve=True,
-                        approver="chaos",
+                waiting = await run.pending()
+                if waiting:
+                    target = waiting[0]
+                    outcome = await run.approve(
+                        target.call_id,
+                        by="chaos",
                         reason="auto-approved by the chaos driver",
                         arguments_hash=target.arguments_hash,
                     )
-                    await handle.signal("decision", decision)
-                    self.say(f"approved {spec.run_id} (call {target.call_id})")
+                    self.say(f"approved {spec.run_id} (call {target.call_id}, {outcome.decision} via {outcome.via})")
                     return
-            except RPCError:
-                pass
+                if not await run.is_running():
+                    return
+            except (RunClosed, ApprovalRejected) as exc:
+                self.say(f"could not approve {spec.run_id}: {exc}")
+                return
+            except (TemporalUnavailable, NoPendingApproval):
+                pass  # the server is restarting, or the call was decided meanwhile: look again
             await asyncio.sleep(0.3)
 
 
-async def status_of(client: Client, run_id: str) -> str | None:
-    handle = client.get_workflow_handle(run_id)
+async def status_of(run: RunHandle) -> str | None:
+    """Our status of a run (completed, compensated, compensation_failed, ...; `running` while open), None
+    for a run the server does not know. Read without a worker: a closed run's result or search attributes."""
     try:
-        description = await handle.describe()
-    except RPCError as exc:
-        if "not found" in str(exc).lower():
-            return None
-        raise
-    status = description.status
-    if status is WorkflowExecutionStatus.RUNNING or status is None:
-        return "running"
-    if status is WorkflowExecutionStatus.COMPLETED:
-        result: AgentResult = await client.get_workflow_handle(run_id, result_type=AgentResult).result()
-        return result.status
-    if status is WorkflowExecutionStatus.FAILED:
-        try:
-            await handle.result()
-        except WorkflowFailureError as exc:
-            cause: Any = exc.cause
-            if getattr(cause, "type", None) == "CompensationFailed":
-                return "compensation_failed"
-        return "failed"
-    return status.name.lower()
+        if await run.is_running():
+            return "running"
+        return (await run.progress()).status
+    except UnknownRun:
+        return None
 
 
 async def run(
