@@ -170,7 +170,7 @@ class _WorkflowLogger(WorkflowInboundInterceptor):
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         # workflow.logger skips records while replaying: each line is written once per run, not per replay.
         arg = input.args[0] if input.args else None
-        workflow.logger.info("run started", extra={"scenario": getattr(arg, "scenario", None)})
+        workflow.logger.info("run started", extra={"agent": getattr(arg, "agent", None)})
         try:
             result = await self.next.execute_workflow(input)
         except BaseException as exc:

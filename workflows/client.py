@@ -274,6 +274,21 @@ class RunHandle:
         description = await self.describe()
         return _from_memo(await description.memo_value("pending_approvals", default=[]))
 
+    async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
+        """The approvals this run waits for, once there is at least one (polling its memo, no worker
+        needed). RunClosed if the run ends first; TimeoutError after `timeout` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            description = await self.describe()
+            waiting = _from_memo(await description.memo_value("pending_approvals", default=[]))
+            if waiting:
+                return waiting
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                raise _closed(self.run_id, description)
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"run {self.run_id} asked for no approval within {timeout:g} s")
+            await asyncio.sleep(interval)
+
     async def approvals(self) -> ApprovalsView:
         """What waits and the audit trail (the `approvals` query; from the result once the run closed)."""
         if await self.is_running():
@@ -321,14 +336,26 @@ class RunHandle:
     # -- acting --------------------------------------------------------------------------------------
 
     async def approve(
-        self, call_id: str | None = None, *, by: str, reason: str | None = None, arguments_hash: str | None = None
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
     ) -> DecisionOutcome:
-        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash)
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait)
 
     async def deny(
-        self, call_id: str | None = None, *, by: str, reason: str | None = None, arguments_hash: str | None = None
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
     ) -> DecisionOutcome:
-        return await self.decide(False, call_id, by=by, reason=reason, arguments_hash=arguments_hash)
+        return await self.decide(False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait)
 
     async def decide(
         self,
@@ -338,12 +365,13 @@ class RunHandle:
         by: str,
         reason: str | None = None,
         arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
     ) -> DecisionOutcome:
         """Approve or deny one pending call. `arguments_hash` is the hash of the arguments the approver saw
         (`PendingApproval.arguments_hash`); when omitted, the hash of the call pending now is used.
 
-        Sent as an update, answered at once (ApprovalRejected with the reason); when no worker answers, sent
-        as a signal that the run applies when a worker picks it up (`via="signal"`)."""
+        Sent as an update, answered at once (ApprovalRejected with the reason); when no worker answers within
+        `wait`, sent as a signal that the run applies when a worker picks it up (`via="signal"`)."""
         if not by.strip():
             raise ValueError("an approver name is required (it goes into the audit trail)")
         description = await self.describe()
@@ -366,7 +394,7 @@ class RunHandle:
             via="update",
         )
         try:
-            entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=UPDATE_TIMEOUT)
+            entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=wait)
             return outcome.model_copy(update={"entry": entry, "decision": entry.event})
         except WorkflowUpdateFailedError as exc:
             raise ApprovalRejected(str(exc.cause) if exc.cause else str(exc)) from None
