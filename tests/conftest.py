@@ -6,10 +6,11 @@ Servers are started by these fixtures and stopped by their own handles (by pid),
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from temporalio.worker import Worker
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from ops.settings import Settings
+from tests.backends import BACKENDS, Backend
+from tests.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
 from worker import build_worker
 from workflows import search_attributes
 
@@ -102,3 +105,51 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
         await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """A real PostgreSQL for the session: `AGENT_TEST_DATABASE_URL`, or one started from Debian's binaries."""
+    url = os.environ.get("AGENT_TEST_DATABASE_URL", "").strip()
+    if url:
+        yield url
+        return
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip(HOW_TO_GET_ONE)
+    server = LocalPostgres(bin_dir)
+    try:
+        yield server.url
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh, empty database for one test."""
+    with scratch_database(postgres_admin_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[LocalPostgres]:
+    """A server of this module's own, which its tests may stop and start (never the shared one)."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip(HOW_TO_GET_ONE.split(": set", 1)[0] + " they can stop: `apt-get install postgresql`")
+    server = LocalPostgres(bin_dir)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """Runs the test once on the SQLite files and once on a fresh PostgreSQL database."""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    chosen = Backend(request.param, tmp_path, url)
+    try:
+        yield chosen
+    finally:
+        chosen.close()

@@ -1,0 +1,9 @@
+"""The stores on PostgreSQL, for workers on several hosts: the transcript store and the effects ledger share
+one database (`AGENT_DATABASE_URL`) and one connection pool per process. Without a URL, the embedded SQLite
+files stay the default (ops/stores.py chooses)."""
+
+from agentic.postgres.ledger import PostgresLedger
+from agentic.postgres.pool import Database, StoreUnavailable, describe
+from agentic.postgres.transcripts import PostgresTranscriptStore
+
+__all__ = ["Database", "PostgresLedger", "PostgresTranscriptStore", "StoreUnavailable", "describe"]
