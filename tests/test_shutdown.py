@@ -1,0 +1,135 @@
+"""Commands that start processes stop them when they are stopped: SIGTERM and SIGHUP act like Ctrl-C.
+
+Each test runs a real command as a subprocess, records every process below it, signals the command and
+checks that nothing it started is left running (and that its ports are free again).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ops.devserver import free_port, port_free
+from ops.settings import ROOT
+from tests.processes import alive, descendants, kill_all, wait_gone
+
+
+class Command:
+    """A command line under test, its output collected line by line."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, *argv],
+            cwd=ROOT,
+            env=os.environ | env | {"PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.seen: set[int] = set()  # every process ever seen below it
+        self._pumps = [
+            threading.Thread(target=self._pump, args=(stream, lines), daemon=True)
+            for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err))
+        ]
+        for pump in self._pumps:
+            pump.start()
+
+    def _pump(self, stream: object, lines: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.append(line)
+
+    def wait_for(self, text: str, timeout: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.seen |= descendants(self.process.pid)
+            for line in self.out:
+                if text in line:
+                    return line
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"no {text!r} in the output:\n{''.join(self.out)}{''.join(self.err)}")
+
+    def wait(self, timeout: float = 90.0) -> int:
+        """The exit code, once all output has been read."""
+        code = self.process.wait(timeout)
+        for pump in self._pumps:
+            pump.join(10)
+        return code
+
+    def signal_and_wait(self, sig: int, timeout: float = 90.0) -> int:
+        self.seen |= descendants(self.process.pid)
+        self.process.send_signal(sig)
+        return self.wait(timeout)
+
+    def cleanup(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        kill_all(self.seen)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Iterator[type[Command]]:
+    started: list[Command] = []
+
+    class Tracked(Command):
+        def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+            super().__init__(argv, {"AGENT_DATA_DIR": str(tmp_path / "data")} | (env or {}))
+            started.append(self)
+
+    yield Tracked
+    for command in started:
+        command.cleanup()
+
+
+# -- starter.py server ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_server_stops_its_temporal_child_and_frees_its_ports(run, tmp_path: Path, sig: int) -> None:
+    port, ui_port = free_port(), free_port()
+    server = run(
+        ["starter.py", "server", "--port", str(port), "--ui-port", str(ui_port), "--db", str(tmp_path / "d.db")]
+    )
+    banner = server.wait_for("Temporal dev server on")
+    child = int(banner.split("(pid ", 1)[1].split(")", 1)[0])
+    assert child in server.seen and not port_free(port)
+
+    assert server.signal_and_wait(sig) == 0
+    assert wait_gone(server.seen) == set(), f"left running after {signal.Signals(sig).name}"
+    assert not alive(child) and port_free(port) and port_free(ui_port)
+    assert "Temporal dev server stopped" in "".join(server.out)
+
+
+@pytest.mark.parametrize("busy", ["port", "ui"])
+def test_server_on_a_busy_port_says_which_and_exits_non_zero(run, tmp_path: Path, busy: str) -> None:
+    port, ui_port = free_port(), free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port if busy == "port" else ui_port))
+        holder.listen()
+        server = run(
+            ["starter.py", "server", "--port", str(port), "--ui-port", str(ui_port), "--db", str(tmp_path / "d.db")]
+        )
+        assert server.wait(60) == 1
+    errors = [line for line in server.err if line.strip()]
+    expected = (
+        f"error: port {port} is already in use on 127.0.0.1 (another Temporal server?): stop what holds it,"
+        " or choose another with --port"
+        if busy == "port"
+        else f"error: Web UI port {ui_port} is already in use on 127.0.0.1: stop what holds it, or choose another"
+        " with --ui-port"
+    )
+    assert errors == [expected + "\n"]
+    assert not any("Temporal dev server on" in line for line in server.out)  # no false success
