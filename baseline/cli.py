@@ -28,6 +28,7 @@ from baseline.errors import BadInput, BaselineError, UnknownRun
 from baseline.options import RunOptions
 from baseline.schema import FAILED
 from baseline.store import Store
+from ops.signals import stop_on_signals
 from scenarios import SCENARIOS, UnknownScenarioError
 from scenarios.run_options import add_run_option_arguments, approval_policy, scenario_options
 
@@ -257,7 +258,8 @@ def run(argv: list[str]) -> int:
     """The command line, returning its exit code (tests call this in-process)."""
     try:
         args = build_parser().parse_args(argv)
-        return int(args.handler(args))
+        with stop_on_signals():  # SIGTERM/SIGHUP end a command as Ctrl-C does: its workers are stopped
+            return int(args.handler(args))
     except SystemExit as exc:
         return int(exc.code or 0)
     except BaselineError as exc:

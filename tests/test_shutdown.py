@@ -133,3 +133,57 @@ def test_server_on_a_busy_port_says_which_and_exits_non_zero(run, tmp_path: Path
     )
     assert errors == [expected + "\n"]
     assert not any("Temporal dev server on" in line for line in server.out)  # no false success
+
+
+# -- the other commands that start processes --------------------------------------------------------
+
+
+def stopped_cleanly(command: Command, sig: int = signal.SIGTERM) -> None:
+    """Signal `command`; it exits as after Ctrl-C (130, one line, no traceback) and nothing it started is left."""
+    assert command.seen, "the command had started nothing yet"
+    assert command.signal_and_wait(sig) == 130
+    assert wait_gone(command.seen) == set(), f"left running after {signal.Signals(sig).name}"
+    assert "Traceback" not in "".join(command.err)
+
+
+def test_demo_stops_its_server_and_worker(run) -> None:
+    if not port_free(8233):
+        pytest.skip("the demo's dev server needs Web UI port 8233, which is in use here")
+    demo = run(["starter.py", "demo"], {"TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}"})
+    demo.wait_for("[billing]")  # printed once the server and a worker are up
+    assert len(demo.seen) >= 2  # the temporal server and the worker process (and their children)
+    stopped_cleanly(demo)
+
+
+def test_bench_chaos_temporal_stops_its_server_and_worker(run) -> None:
+    bench = run(
+        ["-m", "bench", "chaos", "--engine", "temporal", "--runs", "2", "--kills", "0", "--server-restarts", "0"]
+    )
+    bench.wait_for("started 2 runs on")
+    assert len(bench.seen) >= 2
+    stopped_cleanly(bench)
+    assert "bench chaos: interrupted (SIGTERM); stopped what it started" in "".join(bench.err)
+
+
+def test_bench_chaos_baseline_stops_its_job_processes(run) -> None:
+    bench = run(["-m", "bench", "chaos", "--engine", "baseline", "--runs", "6", "--kills", "0"])
+    bench.wait_for("started 6 job processes")
+    stopped_cleanly(bench, signal.SIGHUP)
+
+
+def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None:
+    common = ["--db", str(tmp_path / "baseline.db"), "--ledger", str(tmp_path / "ledger.db")]
+    slow = ["--scenario", "migration", "--records", "20", "--step-delay", "1", "--lease-seconds", "1"]
+    first = run(["-m", "baseline.cli", "run", "--id", "slow", *slow, *common])
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ledger.db").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    first.process.kill()  # a crash: the run is left with a lease that expires in a second
+    first.wait()
+    time.sleep(1.5)
+    recover = run(["-m", "baseline.cli", "recover", "--lease-seconds", "1", *common])
+    deadline = time.monotonic() + 60
+    while not descendants(recover.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    recover.seen |= descendants(recover.process.pid)
+    stopped_cleanly(recover)

@@ -21,6 +21,7 @@ from ops.cli.output import emit
 from ops.cli.runs import result_summary, start_run, wait_result
 from ops.connection import connect
 from ops.settings import Settings
+from ops.signals import stops_on_signals
 from ops.worker_process import WorkerProcess
 from scenarios import ScenarioOptions
 from workflows.agent import AgentWorkflow
@@ -147,6 +148,7 @@ class Demo:
         await self.trip_with_saga(client)
 
 
+@stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     host, port = devserver.split_address(settings.address)
     server = None
