@@ -24,30 +24,26 @@ from temporalio.worker import Interceptor, Worker
 
 from activities.model import ModelActivities
 from activities.tools import ToolActivities
-from agentic.ledger import EffectsLedger
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
-from ops import observability
-from ops.codec import AesGcmCodec, load_keyring
-from ops.codec.store import EncryptedTranscriptStore
+from agentic.ledger import Ledger
+from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from ops import observability, stores
+from ops.codec import load_keyring
 from ops.connection import connect
 from ops.settings import Settings
 from workflows.agent import AgentWorkflow
 
 
 def transcripts_for(settings: Settings) -> Transcripts:
-    """The transcript store next to the ledger; encrypted at rest when codec keys are configured."""
-    store: TranscriptStore = SqliteTranscriptStore(settings.ledger_path.parent / "transcripts.db")
+    """AGENT_DATABASE_URL's PostgreSQL, else SQLite next to the ledger; encrypted at rest with codec keys."""
     keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
-    if keyring is not None:
-        store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
-    return Transcripts(store)
+    return stores.open_transcripts(settings.database_url, settings.ledger_path.parent, keyring)
 
 
 def build_worker(
     client: Client,
     *,
     task_queue: str,
-    ledger: EffectsLedger,
+    ledger: Ledger,
     transcripts: Transcripts | None = None,
     max_cached_workflows: int = 1000,
     interceptors: Sequence[Interceptor] = (),
@@ -81,7 +77,8 @@ async def main() -> None:
         importlib.import_module(module)  # registers its scenarios in this process
     # With AGENT_METRICS_ADDRESS, the SDK's metrics are served for Prometheus at http://ADDRESS/metrics.
     client = await connect(settings, runtime=observability.metrics_runtime(settings.metrics_address))
-    ledger = EffectsLedger(settings.ledger_path)
+    stores.check(settings.database_url)  # unreachable shared database: one clear line, non-zero exit
+    ledger = stores.open_ledger(settings.database_url, settings.ledger_path)
     worker = build_worker(client, task_queue=settings.task_queue, ledger=ledger, transcripts=transcripts_for(settings))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

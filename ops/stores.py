@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentic.ledger import EffectsLedger, Ledger
+from agentic.store_unavailable import StoreUnavailable
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
 from ops.codec import AesGcmCodec, KeyRing
 from ops.codec.store import EncryptedTranscriptStore
 
 if TYPE_CHECKING:  # psycopg is imported only by processes that use PostgreSQL
     from agentic.postgres import Database
+
+__all__ = ["StoreUnavailable", "check", "close_all", "database", "migrate", "open_ledger", "open_transcripts"]
 
 TRANSCRIPTS_FILE = "transcripts.db"
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from agentic import Message
-from agentic.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable
+from agentic.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable, describe
 from agentic.transcript_store import EMPTY, Transcripts
 from ops import stores
 from tests.postgres_server import LocalPostgres, scratch_database
@@ -172,3 +172,29 @@ def test_the_database_url_is_a_setting_whose_password_is_never_printed(monkeypat
     assert PASSWORD not in repr(settings)
     monkeypatch.setenv("AGENT_DATABASE_URL", "  ")
     assert Settings().database_url is None  # blank (compose's ${X:-}) means unset: the SQLite files
+
+
+def test_the_effects_command_reads_the_shared_ledger_and_says_when_it_is_down(server, url, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from ops.settings import ROOT
+
+    database = Database(url)
+    PostgresLedger(database).apply("r/1", run_id="r", tool="charge", args={"n": 1}, perform=lambda: "charged")
+    database.close()
+    env = {"AGENT_DATABASE_URL": url, "AGENT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def effects() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "starter.py", "effects", "--json"]
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    shown = effects()
+    assert shown.returncode == 0, shown.stderr
+    assert [(e["key"], e["result"]) for e in json.loads(shown.stdout)] == [("r/1", "charged")]
+    server.stop()
+    down = effects()
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.startswith(f"error: PostgreSQL at {describe(url)} is unavailable: ")
+    assert len(down.stderr.splitlines()) == 1 and PASSWORD not in down.stderr

@@ -3,7 +3,8 @@ one database (`AGENT_DATABASE_URL`) and one connection pool per process. Without
 files stay the default (ops/stores.py chooses)."""
 
 from agentic.postgres.ledger import PostgresLedger
-from agentic.postgres.pool import Database, StoreUnavailable, describe
+from agentic.postgres.pool import Database, describe
 from agentic.postgres.transcripts import PostgresTranscriptStore
+from agentic.store_unavailable import StoreUnavailable
 
 __all__ = ["Database", "PostgresLedger", "PostgresTranscriptStore", "StoreUnavailable", "describe"]

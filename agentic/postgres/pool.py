@@ -8,6 +8,7 @@ Temporal activity that meets it is retried, and once the server is back the pool
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,10 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from agentic.postgres import schema
-
-
-class StoreUnavailable(RuntimeError):
-    """The database did not answer (down, restarting, unreachable, out of connections). Retry later."""
+from agentic.store_unavailable import StoreUnavailable
 
 
 def describe(url: str) -> str:
@@ -28,6 +26,10 @@ def describe(url: str) -> str:
     parts = conninfo_to_dict(url)
     return f"{parts.get('host') or 'localhost'}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
 
+
+# The pool logs each failed reconnection attempt: into the application's logs when it has configured logging
+# (a worker's JSON log), never as stray lines on a command's stderr.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 # libpq options every connection gets: fail fast on connect, notice a silent peer within ~25 s.
 CONNECTION_OPTIONS = {
