@@ -97,7 +97,25 @@ def effect_from_row(row: Sequence[Any]) -> Effect:
     )
 
 
-class EffectsLedger:
+class ReadsEffects:
+    """`get` and `effects` of a ledger, over its `_select(where, params)` in its SQL's placeholder style."""
+
+    PLACEHOLDER = "?"
+
+    def get(self, key: str) -> Effect | None:
+        rows = self._select(f"WHERE key = {self.PLACEHOLDER}", (key,))
+        return rows[0] if rows else None
+
+    def effects(self, run_id: str | None = None) -> list[Effect]:
+        if run_id is None:
+            return self._select("", ())
+        return self._select(f"WHERE run_id = {self.PLACEHOLDER}", (run_id,))
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
+        raise NotImplementedError
+
+
+class EffectsLedger(ReadsEffects):
     """The embedded ledger: one SQLite file (shared by the processes of one host)."""
 
     def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
@@ -125,15 +143,6 @@ class EffectsLedger:
                 (key, run_id, tool, args_json(args), result, timestamp(now()), compensates),
             )
             return result, True
-
-    def get(self, key: str) -> Effect | None:
-        rows = self._select("WHERE key = ?", (key,))
-        return rows[0] if rows else None
-
-    def effects(self, run_id: str | None = None) -> list[Effect]:
-        if run_id is None:
-            return self._select("", ())
-        return self._select("WHERE run_id = ?", (run_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
         with self.file.connect() as db:

@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentic.ledger import Effect, args_json, effect_from_row, now
+from agentic.ledger import Effect, ReadsEffects, args_json, effect_from_row, now
 from agentic.postgres.pool import Database
 
 KEY_LOCKS = 0x5C4E_0002  # advisory lock class of ledger keys: (KEY_LOCKS, hashtext(key))
 COLUMNS = "seq, key, run_id, tool, args, result, at, compensates"
 
 
-class PostgresLedger:
+class PostgresLedger(ReadsEffects):
+    PLACEHOLDER = "%s"
+
     def __init__(self, database: Database) -> None:
         self.database = database
 
@@ -45,15 +47,6 @@ class PostgresLedger:
                 (key, run_id, tool, args_json(args), result.encode(), now(), compensates),
             )
             return result, True
-
-    def get(self, key: str) -> Effect | None:
-        rows = self._select("WHERE key = %s", (key,))
-        return rows[0] if rows else None
-
-    def effects(self, run_id: str | None = None) -> list[Effect]:
-        if run_id is None:
-            return self._select("", ())
-        return self._select("WHERE run_id = %s", (run_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
         with self.database.connection() as db:
