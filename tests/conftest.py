@@ -107,6 +107,45 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float
         await asyncio.sleep(0.1)
 
 
+def _needs_postgres(item: pytest.Item) -> str | None:
+    """ "any": a test that needs some PostgreSQL; "own": one it can stop and start; None: neither."""
+    if "own_postgres" in getattr(item, "fixturenames", ()):
+        return "own"
+    callspec = getattr(item, "callspec", None)
+    uses_backend = callspec is not None and callspec.params.get("backend") == "postgres"
+    return "any" if uses_backend or "postgres_url" in getattr(item, "fixturenames", ()) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL to use, its tests are set aside and the summary says so in ONE line (a skip per
+    test would print a line per test), never silently."""
+    have_binaries = binaries() is not None
+    have_url = bool(os.environ.get("AGENT_TEST_DATABASE_URL", "").strip())
+    cannot = [
+        item
+        for item in items
+        if (need := _needs_postgres(item)) and not (have_binaries or (need == "any" and have_url))
+    ]
+    if cannot:
+        items[:] = [item for item in items if item not in cannot]
+        config.hook.pytest_deselected(items=cannot)
+        why = (
+            "they stop and start a server of their own, which needs PostgreSQL's binaries"
+            " (`apt-get install postgresql`, or AGENT_TEST_POSTGRES_BIN)"
+            if have_url
+            else HOW_TO_GET_ONE
+        )
+        config.stash[_postgres_set_aside] = f"NOT RUN: {len(cannot)} PostgreSQL tests. {why}"
+
+
+_postgres_set_aside = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if line := config.stash.get(_postgres_set_aside, ""):
+        terminalreporter.write_line(line, yellow=True, bold=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> Iterator[str]:
     """A real PostgreSQL for the session: `AGENT_TEST_DATABASE_URL`, or one started from Debian's binaries."""

@@ -29,12 +29,17 @@ from ops.devserver import free_port
 
 HOW_TO_GET_ONE = (
     "PostgreSQL tests need a server: set AGENT_TEST_DATABASE_URL=postgresql://user@host:port/db (a role that may"
-    " CREATE DATABASE) or install Debian's binaries (`apt-get install postgresql`; .ci/run does)"
+    " CREATE DATABASE) or install Debian's binaries (`apt-get install postgresql`; .ci/run does) or point"
+    " AGENT_TEST_POSTGRES_BIN at a directory with initdb and pg_ctl"
 )
 
 
 def binaries() -> Path | None:
-    """The newest Debian PostgreSQL bin directory, or the one `pg_ctl` on PATH lives in."""
+    """`AGENT_TEST_POSTGRES_BIN` when set (a directory holding initdb and pg_ctl), else the newest Debian
+    PostgreSQL bin directory, else the one `pg_ctl` on PATH lives in."""
+    chosen = os.environ.get("AGENT_TEST_POSTGRES_BIN", "").strip()
+    if chosen:
+        return Path(chosen) if (Path(chosen) / "pg_ctl").exists() else None
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
     if found:
         return found[-1].parent

@@ -198,3 +198,21 @@ def test_the_effects_command_reads_the_shared_ledger_and_says_when_it_is_down(se
     assert down.returncode == 1 and down.stdout == ""
     assert down.stderr.startswith(f"error: PostgreSQL at {describe(url)} is unavailable: ")
     assert len(down.stderr.splitlines()) == 1 and PASSWORD not in down.stderr
+
+
+def test_without_a_server_the_postgres_tests_skip_saying_how_to_get_one(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ops.settings import ROOT
+    from tests.postgres_server import HOW_TO_GET_ONE
+
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_TEST_DATABASE_URL"}
+    env["AGENT_TEST_POSTGRES_BIN"] = str(tmp_path / "no-binaries-here")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ledger.py"]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if HOW_TO_GET_ONE in line]
+    assert said == [f"NOT RUN: 6 PostgreSQL tests. {HOW_TO_GET_ONE}"], done.stdout  # one line, never silent
+    assert "6 passed, 6 deselected" in done.stdout.splitlines()[-1]  # the SQLite half ran
