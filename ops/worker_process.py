@@ -36,6 +36,7 @@ class WorkerProcess:
                 "AGENT_LEDGER": str(settings.ledger_path),
                 "PYTHONUNBUFFERED": "1",
             }
+            | ({"AGENT_DATABASE_URL": settings.database_url} if settings.database_url else {})
             | (extra_env or {})
         )
         if log:
