@@ -30,11 +30,10 @@ from activities.tools import ToolActivities
 from agentic import Agent
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
-from ops import observability
+from agentic.transcript_store import Transcripts
+from ops import observability, stores
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
-from ops.codec import AesGcmCodec, load_keyring
-from ops.codec.store import EncryptedTranscriptStore
+from ops.codec import load_keyring
 from ops.connection import connect
 from ops.models import declared_models
 from ops.settings import Settings
@@ -43,12 +42,10 @@ from workflows.plugin import has_plugin
 
 
 def transcripts_for(settings: Settings) -> Transcripts:
-    """The transcript store in the data directory; encrypted at rest when codec keys are configured."""
-    store: TranscriptStore = SqliteTranscriptStore(settings.data_dir / "transcripts.db")
+    """The transcript store: AGENT_DATABASE_URL's PostgreSQL (shared by worker hosts), else SQLite in the
+    data directory; encrypted at rest when codec keys are configured."""
     keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
-    if keyring is not None:
-        store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
-    return Transcripts(store)
+    return stores.open_transcripts(settings.database_url, settings.data_dir, keyring)
 
 
 def build_worker(
@@ -107,7 +104,14 @@ async def main(argv: Sequence[str]) -> int:
         return 2
     # With AGENT_METRICS_ADDRESS, the SDK's metrics are served for Prometheus at http://ADDRESS/metrics.
     client = await connect(settings, runtime=observability.metrics_runtime(settings.metrics_address))
-    worker = build_worker(client, task_queue=settings.task_queue, agents=agents, deps=deps)
+    try:
+        stores.check(settings.database_url)  # an unreachable shared database: one clear line, non-zero exit
+    except stores.StoreUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    worker = build_worker(
+        client, task_queue=settings.task_queue, agents=agents, deps=deps, transcripts=transcripts_for(settings)
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

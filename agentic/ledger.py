@@ -1,16 +1,19 @@
-"""The effects ledger: one row per real side effect, keyed by its idempotency key, in SQLite.
+"""The effects ledger: one row per real side effect, keyed by its idempotency key.
 
 `apply(key, ...)` performs an effect at most once per key: the check, the effect and the row commit in
-one `BEGIN IMMEDIATE` transaction, so a second execution with the same key — a retry, a replayed
-activity, a resumed run, a zombie worker — returns the first result and changes nothing. The row count
-is therefore the number of effects that really happened: the assertion surface of every crash test.
+one transaction, so a second execution with the same key — a retry, a replayed activity, a resumed run, a
+zombie worker — returns the first result and changes nothing. The row count is therefore the number of
+effects that really happened: the assertion surface of every crash test.
+
+`Ledger` is the interface; `EffectsLedger` is the embedded one (SQLite, a `BEGIN IMMEDIATE` transaction)
+and `agentic.postgres.PostgresLedger` the one workers on several hosts share.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,14 +63,64 @@ class Ledger(Protocol):
         args: Mapping[str, Any],
         perform: Callable[[], str],
         compensates: str | None = None,
-    ) -> tuple[str, bool]: ...
+    ) -> tuple[str, bool]:
+        """Perform the effect unless `key` already has one. Returns (result, performed_now)."""
+        ...
 
     def get(self, key: str) -> Effect | None: ...
 
     def effects(self, run_id: str | None = None) -> list[Effect]: ...
 
 
-class EffectsLedger:
+def args_json(args: Mapping[str, Any]) -> str:
+    return json.dumps(dict(args), sort_keys=True)
+
+
+def now() -> datetime:
+    return datetime.fromtimestamp(time.time(), UTC)
+
+
+def timestamp(at: datetime) -> str:
+    """An effect's time as both ledgers show it: ISO 8601 in UTC, to the millisecond."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def effect_from_row(row: Sequence[Any]) -> Effect:
+    """An `Effect` from (seq, key, run_id, tool, args JSON, result, at, compensates)."""
+    seq, key, run_id, tool, args, result, at, compensates = row
+    return Effect(
+        seq=seq,
+        key=key,
+        run_id=run_id,
+        tool=tool,
+        args=json.loads(args),
+        result=result,
+        at=at if isinstance(at, str) else timestamp(at),
+        compensates=compensates,
+    )
+
+
+class ReadsEffects:
+    """`get` and `effects` of a ledger, over its `_select(where, params)` in its SQL's placeholder style."""
+
+    PLACEHOLDER = "?"
+
+    def get(self, key: str) -> Effect | None:
+        rows = self._select(f"WHERE key = {self.PLACEHOLDER}", (key,))
+        return rows[0] if rows else None
+
+    def effects(self, run_id: str | None = None) -> list[Effect]:
+        if run_id is None:
+            return self._select("", ())
+        return self._select(f"WHERE run_id = {self.PLACEHOLDER}", (run_id,))
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
+        raise NotImplementedError
+
+
+class EffectsLedger(ReadsEffects):
+    """The embedded ledger: one SQLite file (shared by the processes of one host)."""
+
     def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
         self.file = SqliteFile(path, SCHEMA, busy_timeout)
         self.path = self.file.path
@@ -90,18 +143,9 @@ class EffectsLedger:
             result = perform()
             db.execute(
                 "INSERT INTO effects(key, run_id, tool, args, result, at, compensates) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, run_id, tool, json.dumps(dict(args), sort_keys=True), result, _now(), compensates),
+                (key, run_id, tool, args_json(args), result, timestamp(now()), compensates),
             )
             return result, True
-
-    def get(self, key: str) -> Effect | None:
-        rows = self._select("WHERE key = ?", (key,))
-        return rows[0] if rows else None
-
-    def effects(self, run_id: str | None = None) -> list[Effect]:
-        if run_id is None:
-            return self._select("", ())
-        return self._select("WHERE run_id = ?", (run_id,))
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
         with self.file.connect() as db:
@@ -109,20 +153,4 @@ class EffectsLedger:
                 f"SELECT seq, key, run_id, tool, args, result, at, compensates FROM effects {where} ORDER BY seq",
                 params,
             ).fetchall()
-        return [
-            Effect(
-                seq=r[0],
-                key=r[1],
-                run_id=r[2],
-                tool=r[3],
-                args=json.loads(r[4]),
-                result=r[5],
-                at=r[6],
-                compensates=r[7],
-            )
-            for r in rows
-        ]
-
-
-def _now() -> str:
-    return datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="milliseconds")
+        return [effect_from_row(r) for r in rows]

@@ -9,8 +9,8 @@ a retry or a replay sees exactly the input the first attempt saw.
 
 Large contents are *claim-checked*: a tool output or model reply over a threshold is stored as a blob and
 the message carries a preview plus `content_ref`; readers expand it back. The store is an interface:
-`SqliteTranscriptStore` is the embedded one (next to the effects ledger); a cluster would implement the
-same four methods on Postgres or an object store.
+`SqliteTranscriptStore` is the embedded one (next to the effects ledger); workers on several hosts share
+`agentic.postgres.PostgresTranscriptStore` (`AGENT_DATABASE_URL`; ops/stores.py chooses).
 """
 
 from __future__ import annotations
@@ -160,10 +160,7 @@ class SqliteTranscriptStore:
             for chunk in _chunks(list(dict.fromkeys(refs)), 500):
                 marks = ",".join("?" * len(chunk))
                 found |= dict(db.execute(f"SELECT ref, body FROM blobs WHERE ref IN ({marks})", chunk).fetchall())
-        missing = set(refs) - set(found)
-        if missing:
-            raise KeyError(f"{len(missing)} blob(s) missing from the transcript store, e.g. {sorted(missing)[0]}")
-        return found
+        return require_all(refs, found)
 
     def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None:
         with self.file.transaction() as db:
@@ -174,6 +171,14 @@ class SqliteTranscriptStore:
             marks = ",".join("?" * len(refs))
             rows = db.execute(f"SELECT ref, previous, message FROM nodes WHERE ref IN ({marks})", list(refs))
             return {ref: (previous, message) for ref, previous, message in rows.fetchall()}
+
+
+def require_all(refs: Sequence[str], found: dict[str, str]) -> dict[str, str]:
+    """`found`, or a KeyError naming what is missing: a blob is never silently absent."""
+    missing = set(refs) - set(found)
+    if missing:
+        raise KeyError(f"{len(missing)} blob(s) missing from the transcript store, e.g. {sorted(missing)[0]}")
+    return found
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

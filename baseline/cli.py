@@ -34,6 +34,7 @@ from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_nam
 from ops.cli.run_options import RunOptionError, add_run_option_arguments, positive_float, positive_int, run_request
 from ops.models import declared_models
 from ops.settings import Settings
+from ops.signals import stop_on_signals
 
 
 class Parser(argparse.ArgumentParser):
@@ -286,7 +287,8 @@ def run(argv: list[str]) -> int:
     """The command line, returning its exit code (tests call this in-process)."""
     try:
         args = build_parser().parse_args(argv)
-        return int(args.handler(args))
+        with stop_on_signals():  # SIGTERM/SIGHUP end a command as Ctrl-C does: its workers are stopped
+            return int(args.handler(args))
     except SystemExit as exc:
         return int(exc.code or 0)
     except BaselineError as exc:

@@ -134,20 +134,27 @@ def recover(
             (run_id, subprocess.Popen(command, stdout=pipe, stderr=pipe, text=True, start_new_session=detach))
         )
     resumed = []
-    for run_id, worker in workers:
-        if detach:
-            resumed.append({"run_id": run_id, "pid": worker.pid})
-            continue
-        _, err = worker.communicate()
-        row = store.run(run_id)
-        resumed.append(
-            {
-                "run_id": run_id,
-                "exit_code": worker.returncode,
-                "status": row.status if row else None,
-                "error": err.strip().splitlines()[-1] if err.strip() else None,
-            }
-        )
+    try:
+        for run_id, worker in workers:
+            if detach:
+                resumed.append({"run_id": run_id, "pid": worker.pid})
+                continue
+            _, err = worker.communicate()
+            row = store.run(run_id)
+            resumed.append(
+                {
+                    "run_id": run_id,
+                    "exit_code": worker.returncode,
+                    "status": row.status if row else None,
+                    "error": err.strip().splitlines()[-1] if err.strip() else None,
+                }
+            )
+    except BaseException:  # interrupted: the workers we wait for stop too (their runs resume later; leases)
+        for _, worker in workers:
+            if not detach and worker.poll() is None:
+                worker.terminate()
+                worker.wait()
+        raise
     return {"resumed": resumed, "webhooks_delivered": webhooks.deliver_pending(store)}
 
 

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ops.signals import stop_on_signals
+
 
 @dataclass(frozen=True)
 class Command:
@@ -49,4 +51,10 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.handler(args))
+    # The harnesses start dev servers and workers in their own sessions; SIGTERM/SIGHUP must stop them too.
+    try:
+        with stop_on_signals():
+            return int(args.handler(args))
+    except KeyboardInterrupt as exc:
+        print(f"bench {args.command}: interrupted ({exc or 'Ctrl-C'}); stopped what it started", file=sys.stderr)
+        return 130

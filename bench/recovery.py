@@ -154,6 +154,7 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
         killed_at = time.time()
         first.kill()
     finally:
+        first.kill()  # a no-op after the planned kill; when interrupted before it, the job must not outlive us
         first.wait()
     store = Store(db)
     try:

@@ -132,17 +132,22 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     locked = 0
     failed = 0
     errors: list[str] = []
-    for spawned, process in processes:
-        try:
-            _, err = process.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
-        except subprocess.TimeoutExpired:
+    try:
+        for spawned, process in processes:
+            try:
+                _, err = process.communicate(timeout=max(1.0, timeout - (time.perf_counter() - started)))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                _, err = process.communicate()
+            latencies.append(time.perf_counter() - spawned)
+            locked += err.count(LOCKED)
+            if process.returncode != 0:
+                failed += 1
+                errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {process.returncode}")
+    finally:  # interrupted (Ctrl-C, SIGTERM): none of the herd outlives the measurement
+        for _, process in processes:
             process.kill()
-            _, err = process.communicate()
-        latencies.append(time.perf_counter() - spawned)
-        locked += err.count(LOCKED)
-        if process.returncode != 0:
-            failed += 1
-            errors.append(err.strip().splitlines()[-1] if err.strip() else f"exit {process.returncode}")
+            process.wait()
     wall = time.perf_counter() - started
     return _baseline_result("baseline-processes", n, steps, db, wall, latencies, locked, failed, errors)
 

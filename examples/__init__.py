@@ -7,7 +7,6 @@ one is such a module; the engine never imports it.
 
 from __future__ import annotations
 
-from agentic.ledger import EffectsLedger
 from examples import billing, migration, refund, trip
 from examples.options import DemoDeps, DemoOptions
 from ops.settings import Settings
@@ -16,8 +15,11 @@ agents = [billing.agent, migration.agent, refund.agent, trip.agent]
 
 
 def make_deps(settings: Settings) -> DemoDeps:
-    """The effects ledger, in the data directory (`AGENT_LEDGER` overrides the path)."""
-    return DemoDeps(ledger=EffectsLedger(settings.ledger_path))
+    """The effects ledger: PostgreSQL with `AGENT_DATABASE_URL` (shared by worker hosts), else SQLite in the
+    data directory (`AGENT_LEDGER` overrides the path)."""
+    from ops import stores
+
+    return DemoDeps(ledger=stores.open_ledger(settings.database_url, settings.ledger_path))
 
 
 __all__ = ["DemoDeps", "DemoOptions", "agents", "make_deps"]

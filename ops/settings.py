@@ -5,7 +5,8 @@ Connection security (docs/operations.md): `TEMPORAL_TLS_CERT` / `TEMPORAL_TLS_KE
 key, PEM paths, for mTLS), `TEMPORAL_TLS_CA` (the server's CA, PEM path; default: the system roots),
 `TEMPORAL_TLS_SERVER_NAME` (SNI / verification name), `TEMPORAL_API_KEY` (implies TLS), `TEMPORAL_TLS`
 (`true` turns TLS on with none of the others). Encryption at rest: `AGENT_CODEC_KEYS` or
-`AGENT_CODEC_KEY_FILE`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+`AGENT_CODEC_KEY_FILE`. Stores shared by worker hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in
+the data directory). Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Settings:
     task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", "durable-agents"))
     data_dir: Path = field(default_factory=data_dir)
     ledger_path: Path = field(default_factory=lambda: Path(_env("AGENT_LEDGER") or data_dir() / "ledger.db"))
+    # postgresql://user:password@host:port/db: the ledger and transcripts for every worker host (ops/stores.py).
+    database_url: str | None = field(default_factory=lambda: _env("AGENT_DATABASE_URL"), repr=False)
     ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
     # -- connection security: see client.connect_options ------------------------------------------
     tls: bool | None = field(default_factory=lambda: _env_flag("TEMPORAL_TLS"))  # None: on when any below is set

@@ -37,6 +37,7 @@ class WorkerProcess:
                 "AGENT_DATA_DIR": str(settings.data_dir),
                 "PYTHONUNBUFFERED": "1",
             }
+            | ({"AGENT_DATABASE_URL": settings.database_url} if settings.database_url else {})
             | (extra_env or {})
         )
         if log:

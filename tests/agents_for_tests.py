@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
-from agentic.ledger import EffectsLedger
 from examples import trip as trip_module
 from examples.effects import options_of, record_effect
 from examples.options import DemoDeps, DemoOptions
@@ -244,4 +244,4 @@ agents = [REUSED_IDS, REPEAT, ERRORS, ROWS, SHORT, PAY_BATCH, PAY_SEQUENCE, BOOK
 def make_deps(settings: Settings) -> DemoDeps:
     """The demo agents' deps (the ledger at `settings.ledger_path`), so `job --agents tests.agents_for_tests`
     and `worker.py --agents tests.agents_for_tests` serve these agents too."""
-    return DemoDeps(ledger=EffectsLedger(settings.ledger_path))
+    return examples.make_deps(settings)

@@ -6,10 +6,11 @@ Servers are started by these fixtures and stopped by their own handles (by pid),
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from examples.options import DemoDeps
 from ops.settings import Settings
 from tests import agents_for_tests
+from tests.backends import BACKENDS, Backend
+from tests.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
 from worker import build_worker
 from workflows import search_attributes
 
@@ -120,3 +123,90 @@ async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
         await asyncio.sleep(0.1)
+
+
+def _needs_postgres(item: pytest.Item) -> str | None:
+    """ "any": a test that needs some PostgreSQL; "own": one it can stop and start; None: neither."""
+    if "own_postgres" in getattr(item, "fixturenames", ()):
+        return "own"
+    callspec = getattr(item, "callspec", None)
+    uses_backend = callspec is not None and callspec.params.get("backend") == "postgres"
+    return "any" if uses_backend or "postgres_url" in getattr(item, "fixturenames", ()) else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a PostgreSQL to use, its tests are set aside and the summary says so in ONE line (a skip per
+    test would print a line per test), never silently."""
+    have_binaries = binaries() is not None
+    have_url = bool(os.environ.get("AGENT_TEST_DATABASE_URL", "").strip())
+    cannot = [
+        item
+        for item in items
+        if (need := _needs_postgres(item)) and not (have_binaries or (need == "any" and have_url))
+    ]
+    if cannot:
+        items[:] = [item for item in items if item not in cannot]
+        config.hook.pytest_deselected(items=cannot)
+        why = (
+            "they stop and start a server of their own, which needs PostgreSQL's binaries"
+            " (`apt-get install postgresql`, or AGENT_TEST_POSTGRES_BIN)"
+            if have_url
+            else HOW_TO_GET_ONE
+        )
+        config.stash[_postgres_set_aside] = f"NOT RUN: {len(cannot)} PostgreSQL tests. {why}"
+
+
+_postgres_set_aside = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    if line := config.stash.get(_postgres_set_aside, ""):
+        terminalreporter.write_line(line, yellow=True, bold=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """A real PostgreSQL for the session: `AGENT_TEST_DATABASE_URL`, or one started from Debian's binaries."""
+    url = os.environ.get("AGENT_TEST_DATABASE_URL", "").strip()
+    if url:
+        yield url
+        return
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip(HOW_TO_GET_ONE)
+    server = LocalPostgres(bin_dir)
+    try:
+        yield server.url
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_admin_url: str) -> Iterator[str]:
+    """A fresh, empty database for one test."""
+    with scratch_database(postgres_admin_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[LocalPostgres]:
+    """A server of this module's own, which its tests may stop and start (never the shared one)."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip(HOW_TO_GET_ONE.split(": set", 1)[0] + " they can stop: `apt-get install postgresql`")
+    server = LocalPostgres(bin_dir)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """Runs the test once on the SQLite files and once on a fresh PostgreSQL database."""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    chosen = Backend(request.param, tmp_path, url)
+    try:
+        yield chosen
+    finally:
+        chosen.close()

@@ -105,3 +105,44 @@ async def test_the_worker_drains_and_exits_cleanly_on_sigterm(dev_env, task_queu
     assert result.stop is Stop.ANSWERED
     assert worker.stop() == 0
     assert any(line.startswith("worker stopped") for line in worker.output)
+
+
+async def test_a_worker_with_a_database_url_keeps_effects_and_transcripts_in_postgres(
+    dev_env, task_queue, tmp_path, postgres_url
+):
+    """AGENT_DATABASE_URL: the worker process writes its ledger and transcripts to PostgreSQL (no SQLite file),
+    and a SIGKILLed worker's replacement finishes the run with each effect once."""
+    import dataclasses
+
+    import psycopg
+
+    from agentic.postgres import Database, PostgresLedger
+
+    settings = dataclasses.replace(dev_settings(dev_env, task_queue, tmp_path), database_url=postgres_url)
+    database = Database(postgres_url)
+    ledger = PostgresLedger(database)
+    run_id = f"migration-pg-{uuid.uuid4().hex[:8]}"
+    first = WorkerProcess(settings, log=tmp_path / "worker1.log").wait_ready()
+    try:
+        handle = await dev_env.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(agent="migration", options={"step_delay": 1.0}, timeouts=Timeouts(heartbeat_seconds=2.0)),
+            id=run_id,
+            task_queue=task_queue,
+        )
+        await eventually(lambda: len(ledger.effects(run_id)) >= 2, what="step 2's effect in PostgreSQL")
+    finally:
+        first.kill()
+    second = WorkerProcess(settings, log=tmp_path / "worker2.log").wait_ready()
+    try:
+        result = await asyncio.wait_for(handle.result(), 90)
+    finally:
+        second.stop()
+
+    assert result.output == "Migrated 5 records."
+    assert [e.args["record"] for e in ledger.effects(run_id)] == ["rec-1", "rec-2", "rec-3", "rec-4", "rec-5"]
+    database.close()
+    with psycopg.connect(postgres_url) as db:
+        nodes = db.execute("SELECT count(*) FROM transcript_nodes").fetchone()[0]  # type: ignore[index]
+    assert nodes >= 10  # the run's transcript, by reference, lives there
+    assert not (tmp_path / "ledger.db").exists() and not (tmp_path / "transcripts.db").exists()

@@ -1,4 +1,4 @@
-"""Histories recorded from the scenarios (tests/histories/*.json) replay without non-determinism with
+"""Histories recorded from the demo agents (tests/histories/*.json) replay without non-determinism with
 the current workflow code — what a deploy does to every run in flight."""
 
 from __future__ import annotations

@@ -1,16 +1,22 @@
-"""The content-addressed transcript store: idempotent writes, stable heads, claim checks, a hard cap."""
+"""The content-addressed transcript store: idempotent writes, stable heads, claim checks, a hard cap —
+on both backends (SQLite files and a real PostgreSQL), encrypted at rest or not."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from agentic import Message, tool_call
 from agentic.transcript_store import EMPTY, PayloadTooLarge, SqliteTranscriptStore, Transcripts
+from ops.codec import AesGcmCodec, KeyRing, new_key
+from ops.codec.store import EncryptedTranscriptStore
+from tests.backends import Backend
 
 
 @pytest.fixture
-def transcripts(tmp_path) -> Transcripts:
-    return Transcripts(SqliteTranscriptStore(tmp_path / "t.db"))
+def transcripts(backend: Backend) -> Transcripts:
+    return Transcripts(backend.transcript_store())
 
 
 MESSAGES = [
@@ -24,28 +30,27 @@ MESSAGES = [
 def test_a_transcript_round_trips_and_its_head_names_its_content(transcripts, tmp_path):
     head = transcripts.append(EMPTY, MESSAGES)
     assert transcripts.load(head) == MESSAGES
-    # The same messages give the same head, in another store too: a head is the transcript's name.
+    # The same messages give the same head in another store, of either backend: a head is the transcript's name.
     other = Transcripts(SqliteTranscriptStore(tmp_path / "other.db"))
     assert other.append(EMPTY, MESSAGES) == head
     assert transcripts.append(EMPTY, MESSAGES[:3]) != head
 
 
-def test_appending_in_pieces_equals_appending_at_once_and_writes_are_idempotent(transcripts, tmp_path):
+def test_appending_in_pieces_equals_appending_at_once_and_writes_are_idempotent(transcripts, backend):
     whole = transcripts.append(EMPTY, MESSAGES)
     piecewise = transcripts.append(transcripts.append(EMPTY, MESSAGES[:2]), MESSAGES[2:])
     assert piecewise == whole
     again = transcripts.append(EMPTY, MESSAGES)  # a retried activity writes the same rows again
     assert again == whole
-    store = SqliteTranscriptStore(tmp_path / "t.db")
-    with store.file.connect() as db:
-        assert db.execute("SELECT count(*) FROM nodes").fetchone()[0] == 4
-        assert db.execute("SELECT count(*) FROM blobs").fetchone()[0] == 4
+    Transcripts(backend.transcript_store()).append(EMPTY, MESSAGES)  # and so does another worker
+    assert backend.rows("nodes") == 4
+    assert backend.rows("blobs") == 4
 
 
-def test_a_fresh_reader_without_cache_reads_the_same(transcripts, tmp_path):
+def test_a_fresh_reader_without_cache_reads_the_same(transcripts, backend):
     head = transcripts.append(EMPTY, MESSAGES)
     longer = transcripts.append(head, [Message("assistant", "done")])
-    fresh = Transcripts(SqliteTranscriptStore(tmp_path / "t.db"))  # a new worker after a crash
+    fresh = Transcripts(backend.transcript_store())  # a new worker after a crash, or on another host
     assert fresh.load(longer) == [*MESSAGES, Message("assistant", "done")]
     assert transcripts.load(head) == MESSAGES  # the cache never serves a longer transcript for a shorter head
 
@@ -62,6 +67,13 @@ def test_claim_check_keeps_small_contents_and_stores_large_ones(transcripts):
     assert transcripts.load(head, expand=False) == [stub]
 
 
+def test_any_text_round_trips_even_a_nul_character(transcripts):
+    # PostgreSQL text cannot hold NUL; a tool's raw output may. Bodies are bytes there.
+    body = "binary-ish \x00 output, ünïcødé, " + "z" * 300
+    _, ref = transcripts.claim_check(body, 100, 10_000, "the output")
+    assert transcripts.resolve("", ref) == body
+
+
 def test_over_the_hard_cap_is_refused_clearly(transcripts):
     with pytest.raises(PayloadTooLarge, match="the output is 2,000 bytes, over the hard cap of 1,000 bytes"):
         transcripts.claim_check("z" * 2000, 100, 1000, "the output")
@@ -70,3 +82,45 @@ def test_over_the_hard_cap_is_refused_clearly(transcripts):
 def test_an_unknown_head_is_a_clear_error(transcripts):
     with pytest.raises(KeyError, match="not in the store"):
         transcripts.load("sha256:nope")
+
+
+def test_a_missing_blob_is_a_clear_error(backend):
+    with pytest.raises(KeyError, match=r"1 blob\(s\) missing from the transcript store, e.g. sha256:gone"):
+        backend.transcript_store().get_blobs(["sha256:gone"])
+
+
+def test_concurrent_writers_of_the_same_transcript_agree(backend):
+    # Two workers (threads here, each with its own store object) append the same messages at once.
+    stores = [Transcripts(backend.transcript_store()) for _ in range(4)]
+    heads: list[str] = []
+    start = threading.Barrier(len(stores))
+
+    def write(transcripts: Transcripts) -> None:
+        start.wait()
+        for n in range(1, len(MESSAGES) + 1):
+            heads.append(transcripts.append(EMPTY, MESSAGES[:n]))
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(heads)) == len(MESSAGES)  # four prefixes, the same four heads from every writer
+    assert backend.rows("nodes") == 4 and backend.rows("blobs") == 4
+
+
+def test_encrypted_at_rest_on_either_backend(backend):
+    secret = "card 4242-4242-4242-4242"
+    keys = KeyRing.parse(f"k1:{new_key()}")
+    sealed = Transcripts(EncryptedTranscriptStore(backend.transcript_store(), AesGcmCodec(keys)))
+    messages = [Message("user", f"pay with {secret}"), Message("tool", secret * 200, tool_call_id="c1")]
+    head = sealed.append(EMPTY, messages)
+    _, ref = sealed.claim_check(secret * 300, 100, 100_000, "the output")
+
+    raw = backend.raw_bodies()
+    assert raw and secret.encode() not in raw  # ciphertext at rest, claim-checked blobs included
+    reader = Transcripts(EncryptedTranscriptStore(backend.transcript_store(), AesGcmCodec(keys)))
+    assert reader.load(head) == messages and reader.resolve("", ref) == secret * 300
+    # Without the keys the bodies are unreadable, not silently wrong.
+    with pytest.raises(ValueError):  # the stored text is "enc:" + base64, not a message
+        Transcripts(backend.transcript_store()).load(head)

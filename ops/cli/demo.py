@@ -13,11 +13,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentic.approvals import PendingApproval
-from agentic.ledger import EffectsLedger
-from ops import devserver
+from ops import devserver, stores
 from ops.cli.output import emit
 from ops.cli.runs import result_summary
 from ops.settings import Settings
+from ops.signals import stops_on_signals
 from ops.worker_process import WorkerProcess
 from workflows.client import AgentClient, RunHandle
 from workflows.inputs import AgentResult, Timeouts
@@ -40,7 +40,7 @@ class Demo:
     def __init__(self, settings: Settings, as_json: bool) -> None:
         self.settings = settings
         self.as_json = as_json
-        self.ledger = EffectsLedger(settings.ledger_path)
+        self.ledger = stores.open_ledger(settings.database_url, settings.ledger_path)
         self.worker: WorkerProcess | None = None
         self.results: list[dict[str, Any]] = []
         self.stamp = f"{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
@@ -130,6 +130,7 @@ class Demo:
         await self.trip_with_saga(client)
 
 
+@stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     host, port = devserver.split_address(settings.address)
     server = None

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from agentic.ledger import EffectsLedger
+from agentic.store_unavailable import StoreUnavailable
+from ops import stores
 from ops.cli.output import CliError, emit
 from ops.settings import Settings
 
 
 def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
-    if not settings.ledger_path.exists():
+    if not settings.database_url and not settings.ledger_path.exists():
         raise CliError(f"no effects ledger at {settings.ledger_path} (set AGENT_LEDGER to the worker's ledger)")
-    rows = EffectsLedger(settings.ledger_path).effects(args.run)
+    try:
+        rows = stores.open_ledger(settings.database_url, settings.ledger_path).effects(args.run)
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from exc
     data = [
         {
             "key": e.key,

@@ -1,0 +1,41 @@
+"""The tables of both stores, created on first use or by `Database.migrate` (for `starter.py migrate`).
+
+`CREATE ... IF NOT EXISTS` alone is not safe when two workers start at once (both may try to create the
+same catalog rows and one fails), so creation runs in a transaction holding an advisory lock.
+Bodies and results are `bytea`: PostgreSQL text cannot hold a NUL character, which a tool output may.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+SCHEMA_LOCK = 0x5C4E_0001  # advisory lock id: "schema", arbitrary and fixed
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS transcript_blobs (
+    ref  TEXT PRIMARY KEY,
+    body BYTEA NOT NULL
+);
+CREATE TABLE IF NOT EXISTS transcript_nodes (
+    ref      TEXT PRIMARY KEY,
+    previous TEXT NOT NULL,
+    message  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS effects (
+    seq         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key         TEXT NOT NULL UNIQUE,
+    run_id      TEXT NOT NULL,
+    tool        TEXT NOT NULL,
+    args        TEXT NOT NULL,
+    result      BYTEA NOT NULL,
+    at          TIMESTAMPTZ NOT NULL,
+    compensates TEXT
+);
+CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
+"""
+
+
+def create(db: psycopg.Connection) -> None:
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        db.execute(SCHEMA)

@@ -1,0 +1,84 @@
+"""Where the effects ledger and the transcript store live: the one place that chooses.
+
+With `AGENT_DATABASE_URL` (a PostgreSQL URL) both live in that database, shared by every worker host, through
+one connection pool per process. Without it, the embedded SQLite files: the ledger at `AGENT_LEDGER` (default
+`AGENT_DATA_DIR/ledger.db`) and `transcripts.db` next to it — correct for the processes of one host only.
+With codec keys, transcript bodies are encrypted at rest on either backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentic.ledger import EffectsLedger, Ledger
+from agentic.store_unavailable import StoreUnavailable
+from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
+from ops.codec import AesGcmCodec, KeyRing
+from ops.codec.store import EncryptedTranscriptStore
+
+if TYPE_CHECKING:  # psycopg is imported only by processes that use PostgreSQL
+    from agentic.postgres import Database
+
+__all__ = ["StoreUnavailable", "check", "close_all", "database", "migrate", "open_ledger", "open_transcripts"]
+
+TRANSCRIPTS_FILE = "transcripts.db"
+
+_databases: dict[str, Database] = {}
+_lock = threading.Lock()
+
+
+def database(url: str) -> Database:
+    """This process's pool for `url`: the ledger and the transcripts share it."""
+    from agentic.postgres import Database
+
+    with _lock:
+        if url not in _databases:
+            _databases[url] = Database(url)
+        return _databases[url]
+
+
+def open_ledger(database_url: str | None, ledger_path: Path) -> Ledger:
+    if database_url:
+        from agentic.postgres import PostgresLedger
+
+        return PostgresLedger(database(database_url))
+    return EffectsLedger(ledger_path)
+
+
+def open_transcripts(database_url: str | None, directory: Path, keyring: KeyRing | None = None) -> Transcripts:
+    """`directory`: where the SQLite file goes without a URL (next to the SQLite ledger)."""
+    store: TranscriptStore
+    if database_url:
+        from agentic.postgres import PostgresTranscriptStore
+
+        store = PostgresTranscriptStore(database(database_url))
+    else:
+        store = SqliteTranscriptStore(directory / TRANSCRIPTS_FILE)
+    if keyring is not None:
+        store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
+    return Transcripts(store)
+
+
+def check(database_url: str | None) -> None:
+    """At worker start: `StoreUnavailable` (one clear line) when the shared database cannot be reached."""
+    if database_url:
+        database(database_url).check()
+
+
+def migrate(database_url: str | None) -> str:
+    """Create the shared stores' tables now (`starter.py migrate`); what was done, in one line."""
+    if not database_url:
+        return "no AGENT_DATABASE_URL: the SQLite stores create their tables on first use"
+    db = database(database_url)
+    db.migrate()
+    return f"stores' tables ready in PostgreSQL at {db.where}"
+
+
+def close_all() -> None:
+    """Close every pool this process opened (tests; a process that ends need not)."""
+    with _lock:
+        for db in _databases.values():
+            db.close()
+        _databases.clear()

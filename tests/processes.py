@@ -1,0 +1,58 @@
+"""What a command started, read from /proc: for tests that check nothing outlives a stopped command."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and parentheses
+    return fields[0], int(fields[1])
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie has stopped; only its exit status is left for a parent to collect)."""
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"
+
+
+def descendants(pid: int) -> set[int]:
+    """Every living process below `pid` right now (children in their own sessions included)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None and stat[0] != "Z":
+            parents[int(entry.name)] = stat[1]
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def wait_gone(pids: Iterable[int], timeout: float = 30.0) -> set[int]:
+    """The pids still alive after waiting up to `timeout` for them to go."""
+    left = set(pids)
+    deadline = time.monotonic() + timeout
+    while left and time.monotonic() < deadline:
+        left = {pid for pid in left if alive(pid)}
+        time.sleep(0.1)
+    return {pid for pid in left if alive(pid)}
+
+
+def kill_all(pids: Iterable[int]) -> None:
+    """A failed test's cleanup: SIGKILL these pids (ours, by number; never by name)."""
+    for pid in pids:
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,218 @@
+"""PostgreSQL going away under the stores: a clear, retryable `StoreUnavailable` instead of a hang, and
+calls that succeed again once the server is back (the pool reconnects). The server is a real one this
+module started, stopped and started again by its pid; never the session's shared server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+import pytest
+
+from agentic import Message
+from agentic.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable, describe
+from agentic.transcript_store import EMPTY, Transcripts
+from ops import stores
+from tests.postgres_server import LocalPostgres, scratch_database
+
+T = TypeVar("T")
+PASSWORD = "s3cret-never-shown"
+
+
+@pytest.fixture
+def server(own_postgres: LocalPostgres) -> Iterator[LocalPostgres]:
+    yield own_postgres
+    if own_postgres.pid() is None:  # the next test finds it running
+        own_postgres.start()
+
+
+@pytest.fixture
+def url(server: LocalPostgres) -> Iterator[str]:
+    """A fresh database, reached with a password in the URL (the server trusts local users and ignores it):
+    error messages must never show it."""
+    with scratch_database(server.url) as plain:
+        yield plain.replace("user=postgres", f"user=postgres password={PASSWORD}")
+
+
+@pytest.fixture
+def database(url: str) -> Iterator[Database]:
+    database = Database(url, timeout=2.0)
+    yield database
+    database.close()
+
+
+def until_it_works(call: Callable[[], T], timeout: float = 90.0) -> T:
+    """The server is back: retry as Temporal would retry the activity, until the pool has reconnected."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def unavailable(call: Callable[[], object], where: str) -> StoreUnavailable:
+    with pytest.raises(StoreUnavailable) as caught:
+        call()
+    message = str(caught.value)
+    assert f"PostgreSQL at {where} is unavailable" in message and PASSWORD not in message
+    return caught.value
+
+
+def test_a_stopped_server_is_a_named_retryable_error_and_the_stores_recover(server, database, url) -> None:
+    ledger = PostgresLedger(database)
+    transcripts = Transcripts(PostgresTranscriptStore(database))
+    head = transcripts.append(EMPTY, [Message("user", "before the restart")])
+    assert ledger.apply("r/1", run_id="r", tool="t", args={}, perform=lambda: "one") == ("one", True)
+    where = database.where
+    assert where == f"127.0.0.1:{server.port}/{psycopg.conninfo.conninfo_to_dict(url)['dbname']}"
+
+    server.stop()
+    performed: list[str] = []
+
+    def charge() -> str:
+        performed.append("charged")
+        return "two"
+
+    unavailable(lambda: ledger.apply("r/2", run_id="r", tool="t", args={}, perform=charge), where)
+    assert performed == []  # the ledger could not record it, so the effect was not performed
+    unavailable(lambda: ledger.effects("r"), where)
+    unavailable(lambda: transcripts.append(head, [Message("assistant", "lost?")]), where)
+    unavailable(lambda: Transcripts(PostgresTranscriptStore(database)).load(head), where)
+    error = unavailable(database.check, where)
+    assert "refused" in str(error) or "connect" in str(error)
+
+    server.start()
+    result = until_it_works(lambda: ledger.apply("r/2", run_id="r", tool="t", args={}, perform=charge))
+    assert result == ("two", True) and performed == ["charged"]
+    assert [e.result for e in ledger.effects("r")] == ["one", "two"]  # nothing lost, nothing doubled
+    longer = transcripts.append(head, [Message("assistant", "after the restart")])
+    assert [m.content for m in Transcripts(PostgresTranscriptStore(database)).load(longer)] == [
+        "before the restart",
+        "after the restart",
+    ]
+    database.check()
+
+
+def test_a_server_down_from_the_start_fails_clearly_and_works_once_it_is_up(server, url) -> None:
+    server.stop()
+    database = Database(url, timeout=2.0)  # constructing never fails: a worker may start before its database
+    try:
+        unavailable(database.check, database.where)
+        unavailable(lambda: PostgresLedger(database).effects(), database.where)
+        with pytest.raises(StoreUnavailable):
+            stores.check(url)  # what a worker calls at start: one clear line, then a non-zero exit
+        server.start()
+        assert until_it_works(lambda: PostgresLedger(database).effects()) == []  # and the tables were created
+    finally:
+        database.close()
+        stores.close_all()
+
+
+def test_the_schema_is_created_once_even_by_workers_starting_together(server, url) -> None:
+    databases = [Database(url, timeout=10.0) for _ in range(4)]
+    start = threading.Barrier(len(databases))
+    errors: list[BaseException] = []
+
+    def first_use(database: Database) -> None:
+        start.wait()
+        try:
+            database.migrate()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_use, args=(d,)) for d in databases]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for d in databases:
+        d.close()
+    assert errors == []
+    with psycopg.connect(url) as db:
+        tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert tables == {"transcript_blobs", "transcript_nodes", "effects"}
+
+
+def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
+    from agentic.ledger import EffectsLedger
+    from agentic.transcript_store import SqliteTranscriptStore
+    from ops.codec import KeyRing, new_key
+    from ops.codec.store import EncryptedTranscriptStore
+
+    try:
+        assert isinstance(stores.open_ledger(None, tmp_path / "ledger.db"), EffectsLedger)
+        assert isinstance(stores.open_transcripts(None, tmp_path).store, SqliteTranscriptStore)
+        assert (tmp_path / "transcripts.db").exists()
+        ledger = stores.open_ledger(url, tmp_path / "unused.db")
+        sealed = stores.open_transcripts(url, tmp_path / "unused", KeyRing.parse(f"k1:{new_key()}"))
+        assert isinstance(ledger, PostgresLedger) and isinstance(sealed.store, EncryptedTranscriptStore)
+        assert ledger.database is sealed.store.inner.database  # type: ignore[attr-defined]  # one pool
+        assert not (tmp_path / "unused.db").exists() and not (tmp_path / "unused").exists()
+        assert "tables ready in PostgreSQL at 127.0.0.1:" in stores.migrate(url)
+        assert "SQLite" in stores.migrate(None)
+        stores.check(url)
+        stores.check(None)
+    finally:
+        stores.close_all()
+
+
+def test_the_database_url_is_a_setting_whose_password_is_never_printed(monkeypatch) -> None:
+    from ops.settings import Settings
+
+    monkeypatch.setenv("AGENT_DATABASE_URL", f"postgresql://agent:{PASSWORD}@db:5432/agents")
+    settings = Settings()
+    assert settings.database_url == f"postgresql://agent:{PASSWORD}@db:5432/agents"
+    assert PASSWORD not in repr(settings)
+    monkeypatch.setenv("AGENT_DATABASE_URL", "  ")
+    assert Settings().database_url is None  # blank (compose's ${X:-}) means unset: the SQLite files
+
+
+def test_the_effects_command_reads_the_shared_ledger_and_says_when_it_is_down(server, url, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from ops.settings import ROOT
+
+    database = Database(url)
+    PostgresLedger(database).apply("r/1", run_id="r", tool="charge", args={"n": 1}, perform=lambda: "charged")
+    database.close()
+    env = {"AGENT_DATABASE_URL": url, "AGENT_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def effects() -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "starter.py", "effects", "--json"]
+        return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+    shown = effects()
+    assert shown.returncode == 0, shown.stderr
+    assert [(e["key"], e["result"]) for e in json.loads(shown.stdout)] == [("r/1", "charged")]
+    server.stop()
+    down = effects()
+    assert down.returncode == 1 and down.stdout == ""
+    assert down.stderr.startswith(f"error: PostgreSQL at {describe(url)} is unavailable: ")
+    assert len(down.stderr.splitlines()) == 1 and PASSWORD not in down.stderr
+
+
+def test_without_a_server_the_postgres_tests_skip_saying_how_to_get_one(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ops.settings import ROOT
+    from tests.postgres_server import HOW_TO_GET_ONE
+
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_TEST_DATABASE_URL"}
+    env["AGENT_TEST_POSTGRES_BIN"] = str(tmp_path / "no-binaries-here")
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ledger.py"]
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if HOW_TO_GET_ONE in line]
+    assert said == [f"NOT RUN: 6 PostgreSQL tests. {HOW_TO_GET_ONE}"], done.stdout  # one line, never silent
+    assert "6 passed, 6 deselected" in done.stdout.splitlines()[-1]  # the SQLite half ran
