@@ -438,3 +438,24 @@ def test_context_overflow_without_numbers_still_reads_clearly(server: FakeOpenAI
     server.queue_error(400, "Input is too long: too many tokens for this model")
     with pytest.raises(ContextOverflowError, match="the transcript exceeds the model's context window;"):
         make_model(server).complete(USER)
+
+
+def test_tool_results_can_be_sent_as_user_turns(server: FakeOpenAIServer) -> None:
+    server.queue(chat_completion("5"))
+    call = ToolCall(id="call_1", name="add", arguments={"a": 2, "b": 3})
+    transcript = [*USER, Message("assistant", "", tool_calls=[call]), Message("tool", "5", tool_call_id="call_1")]
+
+    make_model(server, tool_result_role="user").complete(transcript, [ADD])
+
+    [sent] = server.bodies
+    assert sent["messages"][1]["tool_calls"][0]["id"] == "call_1"
+    assert sent["messages"][2] == {"role": "user", "content": "Result of add: 5"}
+
+
+def test_a_tool_choice_mode_the_server_lacks_is_refused_before_sending(server: FakeOpenAIServer) -> None:
+    model = make_model(server, settings=ModelSettings(tool_choice="required"), tool_choice_modes=frozenset({"auto"}))
+    with pytest.raises(
+        NonRetryableModelError, match="does not support tool_choice='required'; use auto or a tool's name"
+    ):
+        model.complete(USER, [ADD])
+    assert server.requests == []

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import openai
@@ -71,9 +71,17 @@ class OpenAIChatModel:
         timeout: float = 60.0,
         settings: ModelSettings | None = None,
         temperature: float | None = None,
+        tool_choice_modes: frozenset[str] = TOOL_CHOICE_MODES,
+        tool_result_role: Literal["tool", "user"] = "tool",
         client: openai.OpenAI | None = None,
     ) -> None:
         self.name = model
+        # The modes the server implements (a tool's name always works): llama-cpp-python answers
+        # `required` with an HTTP 500, which would be retried forever.
+        self.tool_choice_modes = tool_choice_modes
+        # "user" for a server whose chat template drops `tool` messages (llama-cpp-python's function-calling
+        # one does): the result is then sent as a user turn naming the call, or the model never reads it.
+        self.tool_result_role = tool_result_role
         self.pricing = pricing if pricing is not None else price_for(model)
         self.settings = settings or ModelSettings()
         if temperature is not None:  # the older spelling of settings=ModelSettings(temperature=...)
@@ -91,7 +99,7 @@ class OpenAIChatModel:
     ) -> dict[str, Any]:
         """The chat-completions body `complete` sends for these arguments."""
         chosen = self.settings.override(settings)
-        request: dict[str, Any] = {"model": self.name, "messages": [_to_wire(m) for m in messages]}
+        request: dict[str, Any] = {"model": self.name, "messages": self._wire_messages(messages)}
         if tools:
             request["tools"] = [
                 {
@@ -135,9 +143,25 @@ class OpenAIChatModel:
             raise RetryableModelError(f"{self.name}: reading the response failed: {err!r}") from err
         return self._reply(status, text, call_index)
 
+    def _wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        if self.tool_result_role == "tool":
+            return [_to_wire(m) for m in messages]
+        names = {call.id: call.name for m in messages for call in m.tool_calls}
+        return [
+            {"role": "user", "content": f"Result of {names.get(m.tool_call_id, 'the tool')}: {m.content}"}
+            if m.role == "tool" and m.tool_call_id is not None
+            else _to_wire(m)
+            for m in messages
+        ]
+
     def _tool_choice(self, choice: str, tools: Sequence[ToolSchema]) -> str | dict[str, Any]:
-        if choice in TOOL_CHOICE_MODES:
+        if choice in self.tool_choice_modes:
             return choice
+        if choice in TOOL_CHOICE_MODES:
+            supported = ", ".join(sorted(self.tool_choice_modes))
+            raise NonRetryableModelError(
+                f"{self.name}: this server does not support tool_choice={choice!r}; use {supported} or a tool's name"
+            )
         if not any(t.name == choice for t in tools):
             offered = ", ".join(t.name for t in tools)
             # The same request would fail the same way on every retry: a configuration error, not a blip.
