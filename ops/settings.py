@@ -6,6 +6,7 @@ key, PEM paths, for mTLS), `TEMPORAL_TLS_CA` (the server's CA, PEM path; default
 `TEMPORAL_TLS_SERVER_NAME` (SNI / verification name), `TEMPORAL_API_KEY` (implies TLS), `TEMPORAL_TLS`
 (`true` turns TLS on with none of the others). Encryption at rest: `AGENT_CODEC_KEYS` or
 `AGENT_CODEC_KEY_FILE`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker's endpoint for it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from pathlib import Path
 
 # Where the code is (to start `worker.py` as a process, to count lines); never a place for data.
 ROOT = Path(__file__).resolve().parent.parent
+
+# Where `starter.py model-server` listens by default (so where a worker looks for the local model), and
+# the context window it gives the model.
+LOCAL_MODEL_PORT = 8088
+LOCAL_MODEL_N_CTX = 4096
 
 
 def data_dir() -> Path:
@@ -69,6 +75,10 @@ class Settings:
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))
     log_format: str = field(default_factory=lambda: _env("AGENT_LOG_FORMAT") or "json")
     log_level: str = field(default_factory=lambda: _env("LOG_LEVEL") or "INFO")
+    # -- the local model: worker configuration, never a run's (a run picks a model by name) -------
+    local_model_url: str = field(
+        default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or f"http://127.0.0.1:{LOCAL_MODEL_PORT}/v1"
+    )
 
     def run_url(self, run_id: str) -> str:
         return f"{self.ui_url}/namespaces/{self.namespace}/workflows/{run_id}"

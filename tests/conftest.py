@@ -9,7 +9,7 @@ import asyncio
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,8 @@ from temporalio.worker import Worker
 
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from ops import modelserver
+from ops.devserver import free_port
 from ops.settings import Settings
 from worker import build_worker
 from workflows import search_attributes
@@ -78,6 +80,19 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def local_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelserver.ModelServer]:
+    """The embedded local model (SmolLM2-135M on llama-cpp-python's server), one per session, on a free
+    port. Without the `llm` group every test using it is skipped with one line saying why."""
+    if (reason := modelserver.missing()) is not None:
+        pytest.skip(reason)
+    server = modelserver.start(free_port(), log=tmp_path_factory.mktemp("model-server") / "server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def dev_settings(env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> Settings:
