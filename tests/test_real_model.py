@@ -38,6 +38,7 @@ from agentic import (
 )
 from agentic.loop import tool_schemas
 from agentic.models.openai_chat import OpenAIChatModel
+from bench import real_model
 from ops import modelserver
 from ops.devserver import free_port
 from ops.modelserver import ModelServer
@@ -228,3 +229,10 @@ def test_malformed_arguments_reach_the_model_as_a_readable_error(local_model_ser
     assert result.content.startswith("Error: the arguments for add are not a JSON object:")
     assert ADDITIONS == []  # the tool never ran on them
     assert run.stop is Stop.ANSWERED  # and the run went on to an answer
+
+
+def test_the_latency_benchmark_measures_each_step(local_model_server: ModelServer) -> None:
+    result = real_model.model_latency(local_model_server.base_url, reps=1, warmup=0, max_tokens=16)
+    assert result["tool_call"]["n"] == 1 and result["answer"]["n"] == 1
+    assert result["per_step"]["n"] == 2 and result["per_step"]["median"] > 0
+    assert 0 < result["output_tokens"]["max"] <= 16
