@@ -20,6 +20,7 @@ import httpx
 
 from agentic.models.base import ModelSettings, Pricing
 from agentic.models.openai_chat import OpenAIChatModel
+from ops import child_process
 from ops.devserver import port_open
 from ops.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, data_dir
 
@@ -130,20 +131,11 @@ class ModelServer:
         return self.process.pid
 
     def stop(self, timeout: float = 15.0) -> None:
-        if self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        child_process.stop(self.process, timeout)
 
     def kill(self) -> None:
         """SIGKILL: what a crash looks like; a generation in progress is lost."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        child_process.kill(self.process)
 
     def chat_model(self, settings: ModelSettings | None = None) -> OpenAIChatModel:
         return local_model(self.base_url, settings=settings)
