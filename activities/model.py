@@ -17,7 +17,8 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.inputs import ModelCallInput, ModelStep
 from activities.served import ServedAgents
-from agentic import Message, Model, ModelError, ModelReply, ToolSchema
+from agentic import Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from agentic.models.base import ask
 from agentic.transcript_store import PayloadTooLarge, Transcripts
 from workflows.inputs import PayloadLimits
 
@@ -33,22 +34,30 @@ class ModelActivities:
         model = self.served.model(served, input.model)
         schemas = served.agent.schemas()
         if input.transcript is None:
-            return ModelStep(reply=await self._complete(model, input.messages, schemas, input.call_index))
+            reply = await self._complete(model, input.messages, schemas, input.call_index, input.settings)
+            return ModelStep(reply=reply)
         transcripts = self._store()
         head = await asyncio.to_thread(transcripts.append, input.transcript.head, input.transcript.unsaved)
         messages = await asyncio.to_thread(transcripts.load, head)
-        reply = await self._complete(model, messages, schemas, input.call_index)
+        reply = await self._complete(model, messages, schemas, input.call_index, input.settings)
         stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, input.limits or PayloadLimits())
         head = await asyncio.to_thread(transcripts.append, head, [stub])
         return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
 
     async def _complete(
-        self, model: Model, messages: list[Message], schemas: list[ToolSchema], call_index: int
+        self,
+        model: Model,
+        messages: list[Message],
+        schemas: list[ToolSchema],
+        call_index: int,
+        settings: ModelSettings | None,
     ) -> ModelReply:
         try:
             # Models are synchronous; a thread keeps the worker's event loop free meanwhile, and heartbeats
             # tell Temporal within seconds, not the model timeout, if this worker dies.
-            return await heartbeating(asyncio.to_thread(model.complete, messages, schemas, call_index=call_index))
+            return await heartbeating(
+                asyncio.to_thread(ask, model, messages, schemas, call_index=call_index, settings=settings)
+            )
         except ModelError as exc:
             raise ApplicationError(
                 str(exc),

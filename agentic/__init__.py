@@ -3,6 +3,7 @@
 from agentic.agent import Agent
 from agentic.budget import Budget, Stop, Usage
 from agentic.errors import (
+    ContextOverflowError,
     ModelError,
     ModelOutputError,
     NonRetryableModelError,
@@ -12,7 +13,7 @@ from agentic.errors import (
 )
 from agentic.loop import AgentLoop, CallModel, Finish, LoopState, RunTool, idempotency_key
 from agentic.messages import Message, ToolCall, tool_call
-from agentic.models import FakeModel, Model, ModelReply, Pricing, ToolSchema
+from agentic.models import FakeModel, Model, ModelReply, ModelSettings, Pricing, ToolSchema
 from agentic.registry import Registry
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
@@ -29,6 +30,7 @@ __all__ = [
     "AgentLoop",
     "Budget",
     "CallModel",
+    "ContextOverflowError",
     "FakeModel",
     "Finish",
     "LoopState",
@@ -37,6 +39,7 @@ __all__ = [
     "ModelError",
     "ModelOutputError",
     "ModelReply",
+    "ModelSettings",
     "NonRetryableModelError",
     "Pricing",
     "Registry",

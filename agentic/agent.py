@@ -32,7 +32,7 @@ from agentic.loop import (
     tool_schemas,
 )
 from agentic.messages import Message
-from agentic.models.base import Model, ModelReply, ToolSchema
+from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, ask
 from agentic.registry import Registry
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
@@ -42,6 +42,13 @@ from agentic.tools import ToolContext
 
 # A name becomes part of run ids, search attributes and activity labels: keep it plain.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def effective_settings(agent: ModelSettings | None, run: ModelSettings | None) -> ModelSettings | None:
+    """The agent's model settings with the run's explicitly set fields taking precedence."""
+    if agent is None:
+        return run
+    return agent.override(run)
 
 
 class InvalidOptions(AgenticError, ValueError):
@@ -80,6 +87,9 @@ class Agent:
     options: type[BaseModel] | None = None
     """The pydantic model of this agent's per-run options, if it takes any; tools read the run's
     validated options as `ToolContext.options`. The engine never knows their fields."""
+    model_settings: ModelSettings | None = None
+    """How the model is asked (temperature, seed, max_tokens, tool_choice...), in every runner; a run may
+    override fields of it."""
     estimate: Callable[[Any], int] | None = None
     """How many actions (model calls, tool calls, compensations) a run will probably take, given its
     validated options: the total behind progress percentages. None: no estimate."""
@@ -125,6 +135,7 @@ class Agent:
             model=model or getattr(self.model, "name", type(self.model).__name__),
             options=parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {},
             estimated_actions=self.estimate(parsed) if self.estimate is not None else None,
+            model_settings=self.model_settings,
         )
 
     @property
@@ -145,6 +156,7 @@ class Agent:
         consumed: Usage | None = None,
         run_id: str | None = None,
         options: Mapping[str, Any] | BaseModel | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> Run:
         task = task if task is not None else self.task
         if task is None:
@@ -154,21 +166,24 @@ class Agent:
         loop = AgentLoop(self.budget, self.registry.specs(), LoopState(consumed=consumed or Usage()))
         messages = initial_messages(self.system, task, history)
         schemas = tool_schemas(loop.specs)
+        settings = effective_settings(self.model_settings, model_settings)
         while True:
             step = loop.next_step()
             if isinstance(step, Finish):
                 return Run.from_loop(messages, loop.state)
             if isinstance(step, CallModel):
-                messages += loop.model_replied(self._complete(messages, schemas, step.call_index))
+                messages += loop.model_replied(self._complete(messages, schemas, step.call_index, settings))
             elif isinstance(step, RunTool):
                 messages += loop.tool_finished(self._dispatch(step, run_id, parsed))
 
-    def _complete(self, messages: list[Message], schemas: list[Any], call_index: int) -> ModelReply:
+    def _complete(
+        self, messages: list[Message], schemas: list[Any], call_index: int, settings: ModelSettings | None
+    ) -> ModelReply:
         for attempt in range(1, self.model_attempts + 1):
             try:
                 # The call's index in this run, as the durable runners pass it: a scripted model answers
                 # each run from its start, however many runs the same agent object has made before.
-                return self.model.complete(messages, schemas, call_index=call_index)
+                return ask(self.model, messages, schemas, call_index=call_index, settings=settings)
             except ModelError as exc:
                 if not exc.retryable or attempt == self.model_attempts:
                     raise

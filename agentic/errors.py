@@ -33,6 +33,24 @@ class NonRetryableModelError(ModelError):
     """Bad requests, authentication, unknown models: the same request fails the same way."""
 
 
+class ContextOverflowError(NonRetryableModelError):
+    """The transcript does not fit the model's context window: the same request can never succeed.
+
+    `input_tokens` and `context_window` are the server's numbers when it gave them (else None)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        input_tokens: int | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.input_tokens = input_tokens
+        self.context_window = context_window
+
+
 class ModelOutputError(NonRetryableModelError):
     """The model (or provider) answered with something that is not a valid reply."""
 

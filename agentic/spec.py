@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field
 from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget
 from agentic.compact import Compact
+from agentic.models.base import ModelSettings
 from agentic.saga import SagaPolicy
 from agentic.tools import ToolSpec
 
@@ -33,3 +34,4 @@ class AgentSpec(Compact):
     model: str = Field("", description="The name of the model that answers this run.")
     options: dict[str, Any] = Field(default_factory=dict, description="The run's options, validated, non-default.")
     estimated_actions: int | None = Field(None, description="Model calls + tool calls + compensations, probably.")
+    model_settings: ModelSettings | None = Field(None, description="How the agent's model is asked.")

@@ -132,6 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options = RunOptions(
             options=request.options,
             model=request.model,
+            model_settings=request.model_settings,
             task=request.task,
             max_steps=request.max_steps,
             approvals=request.approvals,

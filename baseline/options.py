@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
+from agentic import ModelSettings
 from agentic.approvals import ApprovalPolicy
 
 
@@ -19,6 +20,7 @@ class RunOptions(BaseModel):
         description="The agent's own per-run options, validated by its options model (opaque here).",
     )
     model: str | None = Field(None, description="A model this process declares, by name; None: the agent's.")
+    model_settings: ModelSettings | None = Field(None, description="Overrides fields of the agent's model settings.")
     task: str | None = Field(None, description="Overrides the agent's task.")
     max_steps: PositiveInt | None = Field(None, description="Overrides the agent's step budget.")
     approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")

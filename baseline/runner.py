@@ -24,9 +24,11 @@ from agentic import (
     ToolResult,
     ToolStatus,
 )
+from agentic.agent import effective_settings
 from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
 from agentic.loop import initial_messages, tool_schemas
+from agentic.models.base import ask
 from agentic.saga import abandons, compensation_plan
 from baseline import approvals, compensation, steps
 from baseline.crash import CrashHook
@@ -71,6 +73,7 @@ class Runner:
         self.messages: list[Message] = initial_messages(agent.system, task)
         self.schemas = tool_schemas(self.loop.specs)
         self.model = agents.model(served, self.options.model)
+        self.model_settings = effective_settings(agent.model_settings, self.options.model_settings)
         self.deps = served.deps
         total = agent.spec(self.agent_options).estimated_actions
         self.journal = Journal(store, self.run_id, owner, lease, crash or CrashHook(), total)
@@ -155,7 +158,9 @@ class Runner:
         attempts = self.options.model_attempts
         for attempt in range(1, attempts + 1):
             try:
-                return self.model.complete(self.messages, self.schemas, call_index=action.call_index)
+                return ask(
+                    self.model, self.messages, self.schemas, call_index=action.call_index, settings=self.model_settings
+                )
             except ModelError as exc:
                 if not exc.retryable or attempt == attempts:
                     raise RunFailed(f"model call {action.step} failed: {exc}") from exc

@@ -4,7 +4,6 @@ persistent SQLite database so runs survive a server restart, and our search attr
 from __future__ import annotations
 
 import asyncio
-import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
+from ops import child_process
 from ops.connection import connect
 from ops.settings import Settings, data_dir
 from ops.signals import stop_on_signals
@@ -104,20 +104,11 @@ class DevServer:
         return f"http://localhost:{self.ui_port}"
 
     def stop(self, timeout: float = 15.0) -> None:
-        if self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        child_process.stop(self.process, timeout)
 
     def kill(self) -> None:
         """SIGKILL: what a crash looks like. The SQLite database keeps what was committed."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        child_process.kill(self.process)
 
 
 def start(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentic import Model, Pricing
+from agentic import Model
 from agentic.models.catalog import ModelCatalog
 from ops.settings import Settings
 
@@ -19,13 +19,20 @@ from ops.settings import Settings
 def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None) -> ModelCatalog:
     catalog = ModelCatalog()
     local_url = settings.local_model_url
-    catalog.add("local", lambda: _openai_chat("local", base_url=local_url, api_key="local", pricing=Pricing()))
+    catalog.add("local", lambda: _local_model(local_url))
     if settings.openai_api_key:
         key, base_url = settings.openai_api_key, settings.openai_base_url
         catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
     for name, model in (extra or {}).items():
         catalog.add(name, model)
     return catalog
+
+
+def _local_model(url: str) -> Model:
+    # The embedded model server's quirks (tool results as user turns, no `required`) live with it.
+    from ops.modelserver import local_model
+
+    return local_model(url)
 
 
 def _openai_chat(name: str, **options: Any) -> Model:

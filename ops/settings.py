@@ -7,6 +7,7 @@ key, PEM paths, for mTLS), `TEMPORAL_TLS_CA` (the server's CA, PEM path; default
 (`true` turns TLS on with none of the others). Encryption at rest: `AGENT_CODEC_KEYS` or
 `AGENT_CODEC_KEY_FILE`. Stores shared by worker hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in
 the data directory). Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker's endpoint for it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from pathlib import Path
 
 # Where the code is (to start `worker.py` as a process, to count lines); never a place for data.
 ROOT = Path(__file__).resolve().parent.parent
+
+# Where `starter.py model-server` listens by default (so where a worker looks for the local model), and
+# the context window it gives the model.
+LOCAL_MODEL_PORT = 8088
+LOCAL_MODEL_N_CTX = 4096
 
 
 def data_dir() -> Path:
@@ -65,7 +71,9 @@ class Settings:
     tls_server_name: str | None = field(default_factory=lambda: _env("TEMPORAL_TLS_SERVER_NAME"))
     api_key: str | None = field(default_factory=lambda: _env("TEMPORAL_API_KEY"), repr=False)
     # -- models the worker declares: see ops/models.py (a run names one; endpoints and keys stay here) ---
-    local_model_url: str = field(default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or "http://127.0.0.1:8088/v1")
+    local_model_url: str = field(
+        default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or f"http://127.0.0.1:{LOCAL_MODEL_PORT}/v1"
+    )
     openai_api_key: str | None = field(default_factory=lambda: _env("OPENAI_API_KEY"), repr=False)
     openai_base_url: str | None = field(default_factory=lambda: _env("AGENT_OPENAI_BASE_URL"))
     # -- encryption at rest: see codec/ -----------------------------------------------------------

@@ -25,6 +25,8 @@ from agentic import Agent
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from examples.options import DemoDeps
+from ops import modelserver
+from ops.devserver import free_port
 from ops.settings import Settings
 from tests import agents_for_tests
 from tests.backends import BACKENDS, Backend
@@ -98,6 +100,19 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def local_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[modelserver.ModelServer]:
+    """The embedded local model (SmolLM2-135M on llama-cpp-python's server), one per session, on a free
+    port. Without the `llm` group every test using it is skipped with one line saying why."""
+    if (reason := modelserver.missing()) is not None:
+        pytest.skip(reason)
+    server = modelserver.start(free_port(), log=tmp_path_factory.mktemp("model-server") / "server.log")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def dev_settings(env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> Settings:

@@ -10,10 +10,12 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from agentic.errors import ModelOutputError, NonRetryableModelError, RetryableModelError
+from agentic.errors import ContextOverflowError, ModelOutputError, NonRetryableModelError, RetryableModelError
 from agentic.messages import Message, ToolCall
-from agentic.models.base import Model, Pricing, ToolSchema
+from agentic.models.base import Model, ModelSettings, Pricing, ToolSchema
+from agentic.models.fake import FakeModel
 from agentic.models.openai_chat import PRICES, OpenAIChatModel, price_for
 from tests.fake_openai_server import FakeOpenAIServer, chat_completion, function_call
 
@@ -296,3 +298,164 @@ def test_base_url_without_scheme_is_not_retryable() -> None:
     with pytest.raises(NonRetryableModelError, match="base_url") as caught:
         model.complete(USER)
     assert not isinstance(caught.value, RetryableModelError)
+
+
+ADD = ToolSchema(
+    name="add",
+    description="Add two integers.",
+    parameters={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+)
+NOTE = ToolSchema(name="note", description="Write a note.", parameters={"type": "object", "properties": {}})
+
+
+def test_tool_choice_is_sent_whenever_tools_are_offered(server: FakeOpenAIServer) -> None:
+    for _ in range(2):
+        server.queue(chat_completion("ok"))
+    model = make_model(server)
+
+    model.complete(USER, [ADD])
+    model.complete(USER)
+
+    with_tools, without_tools = server.bodies
+    assert with_tools["tool_choice"] == "auto"
+    assert "tool_choice" not in without_tools  # OpenAI rejects a tool_choice with no tools
+
+
+def test_settings_are_sent_and_overridden_per_call(server: FakeOpenAIServer) -> None:
+    for _ in range(2):
+        server.queue(chat_completion("ok"))
+    model = make_model(server, settings=ModelSettings(temperature=0.0, seed=7, max_tokens=16, tool_choice="required"))
+
+    model.complete(USER, [ADD, NOTE])
+    model.complete(USER, [ADD, NOTE], settings=ModelSettings(tool_choice="add", max_tokens=4))
+
+    first, second = server.bodies
+    assert {k: first[k] for k in ("temperature", "seed", "max_tokens", "tool_choice")} == {
+        "temperature": 0.0,
+        "seed": 7,
+        "max_tokens": 16,
+        "tool_choice": "required",
+    }
+    # Only the fields the override sets change; the model's own seed and temperature stay.
+    assert {k: second[k] for k in ("temperature", "seed", "max_tokens", "tool_choice")} == {
+        "temperature": 0.0,
+        "seed": 7,
+        "max_tokens": 4,
+        "tool_choice": {"type": "function", "function": {"name": "add"}},
+    }
+
+
+def test_first_tool_choice_applies_until_the_first_assistant_turn(server: FakeOpenAIServer) -> None:
+    for _ in range(2):
+        server.queue(chat_completion("ok"))
+    model = make_model(server, settings=ModelSettings(first_tool_choice="add"))
+    call = ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2})
+    later = [*USER, Message("assistant", "", tool_calls=[call]), Message("tool", "3", tool_call_id="call_1")]
+
+    model.complete(USER, [ADD, NOTE])
+    model.complete(later, [ADD, NOTE])
+
+    first, second = server.bodies
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+    assert second["tool_choice"] == "auto"
+
+
+def test_a_tool_choice_naming_a_tool_not_offered_is_not_retryable(server: FakeOpenAIServer) -> None:
+    model = make_model(server, settings=ModelSettings(tool_choice="refund"))
+    with pytest.raises(NonRetryableModelError, match=r"tool_choice names 'refund', which is not offered \(add, note\)"):
+        model.complete(USER, [ADD, NOTE])
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    "bad", [{"tool_choice": ""}, {"tool_choice": "two words"}, {"temperature": -1}, {"max_tokens": 0}]
+)
+def test_bad_model_settings_are_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        ModelSettings(**bad)
+
+
+def test_the_fake_model_accepts_and_ignores_settings() -> None:
+    model = FakeModel(["done"])
+    reply = model.complete(USER, [ADD], settings=ModelSettings(tool_choice="add", max_tokens=1))
+    assert reply.message.content == "done"
+
+
+@pytest.mark.parametrize(
+    ("body", "tokens", "window"),
+    [
+        # llama-cpp-python's server (and vLLM): the same words as OpenAI's, with the split.
+        (
+            {
+                "message": "This model's maximum context length is 512 tokens. However, you requested 900 tokens "
+                "(880 in the messages, 20 in the completion). Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            },
+            880,
+            512,
+        ),
+        (
+            {
+                "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in "
+                "130512 tokens. Please reduce the length of the messages.",
+                "code": "context_length_exceeded",
+            },
+            130512,
+            128000,
+        ),
+        # llama.cpp's own server.
+        (
+            {
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": 5000,
+                "n_ctx": 4096,
+            },
+            5000,
+            4096,
+        ),
+    ],
+)
+def test_context_overflow_is_not_retryable_and_says_so(
+    server: FakeOpenAIServer, body: dict[str, Any], tokens: int, window: int
+) -> None:
+    server.queue({"error": body}, status=400)
+    with pytest.raises(ContextOverflowError) as caught:
+        make_model(server).complete(USER)
+    error = caught.value
+    assert isinstance(error, NonRetryableModelError) and error.retryable is False
+    assert (error.status, error.input_tokens, error.context_window) == (400, tokens, window)
+    assert f"the transcript ({tokens} tokens) exceeds the model's context window of {window} tokens" in str(error)
+    assert body["message"] in str(error)
+
+
+def test_context_overflow_without_numbers_still_reads_clearly(server: FakeOpenAIServer) -> None:
+    server.queue_error(400, "Input is too long: too many tokens for this model")
+    with pytest.raises(ContextOverflowError, match="the transcript exceeds the model's context window;"):
+        make_model(server).complete(USER)
+
+
+def test_tool_results_can_be_sent_as_user_turns(server: FakeOpenAIServer) -> None:
+    server.queue(chat_completion("5"))
+    call = ToolCall(id="call_1", name="add", arguments={"a": 2, "b": 3})
+    transcript = [*USER, Message("assistant", "", tool_calls=[call]), Message("tool", "5", tool_call_id="call_1")]
+
+    make_model(server, tool_result_role="user").complete(transcript, [ADD])
+
+    [sent] = server.bodies
+    assert sent["messages"][1]["tool_calls"][0]["id"] == "call_1"
+    assert sent["messages"][2] == {"role": "user", "content": "Result of add: 5"}
+
+
+def test_a_tool_choice_mode_the_server_lacks_is_refused_before_sending(server: FakeOpenAIServer) -> None:
+    model = make_model(server, settings=ModelSettings(tool_choice="required"), tool_choice_modes=frozenset({"auto"}))
+    with pytest.raises(
+        NonRetryableModelError, match="does not support tool_choice='required'; use auto or a tool's name"
+    ):
+        model.complete(USER, [ADD])
+    assert server.requests == []

@@ -21,7 +21,19 @@ with workflow.unsafe.imports_passed_through():
     from activities.inputs import CompensationInput, DescribeInput, ModelCallInput, ToolCallInput
     from activities.model import ModelActivities
     from activities.tools import ToolActivities
-    from agentic import AgentLoop, Budget, CallModel, Finish, LoopState, RunTool, Stop, ToolResult, ToolStatus
+    from agentic import (
+        AgentLoop,
+        Budget,
+        CallModel,
+        Finish,
+        LoopState,
+        ModelSettings,
+        RunTool,
+        Stop,
+        ToolResult,
+        ToolStatus,
+    )
+    from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
     from agentic.loop import idempotency_key, initial_messages, trajectory
     from agentic.messages import ToolCall
@@ -203,6 +215,7 @@ class AgentWorkflow:
                     transcript=self.transcript.part(),
                     limits=self._limits,
                     call_index=step.call_index,
+                    settings=self._model_settings,
                 ),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
@@ -304,6 +317,11 @@ class AgentWorkflow:
                 self.transcript.add(self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired"))
 
     # -- long runs ----------------------------------------------------------------------------------
+
+    @property
+    def _model_settings(self) -> ModelSettings | None:
+        """The agent's recorded model settings with the run's explicit overrides."""
+        return effective_settings(self.spec.model_settings if self.spec else None, self.input.model_settings)
 
     @property
     def _options(self) -> dict[str, object]:

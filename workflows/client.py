@@ -33,7 +33,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from agentic import Agent, Budget, Message, Usage
+from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
 from agentic.saga import SagaPolicy
 from ops.settings import Settings
@@ -127,6 +127,7 @@ class AgentClient:
         system: str | None = None,
         options: dict[str, Any] | BaseModel | None = None,
         model: str | None = None,
+        model_settings: ModelSettings | None = None,
         approvals: ApprovalPolicy | None = None,
         saga: SagaPolicy | None = None,
         timeouts: Timeouts | None = None,
@@ -149,6 +150,7 @@ class AgentClient:
             consumed=consumed or Usage(),
             options=raw_options or dict(options or {}),  # type: ignore[arg-type]
             model=model,
+            model_settings=model_settings,
             approvals=approvals,
             saga=saga,
             timeouts=timeouts or Timeouts(),

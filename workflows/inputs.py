@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from agentic import Budget, LoopState, Message, Run, Usage
+from agentic import Budget, LoopState, Message, ModelSettings, Run, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
 from agentic.compact import Compact
 from agentic.saga import CompensationStep, SagaPolicy
@@ -89,6 +89,9 @@ class AgentInput(BaseModel):
     model: str | None = Field(
         None,
         description="A model the worker declares, by name (e.g. `local`, `openai:gpt-4.1-mini`); None: the agent's.",
+    )
+    model_settings: ModelSettings | None = Field(
+        None, description="Overrides fields of the agent's model settings (temperature, seed, tool_choice...)."
     )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")

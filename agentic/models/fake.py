@@ -14,7 +14,7 @@ from typing import Any
 
 from agentic.errors import ModelOutputError
 from agentic.messages import Message, ToolCall
-from agentic.models.base import ModelReply, Pricing, ToolSchema, estimate_tokens
+from agentic.models.base import ModelReply, ModelSettings, Pricing, ToolSchema, estimate_tokens
 
 Reply = str | ToolCall | Sequence[ToolCall]
 Script = Reply | Callable[[Sequence[Message]], Reply]
@@ -52,7 +52,12 @@ class FakeModel:
         return self._calls
 
     def complete(
-        self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), *, call_index: int | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema] = (),
+        *,
+        call_index: int | None = None,
+        settings: ModelSettings | None = None,  # a script answers the same whatever it is asked with
     ) -> ModelReply:
         with self._lock:
             if call_index is None:  # no runner said which call this is: the next in line

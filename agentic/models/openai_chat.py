@@ -15,14 +15,20 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
 import openai
 
-from agentic.errors import ModelOutputError, NonRetryableModelError, RetryableModelError
+from agentic.errors import (
+    ContextOverflowError,
+    ModelError,
+    ModelOutputError,
+    NonRetryableModelError,
+    RetryableModelError,
+)
 from agentic.messages import Message, ToolCall
-from agentic.models.base import ModelReply, Pricing, ToolSchema
+from agentic.models.base import TOOL_CHOICE_MODES, ModelReply, ModelSettings, Pricing, ToolSchema
 
 # List prices in dollars per million tokens (input, output).
 PRICES: dict[str, Pricing] = {
@@ -51,6 +57,10 @@ def price_for(model: str) -> Pricing:
 
 
 class OpenAIChatModel:
+    """`settings` are how every call asks (sampling, tool choice); `complete(settings=...)` overrides them
+    per call. `pricing` defaults to the list price of `model`, and to 0 for a model not in the table (a
+    local one)."""
+
     def __init__(
         self,
         model: str,
@@ -59,20 +69,37 @@ class OpenAIChatModel:
         api_key: str | None = None,
         pricing: Pricing | None = None,
         timeout: float = 60.0,
+        settings: ModelSettings | None = None,
         temperature: float | None = None,
+        tool_choice_modes: frozenset[str] = TOOL_CHOICE_MODES,
+        tool_result_role: Literal["tool", "user"] = "tool",
         client: openai.OpenAI | None = None,
     ) -> None:
         self.name = model
+        # The modes the server implements (a tool's name always works): llama-cpp-python answers
+        # `required` with an HTTP 500, which would be retried forever.
+        self.tool_choice_modes = tool_choice_modes
+        # "user" for a server whose chat template drops `tool` messages (llama-cpp-python's function-calling
+        # one does): the result is then sent as a user turn naming the call, or the model never reads it.
+        self.tool_result_role = tool_result_role
         self.pricing = pricing if pricing is not None else price_for(model)
-        self.temperature = temperature
+        self.settings = settings or ModelSettings()
+        if temperature is not None:  # the older spelling of settings=ModelSettings(temperature=...)
+            self.settings = self.settings.override(ModelSettings(temperature=temperature))
         # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
         self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
-    def complete(
-        self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), *, call_index: int | None = None
-    ) -> ModelReply:
-        request: dict[str, Any] = {"model": self.name, "messages": [_to_wire(m) for m in messages]}
+    @property
+    def temperature(self) -> float | None:
+        return self.settings.temperature
+
+    def request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema] = (), settings: ModelSettings | None = None
+    ) -> dict[str, Any]:
+        """The chat-completions body `complete` sends for these arguments."""
+        chosen = self.settings.override(settings)
+        request: dict[str, Any] = {"model": self.name, "messages": self._wire_messages(messages)}
         if tools:
             request["tools"] = [
                 {
@@ -81,15 +108,29 @@ class OpenAIChatModel:
                 }
                 for t in tools
             ]
-        if self.temperature is not None:
-            request["temperature"] = self.temperature
+            # Always explicit: llama.cpp's server, told nothing, drops the tools from the prompt altogether.
+            request["tool_choice"] = self._tool_choice(chosen.tool_choice_for(messages), tools)
+        for name in ("temperature", "seed", "max_tokens"):
+            if (value := getattr(chosen, name)) is not None:
+                request[name] = value
+        return request
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema] = (),
+        *,
+        call_index: int | None = None,
+        settings: ModelSettings | None = None,
+    ) -> ModelReply:
+        request = self.request(messages, tools, settings)
         # The raw response, parsed here: the SDK's own parsing tolerates missing fields and non-JSON
         # bodies silently, which would turn a broken reply into an empty answer.
         try:
             raw = self._client.chat.completions.with_raw_response.create(**request)
             status, text = raw.status_code, raw.text
         except openai.APIStatusError as err:
-            raise _status_error(err) from err
+            raise _status_error(self.name, err) from err
         except openai.APITimeoutError as err:
             raise RetryableModelError(f"{self.name}: request timed out") from err
         except openai.APIConnectionError as err:
@@ -101,6 +142,31 @@ class OpenAIChatModel:
         except (httpx2.HTTPError, httpx2.StreamError, OSError) as err:  # the body broke after the headers
             raise RetryableModelError(f"{self.name}: reading the response failed: {err!r}") from err
         return self._reply(status, text, call_index)
+
+    def _wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        if self.tool_result_role == "tool":
+            return [_to_wire(m) for m in messages]
+        names = {call.id: call.name for m in messages for call in m.tool_calls}
+        return [
+            {"role": "user", "content": f"Result of {names.get(m.tool_call_id, 'the tool')}: {m.content}"}
+            if m.role == "tool" and m.tool_call_id is not None
+            else _to_wire(m)
+            for m in messages
+        ]
+
+    def _tool_choice(self, choice: str, tools: Sequence[ToolSchema]) -> str | dict[str, Any]:
+        if choice in self.tool_choice_modes:
+            return choice
+        if choice in TOOL_CHOICE_MODES:
+            supported = ", ".join(sorted(self.tool_choice_modes))
+            raise NonRetryableModelError(
+                f"{self.name}: this server does not support tool_choice={choice!r}; use {supported} or a tool's name"
+            )
+        if not any(t.name == choice for t in tools):
+            offered = ", ".join(t.name for t in tools)
+            # The same request would fail the same way on every retry: a configuration error, not a blip.
+            raise NonRetryableModelError(f"{self.name}: tool_choice names {choice!r}, which is not offered ({offered})")
+        return {"type": "function", "function": {"name": choice}}
 
     def _reply(self, status: int, text: str, call_index: int | None) -> ModelReply:
         def bad(problem: str) -> ModelOutputError:
@@ -187,9 +253,12 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _status_error(err: openai.APIStatusError) -> RetryableModelError | NonRetryableModelError:
+def _status_error(model: str, err: openai.APIStatusError) -> ModelError:
     status = err.status_code
-    text = f"HTTP {status}: {_provider_message(err)}"
+    message = _provider_message(err)
+    if status in (400, 413) and _is_context_overflow(err, message):
+        return _context_overflow(model, status, err, message)
+    text = f"HTTP {status}: {message}"
     if status in RETRYABLE_STATUSES or status >= 500:
         return RetryableModelError(text, status=status, retry_after=_retry_after(err.response.headers))
     return NonRetryableModelError(text, status=status)
@@ -202,6 +271,40 @@ def _provider_message(err: openai.APIStatusError) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:500]
     return err.message
+
+
+# How servers say it: OpenAI and vLLM ("maximum context length is 4096 tokens. However, you requested 5000
+# tokens (4900 in the messages, 100 in the completion)"), llama-cpp-python (the same words), llama.cpp's own
+# server ("the request exceeds the available context size", with n_prompt_tokens and n_ctx).
+_OVERFLOW_WORDS = re.compile(r"context (length|window|size)|exceed.*context|too many tokens", re.IGNORECASE)
+_WINDOW = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+_TRANSCRIPT = re.compile(r"\((\d+) in the messages|resulted in (\d+) tokens", re.IGNORECASE)
+
+
+def _is_context_overflow(err: openai.APIStatusError, message: str) -> bool:
+    body = err.body if isinstance(err.body, Mapping) else {}
+    return body.get("code") == "context_length_exceeded" or bool(_OVERFLOW_WORDS.search(message))
+
+
+def _context_overflow(model: str, status: int, err: openai.APIStatusError, message: str) -> ContextOverflowError:
+    body = err.body if isinstance(err.body, Mapping) else {}
+    window = _first_int(_WINDOW.search(message), body.get("n_ctx"))
+    tokens = _first_int(_TRANSCRIPT.search(message), body.get("n_prompt_tokens"))
+    size = f" ({tokens} tokens)" if tokens is not None else ""
+    limit = f" of {window} tokens" if window is not None else ""
+    return ContextOverflowError(
+        f"{model}: the transcript{size} exceeds the model's context window{limit}; retrying cannot help — "
+        f"shorten the transcript or use a model with a longer context (HTTP {status}: {message})",
+        status=status,
+        input_tokens=tokens,
+        context_window=window,
+    )
+
+
+def _first_int(match: re.Match[str] | None, fallback: Any) -> int | None:
+    if match is not None:
+        return int(next(group for group in match.groups() if group is not None))
+    return fallback if isinstance(fallback, int) and not isinstance(fallback, bool) else None
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

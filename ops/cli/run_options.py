@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic import ModelSettings
 from agentic.approvals import ApprovalPolicy
 from examples.options import DemoOptions
 
@@ -85,6 +86,12 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=positive_int, help="the step budget (default: the agent's)")
     parser.add_argument("--model", help="a model the worker declares, by name: `local`, `openai:gpt-4.1-mini`, ...")
     parser.add_argument("--base-url", help=argparse.SUPPRESS)  # refused with an explanation: see run_request
+    asking = parser.add_argument_group("how the model is asked (overrides the agent's model settings)")
+    asking.add_argument("--temperature", type=non_negative_float, help="sampling temperature (0 = repeatable)")
+    asking.add_argument("--seed", type=int, help="sampling seed, where the server honours it")
+    asking.add_argument("--max-tokens", type=positive_int, help="most tokens a model reply may have")
+    asking.add_argument("--tool-choice", help="auto | required | none | a tool's name")
+    asking.add_argument("--first-tool-choice", help="the same, for the first model call only")
     demo = parser.add_argument_group("demo agents' options (sent only when given)")
     demo.add_argument("--step-delay", type=non_negative_float, help="seconds of simulated work per mutating step")
     demo.add_argument("--after-effect-delay", type=non_negative_float, help="seconds a tool waits after its effect")
@@ -110,6 +117,7 @@ class RunRequest:
     model: str | None
     options: dict[str, Any] = field(default_factory=dict)
     approvals: ApprovalPolicy | None = None
+    model_settings: ModelSettings | None = None
 
 
 class RunOptionError(ValueError):
@@ -131,7 +139,22 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         model=args.model,
         options=options,
         approvals=approval_policy(args),
+        model_settings=model_settings(args),
     )
+
+
+def model_settings(args: argparse.Namespace) -> ModelSettings | None:
+    given = {
+        name: value
+        for name in ("temperature", "seed", "max_tokens", "tool_choice", "first_tool_choice")
+        if (value := getattr(args, name, None)) is not None
+    }
+    if not given:
+        return None
+    try:
+        return ModelSettings(**given)
+    except ValueError as exc:  # pydantic's message names the field
+        raise RunOptionError(f"invalid model settings: {exc.errors()[0]['msg']}") from None  # type: ignore[attr-defined]
 
 
 def approval_policy(args: argparse.Namespace) -> ApprovalPolicy | None:

@@ -40,6 +40,7 @@ async def start(args: argparse.Namespace, settings: Settings) -> RunHandle:
         budget=budget,
         options=request.options,
         model=request.model,
+        model_settings=request.model_settings,
         approvals=request.approvals,
         timeouts=Timeouts(heartbeat_seconds=args.heartbeat_timeout),
     )
