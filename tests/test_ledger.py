@@ -79,13 +79,13 @@ class Overlap:
         self.entered = entered
 
     def call(self, ledger: Ledger, me: int) -> tuple[str, bool]:
-        self.start.wait(30)  # both ledgers are open (opening a SQLite file may wait on a writer)
+        self.start.wait(120)  # both ledgers are open (a spawned interpreter is slow to start on a busy machine)
         self.entered[me].set()
         return ledger.apply("run/c1", run_id="run", tool="charge", args={"amount": 5}, perform=self.perform)
 
     def perform(self) -> str:
         for event in self.entered:
-            assert event.wait(10), "the other call never started"
+            assert event.wait(60), "the other call never started"
         time.sleep(HOLD)  # the other call is inside apply now, racing us
         with self.performs.open("a") as log:
             log.write("charged\n")

@@ -138,7 +138,7 @@ async def test_watch_on_a_terminal_redraws_one_line(dev_env, task_queue, tmp_pat
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
-        await start(settings, dev_env.client, run_id, "migration", options=dict(step_delay=0.5, records=5))
+        await start(settings, dev_env.client, run_id, "migration", options=dict(step_delay=1.5, records=5))
         env = child_env(settings)
         env.pop("COLUMNS", None)
         process = await asyncio.create_subprocess_exec(
