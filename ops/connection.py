@@ -4,14 +4,15 @@ same connection security.
 - Encryption at rest: when `AGENT_CODEC_KEYS` / `AGENT_CODEC_KEY_FILE` are set, every payload goes through
   the AES-GCM codec (`codec/`), and failure messages and stack traces are moved into an encoded payload
   too (`DefaultFailureConverterWithEncodedAttributes`), so none of them is readable in Temporal.
-- TLS / mTLS / API key for a remote cluster (`TEMPORAL_TLS_*`, `TEMPORAL_API_KEY`): `connect_options`.
+- Where and how: Temporal's standard client configuration (`temporalio.envconfig`: `TEMPORAL_ADDRESS`,
+  `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY`, `TEMPORAL_TLS_*`, TOML profiles), read by `ops.settings`;
+  `connect_options` turns it into `Client.connect` arguments.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, Interceptor
@@ -43,33 +44,28 @@ def data_converter(settings: Settings) -> DataConverter:
     )
 
 
-def _read(path: Path, variable: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConnectionSettingsError(f"{variable}: cannot read {path}: {exc.strerror}") from None
-
-
 def tls_config(settings: Settings) -> TLSConfig | bool:
-    """What `Client.connect(tls=...)` gets: False (plaintext), True (TLS, system roots) or a TLSConfig."""
-    if (settings.tls_cert is None) != (settings.tls_key is None):
-        raise ConnectionSettingsError("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together (mTLS needs both)")
-    files = settings.tls_cert or settings.tls_ca or settings.tls_server_name
-    wanted = settings.tls if settings.tls is not None else bool(files or settings.api_key)
-    if not wanted:
-        if files:
-            raise ConnectionSettingsError("TEMPORAL_TLS=false contradicts the TEMPORAL_TLS_* settings")
-        if settings.api_key:
-            raise ConnectionSettingsError("an API key is never sent without TLS; unset TEMPORAL_TLS=false")
-        return False
-    if not files:
-        return True
-    return TLSConfig(
-        server_root_ca_cert=_read(settings.tls_ca, "TEMPORAL_TLS_CA") if settings.tls_ca else None,
-        domain=settings.tls_server_name,
-        client_cert=_read(settings.tls_cert, "TEMPORAL_TLS_CERT") if settings.tls_cert else None,
-        client_private_key=_read(settings.tls_key, "TEMPORAL_TLS_KEY") if settings.tls_key else None,
-    )
+    """What `Client.connect(tls=...)` gets: False (plaintext), True (TLS, system roots) or a TLSConfig with
+    the profile's files read. An API key is never sent in plaintext."""
+    files = settings.temporal.tls
+    if files is not None and (files.client_cert is None) != (files.client_private_key is None):
+        raise ConnectionSettingsError(
+            "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH go together (mTLS needs both)"
+        )
+    try:
+        tls = files.to_connect_tls_config() if files is not None else bool(settings.api_key)
+    except OSError as exc:
+        raise ConnectionSettingsError(
+            f"cannot read the TLS file {exc.filename}: {exc.strerror} (TEMPORAL_TLS_CLIENT_CERT_PATH, "
+            "TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH or the profile)"
+        ) from None
+    if settings.tls is True and tls is False:
+        tls = True
+    elif settings.tls is False:
+        tls = False
+    if tls is False and settings.api_key:
+        raise ConnectionSettingsError("an API key is never sent without TLS; unset TEMPORAL_TLS=false")
+    return tls
 
 
 def connect_options(settings: Settings) -> dict[str, Any]:
@@ -80,6 +76,7 @@ def connect_options(settings: Settings) -> dict[str, Any]:
         "data_converter": data_converter(settings),
         "tls": tls_config(settings),
         "api_key": settings.api_key,
+        "rpc_metadata": dict(settings.temporal.grpc_meta),
     }
 
 
@@ -112,5 +109,5 @@ def _explain(settings: Settings, tls: TLSConfig | bool, exc: BaseException) -> s
             "Unset TEMPORAL_TLS / TEMPORAL_TLS_* / TEMPORAL_API_KEY for it, or point TEMPORAL_ADDRESS at a TLS endpoint"
         )
     elif "certificate" in detail.lower() or "UnknownIssuer" in detail:
-        hint = " — the server's certificate was not accepted: check TEMPORAL_TLS_CA and TEMPORAL_TLS_SERVER_NAME"
+        hint = " — the server's certificate was not accepted: check TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME"
     return f"cannot connect to Temporal at {where} over TLS: {detail}{hint}"

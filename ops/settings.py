@@ -1,12 +1,14 @@
 """Where the worker and the command line connect, and where local state lives — read from the environment
 once, here. `TEMPORAL_TASK_QUEUE` is the single definition of the task queue name.
 
-Connection security (docs/operations.md): `TEMPORAL_TLS_CERT` / `TEMPORAL_TLS_KEY` (client certificate and
-key, PEM paths, for mTLS), `TEMPORAL_TLS_CA` (the server's CA, PEM path; default: the system roots),
-`TEMPORAL_TLS_SERVER_NAME` (SNI / verification name), `TEMPORAL_API_KEY` (implies TLS), `TEMPORAL_TLS`
-(`true` turns TLS on with none of the others). Encryption at rest: `AGENT_CODEC_KEYS` or
-`AGENT_CODEC_KEY_FILE`. Stores shared by worker hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in
-the data directory). Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+The connection to Temporal is Temporal's own client configuration (`temporalio.envconfig`): the standard
+`TEMPORAL_ADDRESS`, `TEMPORAL_NAMESPACE`, `TEMPORAL_API_KEY` (implies TLS), `TEMPORAL_TLS`,
+`TEMPORAL_TLS_CLIENT_CERT_PATH` / `TEMPORAL_TLS_CLIENT_KEY_PATH` (mTLS), `TEMPORAL_TLS_SERVER_CA_CERT_PATH`,
+`TEMPORAL_TLS_SERVER_NAME`, and TOML profiles (`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`) — what the
+`temporal` CLI and every Temporal SDK read, so an existing Temporal configuration just works.
+Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`. Stores shared by worker hosts:
+`AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Observability:
+`AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
 The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker's endpoint for it.
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from temporalio.envconfig import ClientConfigProfile
 
 # Where the code is (to start `worker.py` as a process, to count lines); never a place for data.
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,23 +57,58 @@ def _env_flag(name: str) -> bool | None:
     raise ValueError(f"{name}={value!r}: expected true or false")
 
 
+# The variables Temporal's client configuration reads (besides a TOML file): listed for the docs and checks.
+TEMPORAL_STANDARD = frozenset(
+    {
+        "TEMPORAL_ADDRESS",
+        "TEMPORAL_NAMESPACE",
+        "TEMPORAL_API_KEY",
+        "TEMPORAL_TLS",
+        "TEMPORAL_TLS_CLIENT_CERT_PATH",
+        "TEMPORAL_TLS_CLIENT_KEY_PATH",
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+        "TEMPORAL_TLS_SERVER_NAME",
+        "TEMPORAL_CONFIG_FILE",
+        "TEMPORAL_PROFILE",
+    }
+)
+
+# Variable names this project read before it used Temporal's standard ones: named, not silently ignored.
+_RENAMED = {
+    "TEMPORAL_TLS_CERT": "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_KEY": "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_CA": "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+}
+
+
+def temporal_profile() -> ClientConfigProfile:
+    """Temporal's client configuration: the TOML profile (`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`; the
+    default file location when present) with the `TEMPORAL_*` environment variables on top."""
+    for old, new in _RENAMED.items():
+        if _env(old):
+            raise ValueError(f"{old} is no longer read: set {new} (Temporal's standard name) instead")
+    _env_flag("TEMPORAL_TLS")  # Temporal would take "maybe" as "on": refuse it instead
+    try:
+        return ClientConfigProfile.load(profile=_env("TEMPORAL_PROFILE"))
+    except Exception as exc:  # the SDK's parser: a malformed TOML file or profile name
+        raise ValueError(f"Temporal client configuration: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
-    address: str = field(default_factory=lambda: os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
-    namespace: str = field(default_factory=lambda: os.environ.get("TEMPORAL_NAMESPACE", "default"))
+    # Connection: from `temporal_profile()` unless given; see ops/connection.py for how it becomes a client.
+    temporal: ClientConfigProfile = field(default_factory=temporal_profile, repr=False)
+    address: str = ""  # default: the profile's, else localhost:7233
+    namespace: str = ""  # default: the profile's, else default
     task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", "durable-agents"))
     data_dir: Path = field(default_factory=data_dir)
     ledger_path: Path = field(default_factory=lambda: Path(_env("AGENT_LEDGER") or data_dir() / "ledger.db"))
     # postgresql://user:password@host:port/db: the ledger and transcripts for every worker host (ops/stores.py).
     database_url: str | None = field(default_factory=lambda: _env("AGENT_DATABASE_URL"), repr=False)
     ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
-    # -- connection security: see client.connect_options ------------------------------------------
-    tls: bool | None = field(default_factory=lambda: _env_flag("TEMPORAL_TLS"))  # None: on when any below is set
-    tls_cert: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_CERT"))
-    tls_key: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_KEY"))
-    tls_ca: Path | None = field(default_factory=lambda: _env_path("TEMPORAL_TLS_CA"))
-    tls_server_name: str | None = field(default_factory=lambda: _env("TEMPORAL_TLS_SERVER_NAME"))
-    api_key: str | None = field(default_factory=lambda: _env("TEMPORAL_API_KEY"), repr=False)
+    # -- connection security: the profile's unless given (ops/connection.py connect_options) --------
+    tls: bool | None = None  # True/False force TLS on/off; None: as the profile says (an API key implies it)
+    api_key: str | None = field(default=None, repr=False)
     # -- models the worker declares: see ops/models.py (a run names one; endpoints and keys stay here) ---
     local_model_url: str = field(
         default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or f"http://127.0.0.1:{LOCAL_MODEL_PORT}/v1"
@@ -84,6 +123,14 @@ class Settings:
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))
     log_format: str = field(default_factory=lambda: _env("AGENT_LOG_FORMAT") or "json")
     log_level: str = field(default_factory=lambda: _env("LOG_LEVEL") or "INFO")
+
+    def __post_init__(self) -> None:
+        profile = self.temporal
+        # Given values win; else the profile's; else the defaults of a local dev server.
+        object.__setattr__(self, "address", self.address or profile.address or "localhost:7233")
+        object.__setattr__(self, "namespace", self.namespace or profile.namespace or "default")
+        if self.api_key is None:
+            object.__setattr__(self, "api_key", profile.api_key)
 
     def run_url(self, run_id: str) -> str:
         return f"{self.ui_url}/namespaces/{self.namespace}/workflows/{run_id}"

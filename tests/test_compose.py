@@ -17,7 +17,7 @@ import yaml
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from ops.settings import ROOT, Settings
+from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
 from workflows import search_attributes
 
 COMPOSE = ROOT / "docker-compose.yml"
@@ -38,9 +38,10 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def settings_variables() -> set[str]:
-    """Every environment variable settings.py reads."""
+    """Every environment variable settings.py reads, Temporal's standard client configuration included."""
     source = (ROOT / "ops" / "settings.py").read_text()
-    return set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
+    ours = set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
+    return ours | TEMPORAL_STANDARD
 
 
 def interpolate(value: str) -> str:

@@ -19,19 +19,28 @@ from ops.connection import ConnectionSettingsError, TemporalConnectError, connec
 from ops.settings import Settings
 
 TLS_VARIABLES = (
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
     "TEMPORAL_TLS",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+    "TEMPORAL_TLS_SERVER_NAME",
+    "TEMPORAL_API_KEY",
+    "TEMPORAL_PROFILE",
+    "TEMPORAL_CONFIG_FILE",
     "TEMPORAL_TLS_CERT",
     "TEMPORAL_TLS_KEY",
     "TEMPORAL_TLS_CA",
-    "TEMPORAL_TLS_SERVER_NAME",
-    "TEMPORAL_API_KEY",
 )
 
 
 @pytest.fixture(autouse=True)
-def no_tls_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def no_tls_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in TLS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    # No profile file from this machine's home directory may leak in.
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(tmp_path / "no-such-temporal.toml"))
 
 
 def self_signed(directory: Path, name: str) -> tuple[Path, Path]:
@@ -62,14 +71,14 @@ def test_plaintext_by_default() -> None:
     assert options["target_host"] == "localhost:7233" and options["namespace"] == "default"
 
 
-def test_mtls_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mtls_from_temporals_standard_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     client_cert, client_key = self_signed(tmp_path, "worker")
     ca, _ = self_signed(tmp_path, "ca")
     monkeypatch.setenv("TEMPORAL_ADDRESS", "agents.a1b2c.tmprl.cloud:7233")
     monkeypatch.setenv("TEMPORAL_NAMESPACE", "agents.a1b2c")
-    monkeypatch.setenv("TEMPORAL_TLS_CERT", str(client_cert))
-    monkeypatch.setenv("TEMPORAL_TLS_KEY", str(client_key))
-    monkeypatch.setenv("TEMPORAL_TLS_CA", str(ca))
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", str(client_cert))
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", str(client_key))
+    monkeypatch.setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", str(ca))
     monkeypatch.setenv("TEMPORAL_TLS_SERVER_NAME", "frontend.internal")
     options = connect_options(Settings())
     tls = options["tls"]
@@ -80,34 +89,56 @@ def test_mtls_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert options["api_key"] is None
 
 
+def test_a_toml_profile_is_read_like_the_temporal_cli_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "temporal.toml"
+    config.write_text(
+        '[profile.default]\naddress = "localhost:7233"\n\n'
+        '[profile.prod]\naddress = "prod.example:7233"\nnamespace = "agents-prod"\napi_key = "key-from-toml"\n'
+        '[profile.prod.grpc_meta]\nx-team = "agents"\n'
+    )
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(config))
+    monkeypatch.setenv("TEMPORAL_PROFILE", "prod")
+    settings = Settings()
+    assert (settings.address, settings.namespace) == ("prod.example:7233", "agents-prod")
+    assert "key-from-toml" not in repr(settings)
+    options = connect_options(settings)
+    assert options["api_key"] == "key-from-toml" and options["tls"] is True  # a key implies TLS
+    assert options["rpc_metadata"] == {"x-team": "agents"}
+    # The environment overrides the file, as for the `temporal` CLI.
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", "agents-staging")
+    assert Settings().namespace == "agents-staging"
+
+
 def test_an_api_key_implies_tls(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEMPORAL_API_KEY", "key-123")
     settings = Settings()
     assert "key-123" not in repr(settings)
     options = connect_options(settings)
     assert options["tls"] is True and options["api_key"] == "key-123"
-    # With a CA for a private cluster, still TLS, with that CA.
-    assert connect_options(Settings(api_key="k", tls_ca=None, tls_server_name="x"))["tls"] == TLSConfig(domain="x")
+    monkeypatch.setenv("TEMPORAL_TLS_SERVER_NAME", "x")  # with a name for a private cluster: still TLS
+    assert connect_options(Settings())["tls"] == TLSConfig(domain="x")
     with pytest.raises(ConnectionSettingsError, match="never sent without TLS"):
         tls_config(Settings(api_key="k", tls=False))
 
 
-def test_tls_switch_and_contradictions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tls_switch_old_names_and_contradictions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TEMPORAL_TLS", "true")
-    assert tls_config(Settings()) is True  # TLS with the system's roots, no client certificate
-    monkeypatch.setenv("TEMPORAL_TLS", "maybe")
+    assert tls_config(Settings()) == TLSConfig()  # TLS with the system's roots, no client certificate
+    monkeypatch.setenv("TEMPORAL_TLS", "maybe")  # Temporal's parser would read it as "on"
     with pytest.raises(ValueError, match="TEMPORAL_TLS"):
         Settings()
     monkeypatch.delenv("TEMPORAL_TLS")
-    cert, key = self_signed(tmp_path, "worker")
+    cert, _key = self_signed(tmp_path, "worker")
+    monkeypatch.setenv("TEMPORAL_TLS_CERT", str(cert))  # this project's old name: refused, with the new one
+    with pytest.raises(ValueError, match="TEMPORAL_TLS_CERT is no longer read: set TEMPORAL_TLS_CLIENT_CERT_PATH"):
+        Settings()
+    monkeypatch.delenv("TEMPORAL_TLS_CERT")
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", str(cert))
     with pytest.raises(ConnectionSettingsError, match="go together"):
-        tls_config(Settings(tls_cert=cert))
-    with pytest.raises(ConnectionSettingsError, match="go together"):
-        tls_config(Settings(tls_key=key))
-    with pytest.raises(ConnectionSettingsError, match="contradicts"):
-        tls_config(Settings(tls=False, tls_ca=cert))
-    with pytest.raises(ConnectionSettingsError, match=r"TEMPORAL_TLS_CA: cannot read .*missing\.pem"):
-        tls_config(Settings(tls_ca=tmp_path / "missing.pem"))
+        tls_config(Settings())
+    monkeypatch.setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", str(tmp_path / "missing.key"))
+    with pytest.raises(ConnectionSettingsError, match=r"cannot read the TLS file .*missing\.key"):
+        tls_config(Settings())
 
 
 async def test_tls_against_the_plaintext_dev_server_fails_clearly(dev_env: WorkflowEnvironment) -> None:
