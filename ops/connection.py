@@ -109,5 +109,8 @@ def _explain(settings: Settings, tls: TLSConfig | bool, exc: BaseException) -> s
             "Unset TEMPORAL_TLS / TEMPORAL_TLS_* / TEMPORAL_API_KEY for it, or point TEMPORAL_ADDRESS at a TLS endpoint"
         )
     elif "certificate" in detail.lower() or "UnknownIssuer" in detail:
-        hint = " — the server's certificate was not accepted: check TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME"
+        hint = (
+            " — the server's certificate was not accepted: "
+            "check TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME"
+        )
     return f"cannot connect to Temporal at {where} over TLS: {detail}{hint}"
