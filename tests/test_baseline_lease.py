@@ -23,7 +23,7 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 def test_resume_is_refused_while_the_lease_is_live_and_allowed_after_expiry(job: Job) -> None:
     worker = job.spawn(
-        "run", "--id", "l", "--scenario", "migration", "--records", "4", "--step-delay", "0.8", "--lease-seconds", "1"
+        "run", "--id", "l", "--scenario", "migration", "--records", "8", "--step-delay", "1.5", "--lease-seconds", "1"
     )
     first_expiry = eventually(lambda: job.store.run("l") and job.store.require("l").lease_expires, what="the run")
     # Past the first lease's end, the lease is still live: only the renewer thread can have done that.

@@ -171,12 +171,22 @@ def test_bench_chaos_baseline_stops_its_job_processes(run) -> None:
     stopped_cleanly(bench, signal.SIGHUP)
 
 
+def _effects(path: Path) -> int:
+    if not path.exists():
+        return 0
+    from agentic.ledger import EffectsLedger
+
+    return len(EffectsLedger(path).effects())
+
+
 def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None:
     common = ["--db", str(tmp_path / "baseline.db"), "--ledger", str(tmp_path / "ledger.db")]
     slow = ["--scenario", "migration", "--records", "20", "--step-delay", "1", "--lease-seconds", "1"]
     first = run(["-m", "baseline.cli", "run", "--id", "slow", *slow, *common])
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "ledger.db").exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    # The run has made its first effect, so its row and lease are stored (the ledger file alone may exist
+    # before the run does, on a busy machine).
+    while not _effects(tmp_path / "ledger.db") and time.monotonic() < deadline:
         time.sleep(0.1)
     first.process.kill()  # a crash: the run is left with a lease that expires in a second
     first.wait()
