@@ -33,6 +33,7 @@ from agentic.models.catalog import ModelCatalog
 from agentic.transcript_store import Transcripts
 from ops import observability, stores
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from ops.approver_keys import approver_public_keys
 from ops.codec import load_keyring
 from ops.connection import connect
 from ops.models import declared_models
@@ -56,6 +57,7 @@ def build_worker(
     deps: Any = None,
     models: ModelCatalog | Mapping[str, Any] | None = None,
     transcripts: Transcripts | None = None,
+    approver_keys: Mapping[str, str] | None = None,
     max_cached_workflows: int = 1000,
     interceptors: Sequence[Interceptor] = (),
     sticky_timeout: timedelta = timedelta(seconds=5),
@@ -66,10 +68,13 @@ def build_worker(
     (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name
     (default: `ops.models.declared_models(Settings())`). `transcripts` is where runs keep their transcript
     by reference (default: `transcripts.db` in the data directory; on several hosts, a shared database).
+    `approver_keys` (name -> Ed25519 public key; default: `AGENT_APPROVER_KEYS`) make only signed decisions
+    count (agentic/signing.py).
     """
     settings = Settings()
     catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
-    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}"))
+    keys = approver_public_keys(settings) if approver_keys is None else approver_keys
+    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
     transcripts = transcripts or transcripts_for(settings)
     describe = DescribeActivities(served)
     model = ModelActivities(served, transcripts)

@@ -24,4 +24,5 @@ class DescribeActivities:
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
         options = self.served.options(served, input.options)
-        return served.agent.spec(options, model=input.model or model.name)
+        spec = served.agent.spec(options, model=input.model or model.name)
+        return spec.model_copy(update={"approver_keys": self.served.approver_keys})

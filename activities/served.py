@@ -35,6 +35,7 @@ def _final(lookup: Callable[[], T]) -> T:
 class ServedAgents:
     def __init__(self, agents: AgentSet) -> None:
         self.agents = agents
+        self.approver_keys = agents.approver_keys
 
     def get(self, name: str) -> ServedAgent:
         return _final(lambda: self.agents.get(name))

@@ -33,7 +33,13 @@ class AgentSet:
     own `Agent.deps`. `where` names the runner in error messages (e.g. "on task queue 'agents'")."""
 
     def __init__(
-        self, agents: Iterable[Agent], deps: Any = None, models: ModelCatalog | None = None, *, where: str = ""
+        self,
+        agents: Iterable[Agent],
+        deps: Any = None,
+        models: ModelCatalog | None = None,
+        *,
+        where: str = "",
+        approver_keys: Mapping[str, str] | None = None,
     ) -> None:
         self._agents: dict[str, ServedAgent] = {}
         per_agent = deps if isinstance(deps, Mapping) else None
@@ -46,6 +52,8 @@ class AgentSet:
             self._agents[agent.name] = ServedAgent(agent, agent.deps if own is None else own)
         self.models = models or ModelCatalog()
         self.where = where
+        # Whose signature makes a decision count (agentic.signing): the runner's configuration, never a run's.
+        self.approver_keys = dict(approver_keys or {})
 
     @property
     def names(self) -> list[str]:

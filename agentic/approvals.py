@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
 from agentic.compact import Compact
 from agentic.messages import ToolCall, canonical_json
+from agentic.signing import ApproverKey, signature_problem, signed_text
 
 DEFAULT_TIMEOUT = 24 * 3600.0
 
@@ -63,6 +64,17 @@ class Decision(BaseModel):
     approver: str = Field(min_length=1)
     reason: str = ""
     arguments_hash: str
+    signature: str | None = Field(None, description="The approver's Ed25519 signature (agentic.signing).")
+    client: str | None = Field(None, description="The sending client's identity, as it states it (unverified).")
+
+    def signed_text(self, run_id: str) -> bytes:
+        return signed_text(run_id, self.call_id, self.approve, self.approver, self.reason, self.arguments_hash)
+
+    def signed(self, run_id: str, key: ApproverKey) -> Decision:
+        """This decision signed by `key` (its name must be the approver's)."""
+        if key.name != self.approver:
+            raise ValueError(f"the key is {key.name!r}'s, the decision is {self.approver!r}'s")
+        return self.model_copy(update={"signature": key.sign(self.signed_text(run_id))})
 
 
 class PendingApproval(BaseModel):
@@ -90,6 +102,8 @@ class AuditEntry(BaseModel):
     arguments_hash: str | None
     reason: str = ""
     rejection: str | None = None
+    signed: bool = False  # verified against the approver's public key
+    client: str | None = None  # the client the decision came from, as it says (unverified)
 
 
 class ApprovalBook(BaseModel):
@@ -99,6 +113,10 @@ class ApprovalBook(BaseModel):
     outcomes: dict[str, Outcome] = Field(default_factory=dict)
     early: dict[str, Decision] = Field(default_factory=dict)
     audit: list[AuditEntry] = Field(default_factory=list)
+    run_id: str = ""
+    approver_keys: dict[str, str] = Field(
+        default_factory=dict, description="name -> Ed25519 public key; when set, only signed decisions count."
+    )
 
     def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
         """Open (or return the already open) request for `call`, applying a decision that came early.
@@ -126,6 +144,12 @@ class ApprovalBook(BaseModel):
     def rejection(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> str | None:
         """Why `decision` must change nothing, or None if it is acceptable. `expected` are calls the run
         has requested but not reached yet: decisions for them are kept, not rejected."""
+        if self.approver_keys:
+            problem = signature_problem(
+                self.approver_keys, decision.signature, decision.approver, decision.signed_text(self.run_id)
+            )
+            if problem is not None:
+                return problem
         if decision.call_id in self.outcomes:
             return f"call {decision.call_id} was already {self.outcomes[decision.call_id].value}"
         pending = self.pending.get(decision.call_id)
@@ -189,6 +213,8 @@ class ApprovalBook(BaseModel):
             arguments_hash=decision.arguments_hash,
             reason=decision.reason,
             rejection=rejection,
+            signed=bool(self.approver_keys) and rejection is None,
+            client=decision.client,
         )
         if not early:  # an early decision is audited when it takes effect, with its call's tool
             self.audit.append(entry)

@@ -35,3 +35,7 @@ class AgentSpec(Compact):
     options: dict[str, Any] = Field(default_factory=dict, description="The run's options, validated, non-default.")
     estimated_actions: int | None = Field(None, description="Model calls + tool calls + compensations, probably.")
     model_settings: ModelSettings | None = Field(None, description="How the agent's model is asked.")
+    approver_keys: dict[str, str] = Field(
+        default_factory=dict,
+        description="The worker's approvers (name -> Ed25519 public key); when set, only signed decisions count.",
+    )

@@ -115,6 +115,9 @@ class Settings:
     )
     openai_api_key: str | None = field(default_factory=lambda: _env("OPENAI_API_KEY"), repr=False)
     openai_base_url: str | None = field(default_factory=lambda: _env("AGENT_OPENAI_BASE_URL"))
+    # -- signed approvals (agentic/signing.py): approvers' PUBLIC keys, `name=base64,...` or a file -------
+    approver_keys: str | None = field(default_factory=lambda: _env("AGENT_APPROVER_KEYS"))
+    approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_APPROVER_KEYS_FILE"))
     # -- encryption at rest: see codec/ -----------------------------------------------------------
     codec_keys: str | None = field(default_factory=lambda: _env("AGENT_CODEC_KEYS"), repr=False)
     codec_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_KEY_FILE"))

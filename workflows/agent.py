@@ -116,6 +116,8 @@ class AgentWorkflow:
         carry = input.carry
         self.loop = AgentLoop(input.budget or spec.budget, spec.tools, carry.loop if carry else self.loop.state)
         if carry is None:
+            # Whose signature makes a decision count comes from the worker's record, never from the input.
+            self.book.run_id, self.book.approver_keys = self.run_id, dict(spec.approver_keys)
             system = spec.system if input.system is None else input.system
             task = input.task or spec.task
             if task is None:

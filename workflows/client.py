@@ -36,6 +36,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
 from agentic.saga import SagaPolicy
+from agentic.signing import ApproverKey
 from ops.settings import Settings
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
@@ -345,8 +346,9 @@ class RunHandle:
         reason: str | None = None,
         arguments_hash: str | None = None,
         wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
     ) -> DecisionOutcome:
-        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait)
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
 
     async def deny(
         self,
@@ -356,8 +358,11 @@ class RunHandle:
         reason: str | None = None,
         arguments_hash: str | None = None,
         wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
     ) -> DecisionOutcome:
-        return await self.decide(False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait)
+        return await self.decide(
+            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+        )
 
     async def decide(
         self,
@@ -368,12 +373,14 @@ class RunHandle:
         reason: str | None = None,
         arguments_hash: str | None = None,
         wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
     ) -> DecisionOutcome:
         """Approve or deny one pending call. `arguments_hash` is the hash of the arguments the approver saw
         (`PendingApproval.arguments_hash`); when omitted, the hash of the call pending now is used.
 
         Sent as an update, answered at once (ApprovalRejected with the reason); when no worker answers within
-        `wait`, sent as a signal that the run applies when a worker picks it up (`via="signal"`)."""
+        `wait`, sent as a signal that the run applies when a worker picks it up (`via="signal"`). With `key`
+        (the approver's private key), the decision is signed: required where workers configure approver keys."""
         if not by.strip():
             raise ValueError("an approver name is required (it goes into the audit trail)")
         description = await self.describe()
@@ -386,7 +393,10 @@ class RunHandle:
             approver=by,
             reason=reason or "",
             arguments_hash=arguments_hash or target.arguments_hash,
+            client=self.agents.client.identity,
         )
+        if key is not None:
+            decision = decision.signed(self.run_id, key)
         outcome = DecisionOutcome(
             run_id=self.run_id,
             call_id=target.call_id,

@@ -10,9 +10,13 @@ reads each one's pending calls from its memo — no workflow is scanned, and no 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from agentic.approvals import PendingApproval
+from agentic.signing import ApproverKey
+from ops.approver_keys import load_private_key
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.settings import Settings
@@ -42,14 +46,19 @@ async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     approve = args.command == "approve"
-    if not args.by.strip():
+    key = _signing_key(args)
+    by = args.by if args.by is not None else (key.name if key else "")
+    if not by.strip():
         raise CliError("--by needs a name: it is recorded in the audit trail", code=2)
+    if key is not None and key.name != by:
+        raise CliError(f"the key file is {key.name}'s, not {by}'s: a decision is signed by its approver", code=2)
+    args.by = by
     handle = await (await agent_client(settings)).get(args.run_id)
     await handle.ensure_open()
     target = choose(await handle.pending(), args.run_id, args.call)
     arguments_hash = _confirmed_hash(args, target, approve)
     outcome = await handle.decide(
-        approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash
+        approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash, key=key
     )
     data: dict[str, Any] = outcome.model_dump(mode="json")
     what = (
@@ -102,10 +111,18 @@ async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _signing_key(args: argparse.Namespace) -> ApproverKey | None:
+    path = args.key_file or os.environ.get("AGENT_APPROVER_KEY_FILE")
+    return load_private_key(Path(path)) if path else None
+
+
 def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_id")
     parser.add_argument("--call", help="the call to decide, when several wait")
-    parser.add_argument("--by", required=True, help="who decides (recorded in the audit trail)")
+    parser.add_argument("--by", help="who decides (recorded in the audit trail; default: the key file's name)")
+    parser.add_argument(
+        "--key-file", help="your approver key (`name:base64`; or AGENT_APPROVER_KEY_FILE): signs the decision"
+    )
     parser.add_argument("--reason", help="why (recorded, and told to the model on a denial)")
     parser.add_argument("--hash", help=f"the arguments hash `pending` showed (at least {HASH_MIN} characters)")
     parser.add_argument("--yes", action="store_true", help="approve the arguments printed, without --hash")

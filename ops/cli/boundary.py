@@ -12,12 +12,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentic.agent import InvalidOptions
+from agentic.signing import ApproverKeyError
 from ops.agent_modules import AgentModuleError, UnknownAgentName
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
 from workflows.errors import AgentClientError, AmbiguousApproval, NoPendingApproval
 
-BAD_INPUT = (RunOptionError, InvalidOptions, AgentModuleError, UnknownAgentName, AmbiguousApproval)
+BAD_INPUT = (RunOptionError, InvalidOptions, AgentModuleError, UnknownAgentName, AmbiguousApproval, ApproverKeyError)
 
 
 def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) -> int:
