@@ -35,3 +35,6 @@ class AgentSpec(Compact):
     options: dict[str, Any] = Field(default_factory=dict, description="The run's options, validated, non-default.")
     estimated_actions: int | None = Field(None, description="Model calls + tool calls + compensations, probably.")
     model_settings: ModelSettings | None = Field(None, description="How the agent's model is asked.")
+    mcp_servers: list[str] = Field(
+        default_factory=list, description="MCP servers whose tools a run lists when it starts (into `tools`)."
+    )
