@@ -8,6 +8,7 @@ idempotency key it finds in the call's `_meta`. Counting there is how these test
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -19,13 +20,18 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from agentic import Registry, ToolCall, ToolStatus
+from agentic import Agent, FakeModel, Registry, ToolCall, ToolContext, ToolStatus
+from agentic.agent_set import AgentSet
 from agentic.mcp import MCPConfigError, MCPServer, MCPUnavailable
 from agentic.mcp.toolset import checked_arguments, merged, specs_of
+from baseline import jobs
+from baseline.options import RunOptions
+from baseline.store import Store
+from examples import mcp_notes
 from ops.devserver import free_port, port_open
 from ops.settings import ROOT
 from ops.worker_process import WorkerProcess
-from tests import mcp_agents
+from tests import baseline_helpers, mcp_agents
 from tests.conftest import dev_settings, eventually, new_worker, transcripts_next_to
 from workflows import AgentClient, RunFailed
 from workflows.agent import AgentWorkflow
@@ -198,9 +204,7 @@ def test_in_process_a_declined_call_makes_no_effect_and_errors_reach_the_model(c
     assert result.content.startswith("Error: crm__broken failed:") and "the CRM refused: maintenance" in result.content
 
 
-def _context(key: str):
-    from agentic import ToolContext
-
+def _context(key: str) -> ToolContext:
     return ToolContext(run_id="r", call_id="1.1", idempotency_key=key)
 
 
@@ -353,3 +357,86 @@ async def _last_attempt(client, run_id: str) -> int:
         if event.HasField("activity_task_started_event_attributes"):
             attempt = event.activity_task_started_event_attributes.attempt
     return attempt
+
+
+# -- the checkpoint runner ------------------------------------------------------------------------------
+
+
+def test_the_checkpoint_runner_records_the_tool_list_as_a_step_and_resumes_with_it(tmp_path, crm_db, monkeypatch):
+    """`job run` lists the tools (step 1), waits for approval and is SIGKILLed; the server changes its tools;
+    `job resume` finishes from the store alone, offering the model the tools recorded at the start."""
+    monkeypatch.setenv("MCP_TEST_DB", str(crm_db))
+    monkeypatch.setenv("MCP_TEST_TOOLSET", "v1")
+    job = baseline_helpers.Job(tmp_path)
+    modules = ("--agents", "tests.mcp_agents")
+    try:
+        worker = job.spawn("run", "--id", "b1", "--scenario", "crm-stdio", "--lease-seconds", "1", *modules)
+        baseline_helpers.eventually(
+            lambda: job.store.run("b1") and job.status("b1")["status"] == "awaiting_approval", what="the wait"
+        )
+        job.kill(worker)
+        monkeypatch.setenv("MCP_TEST_TOOLSET", "v2")  # what a resume would list now
+        assert job.run("approve", "--id", "b1", "--by", "erin", *modules).returncode == 0
+        job.wait_lease_expired("b1")
+        resumed = job.run("resume", "--id", "b1", *modules)
+        assert resumed.returncode == 0, resumed.stderr
+        status = job.status("b1")
+        steps = job.steps("b1")
+    finally:
+        job.close()
+    assert status["status"] == "completed"
+    assert status["output"] == f"Done: closed ada [{V1_TOOLS}]"
+    assert [s.step_name for s in steps] == [
+        "mcp_tools",
+        "model_call",
+        "tool:crm__lookup",
+        "model_call",
+        "tool:crm__close_account",
+        "model_call",
+    ]
+    assert effects(crm_db) == ["b1:2.1"]
+
+
+def test_the_checkpoint_runner_fails_a_run_whose_server_is_unreachable_at_start(tmp_path):
+    down = mcp_agents.crm_agent(MCPServer.http("crm", f"http://127.0.0.1:{free_port()}/mcp"), name="down")
+    down.tool_attempts = 1
+    store = Store(tmp_path / "baseline.db")
+    try:
+        run = jobs.start(store, AgentSet([down]), "gone", "down", RunOptions())
+    finally:
+        store.close()
+    assert run.status == "failed"
+    assert run.error.startswith("run gone cannot start: MCP server 'crm' (http://127.0.0.1:")
+    assert "is unreachable" in run.error
+
+
+# -- the example ------------------------------------------------------------------------------------------
+
+
+def mcp_snippet() -> str:
+    section = (ROOT / "README.md").read_text().split("### Tools from MCP servers", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_mcp_lines_build_the_agent_they_describe():
+    code = mcp_snippet()
+    assert len([line for line in code.splitlines() if line.strip()]) <= 5
+    namespace: dict[str, object] = {"sys": sys, "Agent": Agent, "Registry": Registry, "model": FakeModel(["ok"])}
+    exec(code, namespace)
+    agent = namespace["agent"]
+    assert [(s.name, s.transport) for s in agent.mcp] == [("notes", "stdio"), ("crm", "http")]
+    assert agent.mcp[1].token_env == "CRM_MCP_TOKEN" and agent.mcp[1].needs_confirmation("close_account", False)
+
+
+async def test_the_notes_example_runs_durably_and_its_server_saves_once_per_key(dev_env, task_queue, ledger, tmp_path):
+    db = tmp_path / "notes.db"
+    agent = dataclasses.replace(
+        mcp_notes.agent, mcp=[MCPServer.stdio("notes", [sys.executable, str(mcp_notes.SERVER), "--db", str(db)])]
+    )
+    async with new_worker(dev_env.client, task_queue, ledger, agents=[agent]):
+        run = await AgentClient(dev_env.client, task_queue=task_queue).start(agent)
+        result = await asyncio.wait_for(run.result(), 60)
+    assert result.trajectory() == ["notes__add_note", "notes__read_note"]
+    assert result.output == "Saved and read back: MCP tools are durable now."
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT key FROM done").fetchall() == [(f"{run.run_id}:1.1",)]
