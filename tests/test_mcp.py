@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +25,7 @@ from temporalio.worker import Replayer
 from agentic import Agent, FakeModel, Registry, ToolCall, ToolContext, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.mcp import MCPConfigError, MCPServer, MCPUnavailable
+from agentic.mcp import client as mcp_client
 from agentic.mcp.toolset import checked_arguments, merged, specs_of
 from baseline import jobs
 from baseline.options import RunOptions
@@ -33,6 +36,7 @@ from ops.settings import ROOT
 from ops.worker_process import WorkerProcess
 from tests import baseline_helpers, mcp_agents
 from tests.conftest import dev_settings, eventually, new_worker, transcripts_next_to
+from tests.processes import descendants
 from workflows import AgentClient, RunFailed
 from workflows.agent import AgentWorkflow
 from workflows.inputs import ContinueAsNewPolicy, Timeouts
@@ -81,8 +85,9 @@ def calls(db: Path, key: str) -> int:
 
 
 @pytest.fixture
-def crm_db(tmp_path: Path) -> Path:
-    return tmp_path / "crm-effects.db"
+def crm_db(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "crm-effects.db"
+    mcp_client.STDIO.close_all()  # the stdio servers this test started (they would stop when idle anyway)
 
 
 @pytest.fixture
@@ -190,6 +195,25 @@ def test_the_in_process_runner_uses_two_mcp_tools_over_stdio_and_the_server_dedu
     assert calls(crm_db, "inproc-1:2.1") == 2
 
 
+def test_a_stdio_server_runs_between_calls_and_one_that_died_is_started_again(crm_db):
+    agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db), registry=Registry(confirm=lambda name, args: True))
+    agent.list_mcp_tools()
+    [first] = servers_running(crm_db)
+    assert agent.run(run_id="warm").output.startswith("Done: closed ada")
+    assert servers_running(crm_db) == [first]  # the calls went to the server the listing started
+    os.kill(first, signal.SIGKILL)
+    again = agent.run(run_id="after-crash")  # the broken session is dropped; the call is retried on a new one
+    assert again.output.startswith("Done: closed ada")
+    [second] = servers_running(crm_db)
+    assert second != first
+    assert effects(crm_db) == ["warm:2.1", "after-crash:2.1"]
+
+
+def servers_running(db: Path) -> list[int]:
+    """The test server processes (for `db`) this process started."""
+    return sorted(pid for pid in descendants(os.getpid()) if str(db) in Path(f"/proc/{pid}/cmdline").read_text())
+
+
 def test_in_process_a_declined_call_makes_no_effect_and_errors_reach_the_model(crm_db):
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))  # no confirm callback: declined
     run = agent.run(run_id="declined")
@@ -202,6 +226,32 @@ def test_in_process_a_declined_call_makes_no_effect_and_errors_reach_the_model(c
     )
     assert result.status is ToolStatus.ERROR
     assert result.content.startswith("Error: crm__broken failed:") and "the CRM refused: maintenance" in result.content
+
+
+def test_a_server_gone_mid_run_is_a_retryable_tool_error_and_a_tool_it_dropped_is_an_error(crm):
+    agent = mcp_agents.crm_agent(mcp_agents.crm_http())
+    recorded = agent.list_mcp_tools()
+    crm.stop()
+    crm.start("v2")  # `lookup` is gone from the server, but the run recorded it
+    dropped = agent.dispatch(_call("crm__lookup", customer="ada"), _context("k1"), spec=recorded["crm__lookup"])
+    assert dropped.status is ToolStatus.ERROR and "Unknown tool" in dropped.content
+    crm.stop()
+    gone = agent.dispatch(_call("crm__lookup", customer="ada"), _context("k2"), spec=recorded["crm__lookup"])
+    assert gone.status is ToolStatus.RETRYABLE  # the runners retry it under the same key, then tell the model
+    assert gone.content.startswith("Error: crm__lookup failed transiently: MCP server 'crm' (http://127.0.0.1:")
+
+
+def test_credentials_the_server_refuses_fail_at_once(crm, monkeypatch):
+    agent = mcp_agents.crm_agent(mcp_agents.crm_http())
+    assert "crm__lookup" in agent.list_mcp_tools()  # the right token
+    monkeypatch.setenv("MCP_TEST_TOKEN", "wrong")
+    with pytest.raises(MCPConfigError, match=r"refused our credentials \(HTTP 401\)") as refused:
+        agent.list_mcp_tools()
+    assert "wrong" not in str(refused.value)
+
+
+def _call(name: str, **arguments: object) -> ToolCall:
+    return ToolCall(id="c", name=name, arguments=arguments)
 
 
 def _context(key: str) -> ToolContext:

@@ -113,12 +113,13 @@ class AgentWorkflow:
                     retry_policy=DESCRIBE_RETRY,
                     summary=f"describe agent {input.agent}",
                 )
+                self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers else spec
             except ActivityError as exc:
-                # The run cannot work on these workers (unknown agent or model, invalid options): say why.
+                # The run cannot work on these workers (unknown agent or model, invalid options, an MCP server
+                # unreachable or misconfigured): say why.
                 raise ApplicationError(
                     f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
                 ) from exc
-            self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers else spec
         spec = self.spec
         # The MCP tools the model is offered: the recorded ones (inline, or one document by reference).
         self.mcp_schemas = schemas_of(spec.tools)
@@ -138,19 +139,14 @@ class AgentWorkflow:
     async def _list_mcp_tools(self, spec: AgentSpec) -> AgentSpec:
         """The agent's MCP tools as its servers list them now, recorded in history with the spec (and carried
         across continue-as-new with it): the run keeps this tool set to its end."""
-        try:
-            listing = await workflow.execute_activity_method(
-                MCPActivities.list_mcp_tools,
-                MCPListInput(run_id=self.run_id, agent=spec.name, keep_schemas=self.transcript.mode == "reference"),
-                start_to_close_timeout=timedelta(seconds=120),
-                heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
-                retry_policy=MCP_LIST_RETRY,
-                summary=f"list MCP tools: {', '.join(spec.mcp_servers)}",
-            )
-        except ActivityError as exc:
-            raise ApplicationError(
-                f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
-            ) from exc
+        listing = await workflow.execute_activity_method(
+            MCPActivities.list_mcp_tools,
+            MCPListInput(run_id=self.run_id, agent=spec.name, keep_schemas=self.transcript.mode == "reference"),
+            start_to_close_timeout=timedelta(seconds=120),
+            heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
+            retry_policy=MCP_LIST_RETRY,
+            summary=f"list MCP tools: {', '.join(spec.mcp_servers)}",
+        )
         return spec.model_copy(update={"tools": {**spec.tools, **listing.tools}})
 
     @property

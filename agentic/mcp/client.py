@@ -1,9 +1,10 @@
 """Talking to MCP servers with the official `mcp` SDK: list a server's tools, call one.
 
-Each listing and each call opens its own connection and closes it: an MCP session is not durable (a
-worker may die, a call may be retried on another host), so nothing is kept between calls but what the run
-recorded. A call carries its idempotency key in the request's `_meta` under `IDEMPOTENCY_KEY_META`, the
-same on every retry, so a server that honours it performs the effect once.
+Nothing a run relies on lives in an MCP session: a session is not durable (a worker may die, a call may be
+retried on another host), so a run keeps only what it recorded. Over HTTP each listing and each call opens
+its own connection; a stdio server is started once per process and kept running between calls
+(`sessions.py`) — an optimisation only. A call carries its idempotency key in the request's `_meta` under
+`IDEMPOTENCY_KEY_META`, the same on every retry, so a server that honours it performs the effect once.
 
 Failures are sorted once, here: unreachable (retried), misconfigured (not), and what the server said.
 """
@@ -11,9 +12,10 @@ Failures are sorted once, here: unreachable (retried), misconfigured (not), and 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import anyio
 import httpx2
@@ -25,6 +27,7 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implem
 
 from agentic.mcp import IDEMPOTENCY_KEY_META
 from agentic.mcp.server import MCPConfigError, MCPServer, MCPToolsError, MCPUnavailable
+from agentic.mcp.sessions import StdioSessions
 from agentic.mcp.toolset import specs_of
 from agentic.messages import ToolCall, canonical_json
 from agentic.results import ToolResult, ToolStatus
@@ -34,21 +37,26 @@ CLIENT = Implementation(name="durable-agents", version="0.1.0")
 _MAX_PAGES = 100
 # Above the claim check's hard cap (16 MB): a large result reaches the claim check, which says it is too large.
 _MAX_EVENT_BYTES = 32 * 1024 * 1024
+T = TypeVar("T")
 
 
 async def list_tools(server: MCPServer) -> dict[str, ToolSpec]:
     """The tools `server` lists now, as the agent exposes them. Raises MCPUnavailable or MCPConfigError."""
-    listed: list[dict[str, Any]] = []
+
+    async def pages(client: Client) -> list[dict[str, Any]]:
+        listed: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            listed += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return listed
+
     try:
         with anyio.fail_after(server.connect_timeout):
-            async with _connected(server) as client:
-                cursor: str | None = None
-                for _ in range(_MAX_PAGES):
-                    page = await client.list_tools(cursor=cursor)
-                    listed += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
+            listed = await _with_client(server, pages)
     except Exception as exc:
         raise _sorted(server, exc, "list its tools") from None
     return specs_of(server, listed)
@@ -59,11 +67,15 @@ async def call_tool(
 ) -> ToolResult:
     """Call the tool `spec` names on `server`, under `key`; every outcome comes back as a `ToolResult`."""
     assert spec.mcp is not None
+    tool = spec.mcp.tool
+
+    async def call_it(client: Client) -> CallToolResult:
+        return await client.call_tool(
+            tool, arguments, read_timeout_seconds=spec.timeout, meta={IDEMPOTENCY_KEY_META: key}
+        )
+
     try:
-        async with _connected(server) as client:
-            result = await client.call_tool(
-                spec.mcp.tool, arguments, read_timeout_seconds=spec.timeout, meta={IDEMPOTENCY_KEY_META: key}
-            )
+        result = await _with_client(server, call_it)
     except Exception as exc:
         return _failed(server, spec, call, exc)
     text = render(result)
@@ -92,6 +104,15 @@ def render(result: CallToolResult) -> str:
     return "\n".join(parts)
 
 
+async def _with_client(server: MCPServer, use: Callable[[Client], Awaitable[T]]) -> T:
+    """`use(client)` connected to `server`: a stdio server's live session (`sessions.py`), or a connection
+    of its own over HTTP (cheap on a network, and credentials are read afresh each time)."""
+    if server.transport == "stdio":
+        return await STDIO.run(server, use)
+    async with _connected(server) as client:
+        return await use(client)
+
+
 @asynccontextmanager
 async def _connected(server: MCPServer) -> AsyncIterator[Client]:
     if server.transport == "stdio":
@@ -106,9 +127,18 @@ async def _connected(server: MCPServer) -> AsyncIterator[Client]:
     # No read timeout of the HTTP client's own: a call's limit is its tool timeout (or the activity's).
     timeout = httpx2.Timeout(server.connect_timeout, read=None)
     async with create_mcp_http_client(headers=headers, timeout=timeout) as http:
+        # The SDK reports any HTTP error as one generic protocol error; credentials refused must say so.
+        http.event_hooks["response"].append(partial(_refused, server))
         transport = streamable_http_client(url, http_client=http, max_sse_event_size=_MAX_EVENT_BYTES)
         async with Client(transport, client_info=CLIENT, cache=None) as client:
             yield client
+
+
+async def _refused(server: MCPServer, response: httpx2.Response) -> None:
+    if response.status_code in (401, 403):
+        raise MCPConfigError(
+            f"MCP server {server.name!r} ({server.where()}) refused our credentials (HTTP {response.status_code})"
+        )
 
 
 def _failed(server: MCPServer, spec: ToolSpec, call: ToolCall, exc: BaseException) -> ToolResult:
@@ -157,3 +187,7 @@ def _first(excs: Sequence[BaseException]) -> BaseException:
     # A cancellation next to the real failure is its consequence, not its cause.
     real = [e for e in excs if not isinstance(e, anyio.get_cancelled_exc_class())]
     return (real or list(excs))[0]
+
+
+STDIO = StdioSessions(_connected)
+"""This process's live stdio servers."""

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from agentic.errors import AgenticError
@@ -24,6 +24,15 @@ SEPARATOR = "__"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}$")
 
 Patterns = bool | str | Sequence[str]
+
+
+class Rules(TypedDict, total=False):
+    """The agent's rules for a server's tools, the same for either transport (see the fields below)."""
+
+    requires_confirmation: Patterns | None
+    tools: Sequence[str] | None
+    timeout: float | None
+    connect_timeout: float
 
 
 class MCPToolsError(AgenticError):
@@ -94,23 +103,11 @@ class MCPServer:
         env: Mapping[str, str] | None = None,
         env_from: Sequence[str] = (),
         cwd: str | None = None,
-        requires_confirmation: Patterns | None = None,
-        tools: Sequence[str] | None = None,
-        timeout: float | None = None,
-        connect_timeout: float = 30.0,
+        **rules: Unpack[Rules],
     ) -> MCPServer:
         """A server the worker starts as a subprocess and talks to over its stdin/stdout."""
         return cls(
-            name,
-            "stdio",
-            command=tuple(command),
-            env=dict(env or {}),
-            env_from=tuple(env_from),
-            cwd=cwd,
-            requires_confirmation=requires_confirmation,
-            tools=tools,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
+            name, "stdio", command=tuple(command), env=dict(env or {}), env_from=tuple(env_from), cwd=cwd, **rules
         )
 
     @classmethod
@@ -123,10 +120,7 @@ class MCPServer:
         token_env: str | None = None,
         headers: Mapping[str, str] | None = None,
         headers_env: Mapping[str, str] | None = None,
-        requires_confirmation: Patterns | None = None,
-        tools: Sequence[str] | None = None,
-        timeout: float | None = None,
-        connect_timeout: float = 30.0,
+        **rules: Unpack[Rules],
     ) -> MCPServer:
         """A server reached over streamable HTTP."""
         return cls(
@@ -137,10 +131,7 @@ class MCPServer:
             token_env=token_env,
             headers=dict(headers or {}),
             headers_env=dict(headers_env or {}),
-            requires_confirmation=requires_confirmation,
-            tools=tools,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
+            **rules,
         )
 
     # -- the agent's rules for this server's tools ---------------------------------------------------
