@@ -24,6 +24,7 @@ from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
 from activities.describe import DescribeActivities
+from activities.mcp import MCPActivities
 from activities.model import ModelActivities
 from activities.served import ServedAgents
 from activities.tools import ToolActivities
@@ -79,12 +80,13 @@ def build_worker(
     describe = DescribeActivities(served)
     model = ModelActivities(served, transcripts)
     tools = ToolActivities(served, transcripts)
+    mcp = MCPActivities(served, transcripts)
     return Worker(
         client,
         task_queue=task_queue,
         # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
         workflows=[] if has_plugin(client) else [AgentWorkflow],
-        activities=[describe.describe_agent, model.call_model, tools.run_tool, tools.compensate],
+        activities=[describe.describe_agent, model.call_model, tools.run_tool, tools.compensate, mcp.list_mcp_tools],
         max_cached_workflows=max_cached_workflows,
         interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agentic import Message, ModelReply, ModelSettings, ToolCall, ToolResult
+from agentic import Message, ModelReply, ModelSettings, ToolCall, ToolResult, ToolSchema, ToolSpec
 from agentic.saga import CompensationStep
 from workflows.inputs import PayloadLimits
 from workflows.transcript import TranscriptPart
@@ -35,6 +35,12 @@ class ModelCallInput(BaseModel):
     transcript: TranscriptPart | None = Field(None, exclude_if=_unset, description="By reference.")
     limits: PayloadLimits | None = Field(None, exclude_if=_unset)
     settings: ModelSettings | None = Field(None, exclude_if=_unset, description="How the model is asked.")
+    tools: list[ToolSchema] = Field(
+        default_factory=list, exclude_if=_unset, description="Inline: the MCP tools the run recorded at its start."
+    )
+    tools_ref: str | None = Field(
+        None, exclude_if=_unset, description="By reference: the same, as one document in the transcript store."
+    )
 
 
 class ModelStep(BaseModel):
@@ -53,6 +59,9 @@ class ToolCallInput(BaseModel):
     )
     limits: PayloadLimits | None = Field(None, exclude_if=_unset, description="Claim-check large outputs.")
     options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset, description="The run's options.")
+    tool: ToolSpec | None = Field(
+        None, exclude_if=_unset, description="An MCP tool: its spec as the run recorded it (server, schema, flags)."
+    )
 
 
 class ToolStep(BaseModel):
@@ -65,3 +74,15 @@ class CompensationInput(BaseModel):
     agent: str
     step: CompensationStep
     options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+
+
+class MCPListInput(BaseModel):
+    run_id: str
+    agent: str
+    keep_schemas: bool = Field(
+        False, exclude_if=lambda v: not v, description="By reference: store the schemas for the model activity."
+    )
+
+
+class MCPListing(BaseModel):
+    tools: dict[str, ToolSpec] = Field(description="The agent's MCP tools, by prefixed name, as listed now.")

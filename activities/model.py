@@ -9,6 +9,7 @@ returns the new head. Retries and replays hand it the same input, and every writ
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 from temporalio import activity
@@ -27,12 +28,15 @@ class ModelActivities:
     def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
         self.served = served
         self.transcripts = transcripts
+        self._schemas: dict[str, list[ToolSchema]] = {}
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
-        schemas = served.agent.schemas()
+        # The MCP tools are those the run recorded when it started, never what the servers list today.
+        recorded = input.tools or (await asyncio.to_thread(self._recorded, input.tools_ref) if input.tools_ref else [])
+        schemas = served.agent.schemas(recorded)
         if input.transcript is None:
             reply = await self._complete(model, input.messages, schemas, input.call_index, input.settings)
             return ModelStep(reply=reply)
@@ -65,6 +69,13 @@ class ModelActivities:
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from exc
+
+    def _recorded(self, ref: str) -> list[ToolSchema]:
+        # A ref names one immutable document, so a cached copy is never stale.
+        if ref not in self._schemas:
+            document = self._store().resolve("", ref)
+            self._schemas[ref] = [ToolSchema.model_validate(s) for s in json.loads(document)]
+        return self._schemas[ref]
 
     def _store(self) -> Transcripts:
         if self.transcripts is None:

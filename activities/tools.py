@@ -27,11 +27,18 @@ class ToolActivities:
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
         served = self.served.get(input.agent)
-        registry = served.agent.registry
         context = self._context(served, input.run_id, input.call.identity, input.idempotency_key, input.options)
-        result = await heartbeating(
-            asyncio.to_thread(registry.dispatch, input.call, context, approved=input.approved), context.cancel
-        )
+        if input.tool is not None and input.tool.mcp is not None:
+            # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
+            call = asyncio.ensure_future(
+                served.agent.dispatch_mcp(input.call, context, input.tool, approved=input.approved)
+            )
+            result = await heartbeating(call, call.cancel)
+        else:
+            result = await heartbeating(
+                asyncio.to_thread(served.agent.registry.dispatch, input.call, context, approved=input.approved),
+                context.cancel,
+            )
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")

@@ -31,14 +31,16 @@ from agentic.loop import (
     initial_messages,
     tool_schemas,
 )
-from agentic.messages import Message
+from agentic.mcp.server import MCPServer, MCPUnavailable
+from agentic.mcp.toolset import checked_arguments, merged
+from agentic.messages import Message, ToolCall
 from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, ask
-from agentic.registry import Registry
+from agentic.registry import Registry, run_sync
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
 from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
-from agentic.tools import ToolContext
+from agentic.tools import ToolContext, ToolSpec
 
 # A name becomes part of run ids, search attributes and activity labels: keep it plain.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -93,6 +95,9 @@ class Agent:
     estimate: Callable[[Any], int] | None = None
     """How many actions (model calls, tool calls, compensations) a run will probably take, given its
     validated options: the total behind progress percentages. None: no estimate."""
+    mcp: Sequence[MCPServer] = ()
+    """MCP servers whose tools the model may call, named `<server>__<tool>` (`agentic.mcp.MCPServer`). A run
+    lists them once, when it starts, and keeps that list to its end (durable runners record it)."""
 
     def __post_init__(self) -> None:
         # Zero attempts would fail mid-run (after a model call was paid for) instead of here.
@@ -102,6 +107,10 @@ class Agent:
             raise ValueError(
                 f"agent name {self.name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
+        self.mcp = tuple(self.mcp)
+        names = [server.name for server in self.mcp]
+        if len(set(names)) != len(names):
+            raise ValueError(f"agent {self.label}: two MCP servers share a name ({', '.join(names)})")
 
     # -- the definition, as data ----------------------------------------------------------------------
 
@@ -136,15 +145,68 @@ class Agent:
             options=parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {},
             estimated_actions=self.estimate(parsed) if self.estimate is not None else None,
             model_settings=self.model_settings,
+            mcp_servers=[server.name for server in self.mcp],
         )
 
     @property
     def label(self) -> str:
         return self.name or "(unnamed)"
 
-    def schemas(self) -> list[ToolSchema]:
-        """What the model is offered: the registry's tools, and `give_up`."""
-        return tool_schemas(self.registry.specs())
+    def schemas(self, recorded: Sequence[ToolSchema] = ()) -> list[ToolSchema]:
+        """What the model is offered: the registry's tools, the MCP tools the run `recorded`, and `give_up`."""
+        return tool_schemas(self.registry.specs(), recorded)
+
+    # -- tools from MCP servers -----------------------------------------------------------------------
+
+    def mcp_server(self, name: str) -> MCPServer | None:
+        return next((server for server in self.mcp if server.name == name), None)
+
+    async def list_mcp_tools_async(self) -> dict[str, ToolSpec]:
+        """Every MCP server's tools now, as this agent exposes them. Raises MCPUnavailable, MCPConfigError."""
+        from agentic.mcp import client  # the SDK, loaded by runners that talk to servers
+
+        return merged(self.registry.names, [await client.list_tools(server) for server in self.mcp])
+
+    def list_mcp_tools(self) -> dict[str, ToolSpec]:
+        """The same, with `tool_attempts` tries while a server is unreachable."""
+        for attempt in range(1, self.tool_attempts + 1):
+            try:
+                return run_sync(self.list_mcp_tools_async)
+            except MCPUnavailable:
+                if attempt == self.tool_attempts:
+                    raise
+                time.sleep(min(2 ** (attempt - 1), self.max_retry_wait))
+        raise AssertionError("unreachable")
+
+    # -- one tool call, whatever its source -------------------------------------------------------------
+
+    def dispatch(
+        self, call: ToolCall, context: ToolContext, *, spec: ToolSpec | None = None, approved: bool | None = None
+    ) -> ToolResult:
+        """Run one call: an MCP tool when the run's recorded `spec` says so, else one of the registry's."""
+        if spec is None or spec.mcp is None:
+            return self.registry.dispatch(call, context, approved=approved)
+        return run_sync(lambda: self.dispatch_mcp(call, context, spec, approved=approved))
+
+    async def dispatch_mcp(
+        self, call: ToolCall, context: ToolContext, spec: ToolSpec, *, approved: bool | None = None
+    ) -> ToolResult:
+        """An MCP tool call under the rules of the agent's own tools: arguments checked against the schema
+        the server gave, confirmation when required, then the call under the idempotency key."""
+        from agentic.mcp import client
+
+        assert spec.mcp is not None
+        arguments = checked_arguments(spec, call)
+        if isinstance(arguments, ToolResult):
+            return arguments
+        if spec.requires_confirmation and (denied := self.registry.denied(call, approved)) is not None:
+            return denied
+        server = self.mcp_server(spec.mcp.server)
+        if server is None:
+            return ToolResult.of(
+                call, ToolStatus.ERROR, f"Error: {call.name} is gone: the agent has no MCP server {spec.mcp.server!r}."
+            )
+        return await client.call_tool(server, spec, call, arguments, context.idempotency_key)
 
     # -- the in-process runner ------------------------------------------------------------------------
 
@@ -163,7 +225,10 @@ class Agent:
             raise ValueError(f"agent {self.label} has no default task: pass one to run()")
         parsed = self.parse_options(options)
         run_id = run_id or uuid.uuid4().hex
-        loop = AgentLoop(self.budget, self.registry.specs(), LoopState(consumed=consumed or Usage()))
+        specs = self.registry.specs()
+        if self.mcp:  # listed once: the run keeps this tool set, whatever the servers list later
+            specs = {**specs, **self.list_mcp_tools()}
+        loop = AgentLoop(self.budget, specs, LoopState(consumed=consumed or Usage()))
         messages = initial_messages(self.system, task, history)
         schemas = tool_schemas(loop.specs)
         settings = effective_settings(self.model_settings, model_settings)
@@ -203,7 +268,7 @@ class Agent:
         )
         for attempt in range(1, self.tool_attempts + 1):
             context.attempt = attempt
-            result = self.registry.dispatch(call, context)
+            result = self.dispatch(call, context, spec=step.spec)
             if result.status is not ToolStatus.RETRYABLE:
                 break
         return result

@@ -56,10 +56,11 @@ def initial_messages(system: str | None, task: str, history: Sequence[Message] |
     return [*head, *(history or ()), Message(role="user", content=task)]
 
 
-def tool_schemas(specs: Mapping[str, ToolSpec]) -> list[ToolSchema]:
-    """What the model is offered: the registry's tools and, unless a tool takes the name, `give_up`."""
-    schemas = [spec.schema() for spec in specs.values()]
-    return schemas if GIVE_UP in specs else [*schemas, GIVE_UP_SCHEMA]
+def tool_schemas(specs: Mapping[str, ToolSpec], recorded: Sequence[ToolSchema] = ()) -> list[ToolSchema]:
+    """What the model is offered: the registry's tools, those `recorded` when the run started (its MCP
+    tools) and, unless a tool takes the name, `give_up`."""
+    schemas = [*(spec.schema() for spec in specs.values()), *recorded]
+    return schemas if any(s.name == GIVE_UP for s in schemas) else [*schemas, GIVE_UP_SCHEMA]
 
 
 class CallModel(BaseModel):

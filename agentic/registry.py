@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -23,6 +23,7 @@ from agentic.results import ToolResult, ToolStatus
 from agentic.tools import Tool, ToolCancelled, ToolContext, ToolSpec
 
 Confirm = Callable[[str, dict[str, Any]], bool]
+T = TypeVar("T")
 
 
 class Registry:
@@ -73,22 +74,13 @@ class Registry:
                 call, ToolStatus.UNKNOWN_TOOL, f"Error: unknown tool {call.name!r}. Available tools: {known}."
             )
         if isinstance(call.arguments, str):
-            return ToolResult.of(
-                call,
-                ToolStatus.INVALID_ARGUMENTS,
-                f"Error: the arguments for {call.name} are not a JSON object: {call.arguments[:200]!r}. "
-                "Call it again with valid JSON arguments.",
-            )
+            return ToolResult.not_json(call)
         try:
             arguments = t.validate(call.arguments)
         except ValidationError as exc:
-            return ToolResult.of(
-                call,
-                ToolStatus.INVALID_ARGUMENTS,
-                f"Error: invalid arguments for {call.name}: {_describe(exc)}. Call it again with valid arguments.",
-            )
+            return ToolResult.invalid_arguments(call, _describe(exc))
         if t.requires_confirmation:
-            denied = self._denied(t, call, arguments, approved)
+            denied = self.denied(call, approved)
             if denied is not None:
                 return denied
         context = context or _standalone_context(call)
@@ -111,13 +103,15 @@ class Registry:
             return outcome.model_copy(update={"status": ToolStatus.RETRYABLE})
         return outcome
 
-    def _denied(self, t: Tool, call: ToolCall, arguments: dict[str, Any], approved: bool | None) -> ToolResult | None:
+    def denied(self, call: ToolCall, approved: bool | None) -> ToolResult | None:
+        """The declined result for a call that needs confirmation and did not get it, else None.
+        `approved` is a decision taken elsewhere; when None, the `confirm` callback decides."""
         if approved is None:
             if self.confirm is None:
                 approved = False
             else:
                 try:
-                    approved = bool(self.confirm(t.name, dict(call.arguments)))  # type: ignore[arg-type]
+                    approved = bool(self.confirm(call.name, dict(call.arguments)))  # type: ignore[arg-type]
                 except Exception as exc:  # a broken gate must not let the action through
                     return ToolResult.declined(call, f"the confirmation check failed ({exc!r})")
         return None if approved else ToolResult.declined(call)
@@ -150,15 +144,20 @@ class _Deadline(Exception):
 
 def _invoke(fn: Callable[..., Any], arguments: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(fn):
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(fn(**arguments))
-        # Dispatched from inside an event loop (an async caller): asyncio.run cannot nest there, so the
-        # coroutine gets a loop of its own on a helper thread.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-tool") as pool:
-            return pool.submit(lambda: asyncio.run(fn(**arguments))).result()
+        return run_sync(lambda: fn(**arguments))
     return fn(**arguments)
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `make()` returns to completion, from synchronous code."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    # Called from inside an event loop (an async caller): asyncio.run cannot nest there, so the coroutine
+    # gets a loop of its own on a helper thread.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="async-tool") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 def _invoke_with_deadline(t: Tool, invoke: Callable[[], Any], context: ToolContext) -> Any:

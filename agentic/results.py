@@ -58,6 +58,23 @@ class ToolResult(BaseModel):
         return cls(call_id=call.id, name=call.name, content=content, status=status)
 
     @classmethod
+    def not_json(cls, call: ToolCall) -> ToolResult:
+        return cls.of(
+            call,
+            ToolStatus.INVALID_ARGUMENTS,
+            f"Error: the arguments for {call.name} are not a JSON object: {str(call.arguments)[:200]!r}. "
+            "Call it again with valid JSON arguments.",
+        )
+
+    @classmethod
+    def invalid_arguments(cls, call: ToolCall, problems: str) -> ToolResult:
+        return cls.of(
+            call,
+            ToolStatus.INVALID_ARGUMENTS,
+            f"Error: invalid arguments for {call.name}: {problems}. Call it again with valid arguments.",
+        )
+
+    @classmethod
     def declined(cls, call: ToolCall, reason: str | None = None) -> ToolResult:
         text = DECLINED_TEXT if not reason else f"{DECLINED_TEXT} Reason given: {reason}"
         return cls.of(call, ToolStatus.DECLINED, text)

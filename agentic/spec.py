@@ -39,3 +39,6 @@ class AgentSpec(Compact):
         default_factory=dict,
         description="The worker's approvers (name -> Ed25519 public key); when set, only signed decisions count.",
     )
+    mcp_servers: list[str] = Field(
+        default_factory=list, description="MCP servers whose tools a run lists when it starts (into `tools`)."
+    )

@@ -69,6 +69,16 @@ class ToolContext:
         self.check_cancelled()
 
 
+class MCPToolRef(BaseModel):
+    """Where a tool an MCP server lists lives: the server, by its name in the agent (`MCPServer.name`), and
+    the tool's own name there (the model sees it prefixed: `files__read`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    server: str
+    tool: str
+
+
 class ToolSpec(BaseModel):
     """Pure data about a tool: what the agent loop and the durable runners decide with."""
 
@@ -82,6 +92,8 @@ class ToolSpec(BaseModel):
     timeout: float | None = None
     approval_timeout: float | None = None
     compensable: bool = False
+    # Left out of the payload when unset, so the specs of an agent's own tools serialise as they always did.
+    mcp: MCPToolRef | None = Field(None, exclude_if=lambda v: v is None, description="Set: a tool of an MCP server.")
 
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

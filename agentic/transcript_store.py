@@ -73,10 +73,15 @@ class Transcripts:
             raise PayloadTooLarge(f"{what} is {size:,} bytes, over the hard cap of {hard_cap:,} bytes")
         if size <= threshold:
             return text, None
-        ref = ref_of(text)
-        self.store.put_blobs({ref: text})
+        ref = self.keep(text)
         preview = text[:PREVIEW_CHARS] + f"… [{size:,} bytes, stored as {ref[:19]}…]"
         return preview, ref
+
+    def keep(self, text: str) -> str:
+        """Store `text` as a blob and return its ref: the same text always has the same ref."""
+        ref = ref_of(text)
+        self.store.put_blobs({ref: text})
+        return ref
 
     def append(self, head: str, messages: Sequence[Message]) -> str:
         blobs: dict[str, str] = {}

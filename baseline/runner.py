@@ -22,12 +22,14 @@ from agentic import (
     Stop,
     ToolContext,
     ToolResult,
+    ToolSpec,
     ToolStatus,
 )
 from agentic.agent import effective_settings
 from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
 from agentic.loop import initial_messages, tool_schemas
+from agentic.mcp import MCPToolsError
 from agentic.models.base import ask
 from agentic.saga import abandons, compensation_plan
 from baseline import approvals, compensation, steps
@@ -65,6 +67,7 @@ class Runner:
         budget = agent.budget
         if self.options.max_steps:
             budget = budget.model_copy(update={"max_steps": self.options.max_steps})
+        self.agent = agent
         self.registry = agent.registry
         self.loop = AgentLoop(budget, self.registry.specs())
         task = self.options.task or agent.task
@@ -88,6 +91,7 @@ class Runner:
         self._conclude()
 
     def drive(self) -> None:
+        self._mcp_tools()
         while True:
             self._replay_stops()
             action = self.loop.next_step()
@@ -99,6 +103,29 @@ class Runner:
                 self._model_step(action)
             elif isinstance(action, RunTool):
                 self._tool_step(action)
+
+    def _mcp_tools(self) -> None:
+        """The agent's MCP tools, listed once, as the run's first step: a resume reads them from that step,
+        never from what the servers list by then."""
+        if not self.agent.mcp or self.journal.cursor > 0:
+            return
+        spec = steps.mcp_tools_step(self.journal.next_step, [server.name for server in self.agent.mcp])
+        row = self.journal.match(spec)
+        if row is not None and row.status == "completed":
+            body = self.journal.output(row)
+            tools = {name: ToolSpec.model_validate(t) for name, t in body["tools"].items()}
+            self.journal.advance()
+        else:
+            self._going_live()
+            started = self.journal.before(spec)
+            try:
+                tools = self.agent.list_mcp_tools()
+            except MCPToolsError as exc:
+                raise RunFailed(f"run {self.run_id} cannot start: {exc}") from exc
+            body = {"tools": {name: t.model_dump(mode="json") for name, t in tools.items()}}
+            self.journal.complete(spec, body, started_at=started)
+        self.loop.specs.update(tools)
+        self.schemas = tool_schemas(self.loop.specs)
 
     def _going_live(self) -> None:
         if self.replay_only:
@@ -217,7 +244,7 @@ class Runner:
         for retry in range(self.options.tool_attempts):
             # A mutating step's intent (with its key) is durable before the tool runs; each attempt counts.
             context.attempt = self.journal.intend(spec) if mutating else earlier + retry + 1
-            result = self.registry.dispatch(call, context, approved=approved)
+            result = self.agent.dispatch(call, context, spec=action.spec, approved=approved)
             if result.status is not ToolStatus.RETRYABLE:
                 break
             if retry + 1 < self.options.tool_attempts:

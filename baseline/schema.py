@@ -54,7 +54,7 @@ CREATE INDEX IF NOT EXISTS outputs_run ON outputs(run_id);
 CREATE TABLE IF NOT EXISTS steps (
     run_id          TEXT NOT NULL REFERENCES runs(run_id),
     step            INTEGER NOT NULL,         -- 1, 2, 3... one loop action each
-    step_name       TEXT NOT NULL,            -- model_call | tool:<name> | compensate:<name> | stop:<why>
+    step_name       TEXT NOT NULL,            -- model_call | tool:<name> | compensate:<name> | stop:<why> | mcp_tools
     status          TEXT NOT NULL,            -- in_progress | completed | failed
     input_hash      TEXT NOT NULL,
     output_ref      INTEGER REFERENCES outputs(id),

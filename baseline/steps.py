@@ -14,6 +14,7 @@ from agentic.saga import CompensationStep
 from baseline.store import StepSpec
 
 MODEL = "model_call"
+MCP_TOOLS = "mcp_tools"
 
 
 def digest(value: Any) -> str:
@@ -60,4 +61,11 @@ def compensation_step(step: int, plan_step: CompensationStep) -> StepSpec:
 def stop_step(step: int, stop: Stop, detail: str) -> StepSpec:
     return StepSpec(
         step=step, name=f"stop:{stop.value}", input_hash=digest({"stop": stop.value, "detail": detail}), label=detail
+    )
+
+
+def mcp_tools_step(step: int, servers: Sequence[str]) -> StepSpec:
+    """Listing the agent's MCP tools: the first step of a run whose agent has MCP servers."""
+    return StepSpec(
+        step=step, name=MCP_TOOLS, input_hash=digest(sorted(servers)), label=f"list MCP tools: {', '.join(servers)}"
     )

@@ -18,7 +18,8 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from activities.describe import DescribeActivities
-    from activities.inputs import CompensationInput, DescribeInput, ModelCallInput, ToolCallInput
+    from activities.inputs import CompensationInput, DescribeInput, MCPListInput, ModelCallInput, ToolCallInput
+    from activities.mcp import MCPActivities
     from activities.model import ModelActivities
     from activities.tools import ToolActivities
     from agentic import (
@@ -31,16 +32,19 @@ with workflow.unsafe.imports_passed_through():
         RunTool,
         Stop,
         ToolResult,
+        ToolSchema,
         ToolStatus,
     )
     from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
     from agentic.loop import idempotency_key, initial_messages, trajectory
+    from agentic.mcp.toolset import schemas_document, schemas_of
     from agentic.messages import ToolCall
     from agentic.saga import CompensationRecord, CompensationStep, SagaPolicy, abandons, compensation_plan
     from agentic.spec import AgentSpec
+    from agentic.transcript_store import ref_of
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
-    from workflows.policies import DESCRIBE_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
 
@@ -65,6 +69,8 @@ class AgentWorkflow:
         self.compensations: list[CompensationRecord] = []
         self.remaining: list[CompensationStep] = []
         self.not_compensable: list[str] = []
+        self.mcp_schemas: list[ToolSchema] = []
+        self.mcp_schemas_ref: str | None = None
         self.status: RunStatus = "running"
         self.label = "starting"
         self.publish = Publisher()
@@ -100,19 +106,25 @@ class AgentWorkflow:
         input = self.input
         if self.spec is None:
             try:
-                self.spec = await workflow.execute_local_activity_method(
+                spec = await workflow.execute_local_activity_method(
                     DescribeActivities.describe_agent,
                     DescribeInput(agent=input.agent, model=input.model, options=input.options),
                     start_to_close_timeout=timedelta(seconds=30),
                     retry_policy=DESCRIBE_RETRY,
                     summary=f"describe agent {input.agent}",
                 )
+                self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers else spec
             except ActivityError as exc:
-                # The run cannot work on these workers (unknown agent or model, invalid options): say why.
+                # The run cannot work on these workers (unknown agent or model, invalid options, an MCP server
+                # unreachable or misconfigured): say why.
                 raise ApplicationError(
                     f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
                 ) from exc
         spec = self.spec
+        # The MCP tools the model is offered: the recorded ones (inline, or one document by reference).
+        self.mcp_schemas = schemas_of(spec.tools)
+        reference = self.transcript.mode == "reference"
+        self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas and reference else None
         carry = input.carry
         self.loop = AgentLoop(input.budget or spec.budget, spec.tools, carry.loop if carry else self.loop.state)
         if carry is None:
@@ -125,6 +137,19 @@ class AgentWorkflow:
                     f"agent {spec.name} has no default task: start the run with one", type="RunRejected"
                 )
             self.transcript.add(initial_messages(system, task, input.history))
+
+    async def _list_mcp_tools(self, spec: AgentSpec) -> AgentSpec:
+        """The agent's MCP tools as its servers list them now, recorded in history with the spec (and carried
+        across continue-as-new with it): the run keeps this tool set to its end."""
+        listing = await workflow.execute_activity_method(
+            MCPActivities.list_mcp_tools,
+            MCPListInput(run_id=self.run_id, agent=spec.name, keep_schemas=self.transcript.mode == "reference"),
+            start_to_close_timeout=timedelta(seconds=120),
+            heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
+            retry_policy=MCP_LIST_RETRY,
+            summary=f"list MCP tools: {', '.join(spec.mcp_servers)}",
+        )
+        return spec.model_copy(update={"tools": {**spec.tools, **listing.tools}})
 
     @property
     def approval_policy(self) -> ApprovalPolicy:
@@ -218,6 +243,8 @@ class AgentWorkflow:
                     limits=self._limits,
                     call_index=step.call_index,
                     settings=self._model_settings,
+                    tools=self.mcp_schemas if self.mcp_schemas_ref is None else [],
+                    tools_ref=self.mcp_schemas_ref,
                 ),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
@@ -257,6 +284,7 @@ class AgentWorkflow:
                     options=self._options,
                     limits=self._limits,
                     transcript=self.transcript.part(),
+                    tool=step.spec if step.spec is not None and step.spec.mcp is not None else None,
                 ),
                 start_to_close_timeout=timedelta(seconds=tool_timeout + timeouts.heartbeat_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),

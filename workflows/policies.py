@@ -18,6 +18,15 @@ DESCRIBE_RETRY = RetryPolicy(
     non_retryable_error_types=["UnknownAgent", "UnknownModel", "InvalidOptions"],
 )
 
+# Listing MCP tools when a run starts: a server that is down gets a few tries, then the run fails with the
+# reason; a configuration that cannot work fails it at once.
+MCP_LIST_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_attempts=3,
+    non_retryable_error_types=["MCPConfigError", "UnknownAgent"],
+)
+
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,

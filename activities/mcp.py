@@ -1,0 +1,42 @@
+"""Listing an agent's MCP tools when a run starts: a regular activity (a server may be slow to start or to
+answer), whose result the workflow records — so the run, its replays and its continuations use the tools
+listed then, whatever the servers list later.
+
+A server that cannot be reached is retried a few times (the workflow's policy), then the run fails with
+the reason; a configuration that cannot work (an unset variable, a missing command, refused credentials)
+fails it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.heartbeat import heartbeating
+from activities.inputs import MCPListing, MCPListInput
+from activities.served import ServedAgents
+from agentic.mcp import MCPConfigError, MCPUnavailable
+from agentic.mcp.toolset import schemas_document, schemas_of
+from agentic.transcript_store import Transcripts
+
+
+class MCPActivities:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+        self.served = served
+        self.transcripts = transcripts
+
+    @activity.defn(name="list_mcp_tools")
+    async def list_mcp_tools(self, input: MCPListInput) -> MCPListing:
+        agent = self.served.get(input.agent).agent
+        try:
+            tools = await heartbeating(agent.list_mcp_tools_async())
+        except MCPConfigError as exc:
+            raise ApplicationError(str(exc), type="MCPConfigError", non_retryable=True) from None
+        except MCPUnavailable as exc:
+            raise ApplicationError(str(exc), type="MCPUnavailable") from None
+        if input.keep_schemas and self.transcripts is not None:
+            # The model activity reads them by this document's hash, which the workflow computes itself.
+            await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)))
+        return MCPListing(tools=tools)
