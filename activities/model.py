@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.inputs import ModelCallInput, ModelStep
 from activities.served import ServedAgents
+from activities.stored_here import stored_here
 from agentic import Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.models.base import ask
 from agentic.transcript_store import PayloadTooLarge, Transcripts
@@ -41,8 +42,9 @@ class ModelActivities:
             reply = await self._complete(model, input.messages, schemas, input.call_index, input.settings)
             return ModelStep(reply=reply)
         transcripts = self._store()
-        head = await asyncio.to_thread(transcripts.append, input.transcript.head, input.transcript.unsaved)
-        messages = await asyncio.to_thread(transcripts.load, head)
+        with stored_here():
+            head = await asyncio.to_thread(transcripts.append, input.transcript.head, input.transcript.unsaved)
+            messages = await asyncio.to_thread(transcripts.load, head)
         reply = await self._complete(model, messages, schemas, input.call_index, input.settings)
         stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, input.limits or PayloadLimits())
         head = await asyncio.to_thread(transcripts.append, head, [stub])

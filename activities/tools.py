@@ -11,6 +11,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from activities.inputs import CompensationInput, ToolCallInput, ToolStep
 from activities.served import ServedAgent, ServedAgents
+from activities.stored_here import stored_here
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.transcript_store import PayloadTooLarge, Transcripts
 from workflows.inputs import PayloadLimits
@@ -28,6 +29,10 @@ class ToolActivities:
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
         served = self.served.get(input.agent)
         context = self._context(served, input.run_id, input.call.identity, input.idempotency_key, input.options)
+        if input.transcript is not None:
+            # Before the effect: a run whose transcript this worker cannot read fails without acting.
+            with stored_here():
+                await asyncio.to_thread(self._store().require, input.transcript.head)
         if input.tool is not None and input.tool.mcp is not None:
             # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
             call = asyncio.ensure_future(
@@ -99,7 +104,8 @@ class ToolActivities:
         )
         original = step.result
         if step.result_ref is not None and self.transcripts is not None:
-            original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
+            with stored_here():
+                original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
         result = await heartbeating(
             asyncio.to_thread(registry.compensate, step.call, original, context), context.cancel
         )

@@ -41,6 +41,15 @@ class PayloadTooLarge(ValueError):
     """Over the hard cap: not stored, not retried — the caller must fail clearly instead."""
 
 
+class TranscriptNotFound(KeyError):
+    """A head, or a message under it, that this store does not hold. Writes are committed before an activity
+    returns its head, so the store that wrote it would have it: the head was written to *another* store —
+    typically a worker on another host with its own SQLite files. Retrying here cannot help."""
+
+    def __str__(self) -> str:  # KeyError's own str() would quote the message
+        return str(self.args[0]) if self.args else "transcript not found"
+
+
 def ref_of(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
@@ -84,6 +93,7 @@ class Transcripts:
         return ref
 
     def append(self, head: str, messages: Sequence[Message]) -> str:
+        base = head
         blobs: dict[str, str] = {}
         nodes: list[tuple[str, str, str]] = []
         for message in messages:
@@ -96,6 +106,7 @@ class Transcripts:
         if nodes:
             self.store.put_blobs(blobs)  # blobs before nodes: a node never points at nothing
             self.store.put_nodes(nodes)
+            self._remember_longer(base, head, messages)
         return head
 
     def load(self, head: str, *, expand: bool = True) -> list[Message]:
@@ -112,12 +123,37 @@ class Transcripts:
             for m in messages
         ]
 
+    def require(self, head: str) -> None:
+        """`TranscriptNotFound` unless this store holds `head`: one lookup, made before a tool runs, so a run
+        whose transcript is elsewhere fails before its effect rather than after."""
+        if head == EMPTY:
+            return
+        with self._lock:
+            if head in self._cache:
+                return
+        if head not in self.store.get_nodes([head]):
+            raise TranscriptNotFound(f"transcript head {_short(head)} not found in this worker's store")
+
     def resolve(self, text: str, ref: str | None) -> str:
         return self.store.get_blobs([ref])[ref] if ref else text
 
     def size(self, head: str) -> int:
         """Bytes of the transcript as a model would read it (expanded contents)."""
         return sum(len(encode(m).encode()) for m in self.load(head))
+
+    def _remember_longer(self, base: str, head: str, messages: Sequence[Message]) -> None:
+        """A transcript this process just wrote on top of one it has read: the next activity here (the tool
+        after the model call, the model call after the tool) then reads it without a round trip."""
+        with self._lock:
+            known = [] if base == EMPTY else self._cache.get(base)
+            if known is not None:
+                self._remember(head, [*known, *messages])
+
+    def _remember(self, head: str, messages: list[Message]) -> None:
+        self._cache[head] = messages
+        self._cache.move_to_end(head)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
 
     def _stubs(self, head: str) -> list[Message]:
         chain: list[str] = []  # message refs newest first, back to a cached head or the start
@@ -129,7 +165,10 @@ class Transcripts:
                 break
             found = self.store.get_nodes([cursor])
             if cursor not in found:
-                raise KeyError(f"transcript node {cursor} is not in the store")
+                raise TranscriptNotFound(
+                    f"transcript head {_short(head)} not found in this worker's store"
+                    + ("" if cursor == head else f" (its node {_short(cursor)} is missing)")
+                )
             previous, message_ref = found[cursor]
             chain.append(message_ref)
             cursor = previous
@@ -137,10 +176,7 @@ class Transcripts:
         bodies = self.store.get_blobs(chain)
         messages = base + [Message.from_dict(json.loads(bodies[r])) for r in reversed(chain)]
         with self._lock:
-            self._cache[head] = messages
-            self._cache.move_to_end(head)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            self._remember(head, messages)
         return list(messages)
 
 
@@ -179,11 +215,19 @@ class SqliteTranscriptStore:
 
 
 def require_all(refs: Sequence[str], found: dict[str, str]) -> dict[str, str]:
-    """`found`, or a KeyError naming what is missing: a blob is never silently absent."""
+    """`found`, or `TranscriptNotFound` naming what is missing: a blob is never silently absent."""
     missing = set(refs) - set(found)
     if missing:
-        raise KeyError(f"{len(missing)} blob(s) missing from the transcript store, e.g. {sorted(missing)[0]}")
+        raise TranscriptNotFound(
+            f"{len(missing)} blob(s) missing from the transcript store, e.g. {sorted(missing)[0]}:"
+            " not found in this worker's store"
+        )
     return found
+
+
+def _short(ref: str) -> str:
+    """Enough of a reference to find it in a log (the whole hash is 71 characters)."""
+    return ref[:23] + "…" if len(ref) > 24 else ref
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

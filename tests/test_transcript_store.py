@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from agentic import Message, tool_call
-from agentic.transcript_store import EMPTY, PayloadTooLarge, SqliteTranscriptStore, Transcripts
+from agentic.transcript_store import EMPTY, PayloadTooLarge, SqliteTranscriptStore, TranscriptNotFound, Transcripts
 from ops.codec import AesGcmCodec, KeyRing, new_key
 from ops.codec.store import EncryptedTranscriptStore
 from tests.backends import Backend
@@ -80,13 +80,55 @@ def test_over_the_hard_cap_is_refused_clearly(transcripts):
 
 
 def test_an_unknown_head_is_a_clear_error(transcripts):
-    with pytest.raises(KeyError, match="not in the store"):
+    with pytest.raises(TranscriptNotFound, match=r"^transcript head sha256:nope not found in this worker's store$"):
         transcripts.load("sha256:nope")
+    with pytest.raises(TranscriptNotFound, match="not found in this worker's store"):
+        transcripts.require("sha256:nope")
+    transcripts.require(EMPTY)
 
 
 def test_a_missing_blob_is_a_clear_error(backend):
     with pytest.raises(KeyError, match=r"1 blob\(s\) missing from the transcript store, e.g. sha256:gone"):
         backend.transcript_store().get_blobs(["sha256:gone"])
+
+
+def test_a_transcript_written_on_another_host_is_not_found_here(tmp_path):
+    """Two hosts, each with its own SQLite file: what one wrote, the other cannot read, and says so — whether
+    it is asked for the head itself or for a longer transcript it built on top of that head."""
+    host_a = Transcripts(SqliteTranscriptStore(tmp_path / "a" / "transcripts.db"))
+    host_b = Transcripts(SqliteTranscriptStore(tmp_path / "b" / "transcripts.db"))
+    head = host_a.append(EMPTY, MESSAGES[:3])
+    host_a.require(head)
+    with pytest.raises(TranscriptNotFound, match="not found in this worker's store"):
+        host_b.require(head)
+    longer = host_b.append(head, MESSAGES[3:])  # a tool activity on host B stores its result on A's head
+    with pytest.raises(
+        TranscriptNotFound, match=r"transcript head sha256:\w+… not found .*\(its node sha256:\w+… is missing\)"
+    ):
+        host_b.load(longer)
+    assert host_a.load(head) == MESSAGES[:3]
+
+
+class CountingStore(SqliteTranscriptStore):
+    """A real SQLite store that counts its node lookups."""
+
+    lookups = 0
+
+    def get_nodes(self, refs):  # type: ignore[no-untyped-def]
+        self.lookups += 1
+        return super().get_nodes(refs)
+
+
+def test_what_a_process_appends_to_a_transcript_it_read_is_read_back_without_the_store(tmp_path):
+    store = CountingStore(tmp_path / "transcripts.db")
+    transcripts = Transcripts(store)
+    head = transcripts.append(EMPTY, MESSAGES[:2])  # the model activity stores the new messages...
+    assert transcripts.load(head) == MESSAGES[:2]  # ...reads the transcript...
+    longer = transcripts.append(head, MESSAGES[2:])  # ...stores the reply; the tool activity then checks
+    transcripts.require(longer)  # the head and stores its result; the next model call reads it all
+    assert transcripts.load(longer) == MESSAGES
+    assert store.lookups == 0
+    assert Transcripts(SqliteTranscriptStore(tmp_path / "transcripts.db")).load(longer) == MESSAGES  # and it is stored
 
 
 def test_concurrent_writers_of_the_same_transcript_agree(backend):

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.inputs import CompensationInput, DescribeInput, MCPListInput, ModelCallInput, ToolCallInput
     from activities.mcp import MCPActivities
     from activities.model import ModelActivities
+    from activities.stored_here import NOT_IN_THIS_STORE
     from activities.tools import ToolActivities
     from agentic import (
         AgentLoop,
@@ -300,6 +301,11 @@ class AgentWorkflow:
                 # unknown — the saga plans its undo, which checks the ledger first.
                 self.transcript.add(self.loop.tool_finished(ToolResult.cancelled(call)))
                 raise
+            if _failure_type(exc) == NOT_IN_THIS_STORE:
+                # This worker cannot read the run's transcript: no retry, no model can fix that.
+                raise ApplicationError(
+                    f"{self.label} failed: {_cause(exc)}", type="ToolCallFailed", non_retryable=True
+                ) from exc
             # Out of retries: the model hears about it, as it would from the in-process agent.
             failed = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
             self.transcript.add(self.loop.tool_finished(failed))
@@ -461,6 +467,12 @@ def _record(step: CompensationStep, status: str, result: str) -> CompensationRec
     return CompensationRecord(
         tool=step.call.name, original_key=step.original_key, key=step.key, status=status, result=result
     )
+
+
+def _failure_type(exc: BaseException) -> str | None:
+    """The type of the ApplicationError an activity failed with, if that is how it failed."""
+    cause = exc.__cause__
+    return cause.type if isinstance(cause, ApplicationError) else None
 
 
 def _cause(exc: BaseException) -> str:
