@@ -115,6 +115,23 @@ def test_a_server_down_from_the_start_fails_clearly_and_works_once_it_is_up(serv
         stores.close_all()
 
 
+def test_a_refused_connection_fails_the_call_without_waiting_out_the_pool(server, url) -> None:
+    """The pool's wait is for a busy pool; a server that refuses connections is answered by the server itself,
+    straight away (what `StoreUnavailable` says comes from the refusal, not from the pool giving up)."""
+    database = Database(url, timeout=600.0)  # were the call to wait out the pool, this test would take 10 min
+    try:
+        assert PostgresLedger(database).effects() == []
+        server.stop()
+        for _ in range(3):  # each call asks again (or is told the answer of a moment ago)
+            error = unavailable(lambda: PostgresLedger(database).effects(), database.where)
+            assert isinstance(error.__cause__, psycopg.OperationalError), repr(error.__cause__)
+            assert "refused" in str(error) or "connect" in str(error)
+        server.start()
+        assert until_it_works(lambda: PostgresLedger(database).effects()) == []  # a restart still recovers
+    finally:
+        database.close()
+
+
 def test_the_schema_is_created_once_even_by_workers_starting_together(server, url) -> None:
     databases = [Database(url, timeout=10.0) for _ in range(4)]
     start = threading.Barrier(len(databases))

@@ -1,15 +1,19 @@
 """One PostgreSQL database and its connection pool, with failures turned into one retryable, named error.
 
 A store call never hangs on a dead server: a new connection gives up after `connect_timeout`, a call waits
-at most `timeout` for a pooled one, and TCP keepalives notice a peer that vanished mid-query. Each failure
-becomes `StoreUnavailable` naming host:port/database (never the password); it is an ordinary exception, so a
-Temporal activity that meets it is retried, and once the server is back the pool reconnects by itself.
+at most `timeout` for a pooled one, and TCP keepalives notice a peer that vanished mid-query. A call that
+finds no pooled connection within a second asks the server directly whether it accepts connections at all:
+a refusal fails the call then (about a second), not after the whole `timeout`, which is for a busy pool.
+Each failure becomes `StoreUnavailable` naming host:port/database (never the password); it is an ordinary
+exception, so a Temporal activity that meets it is retried, and once the server is back the pool reconnects
+by itself.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -42,6 +46,10 @@ CONNECTION_OPTIONS = {
 }
 
 
+# How long a call waits for a pooled connection before asking the server directly whether it is there.
+ASK_AFTER = 1.0
+
+
 class Database:
     def __init__(self, url: str, *, max_size: int = 10, timeout: float = 10.0) -> None:
         self.url = url
@@ -55,26 +63,31 @@ class Database:
             timeout=timeout,
             # A connection broken by a server restart is noticed (and replaced) before it is handed out.
             check=ConnectionPool.check_connection,
-            # Give up a reconnection attempt after this long; the next call starts a fresh one (backoff from 1 s).
-            reconnect_timeout=30.0,
+            # Give up a reconnection attempt after this long; the next call that waits starts a fresh one. Short,
+            # so that a server back from a restart is found within seconds, not at the end of a long backoff.
+            reconnect_timeout=5.0,
             open=False,
             name=f"agent-stores {self.where}",
         )
         self.pool.open(wait=False)  # a server that is down now must not fail construction: calls will say so
         self._schema_ready = False
         self._lock = threading.Lock()
+        self._asked_at = -ASK_AFTER
+        self._answer: psycopg.Error | None = None
+        self._ask_lock = threading.Lock()
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
         """A pooled autocommit connection; `StoreUnavailable` when the server cannot be reached."""
+        db = self._checkout()
         try:
-            with self.pool.connection() as db:
+            with db:  # as the pool's own context manager: roll back what a failed block left open
                 self._ensure_schema(db)
                 yield db
-        except PoolTimeout as exc:
-            raise StoreUnavailable(f"PostgreSQL at {self.where} is unavailable: {self._why(exc)}") from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"PostgreSQL at {self.where} is unavailable: {_first_line(exc)}") from exc
+        finally:
+            self.pool.putconn(db)  # a broken connection is discarded, and replaced, by the pool
 
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection]:
@@ -106,14 +119,35 @@ class Database:
                 schema.create(db)
                 self._schema_ready = True
 
-    def _why(self, timeout: PoolTimeout) -> str:
-        """Why the pool had no connection: the server's own refusal when a direct attempt shows one."""
+    def _checkout(self) -> psycopg.Connection:
+        """A pooled connection within `timeout` — unless the server refuses connections: then at once."""
+        first = min(ASK_AFTER, self.timeout)
         try:
-            with psycopg.connect(self.url, **CONNECTION_OPTIONS):  # type: ignore[arg-type]
-                pass
-        except psycopg.Error as exc:
-            return _first_line(exc)
-        return f"no free connection within {self.timeout:g} s ({_first_line(timeout)})"
+            return self.pool.getconn(timeout=first)
+        except PoolTimeout:
+            pass
+        refusal = self._refusal()
+        if refusal is not None:
+            raise StoreUnavailable(f"PostgreSQL at {self.where} is unavailable: {_first_line(refusal)}") from refusal
+        try:  # the server is there: the pool is busy, or reconnecting after a restart
+            return self.pool.getconn(timeout=self.timeout - first)
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL at {self.where} is unavailable: no free connection within {self.timeout:g} s"
+            ) from exc
+
+    def _refusal(self) -> psycopg.Error | None:
+        """Why the server refuses a direct connection now, or None when it accepts one. One attempt answers
+        every caller that asks within `ASK_AFTER`, so a starved pool does not become a stampede of connects."""
+        with self._ask_lock:
+            if time.monotonic() - self._asked_at >= ASK_AFTER:
+                try:
+                    psycopg.connect(self.url, **CONNECTION_OPTIONS).close()  # type: ignore[arg-type]
+                    self._answer = None
+                except psycopg.Error as exc:
+                    self._answer = exc
+                self._asked_at = time.monotonic()
+            return self._answer
 
 
 def _first_line(exc: BaseException) -> str:
