@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentic import ToolContext, ToolRetry
+from agentic.store_unavailable import StoreUnavailable
 from examples.options import DemoDeps, DemoOptions
 
 
@@ -36,14 +37,18 @@ def record_effect(ctx: ToolContext, tool: str, args: Mapping[str, Any], result: 
     find the effect by its key and not make another.
     """
     options = options_of(ctx)
-    recorded, _ = deps_of(ctx).ledger.apply(
-        key or ctx.idempotency_key,
-        run_id=ctx.run_id,
-        tool=tool,
-        args=args,
-        perform=lambda: result,
-        compensates=ctx.compensates,
-    )
+    try:
+        recorded, _ = deps_of(ctx).ledger.apply(
+            key or ctx.idempotency_key,
+            run_id=ctx.run_id,
+            tool=tool,
+            args=args,
+            perform=lambda: result,
+            compensates=ctx.compensates,
+        )
+    except StoreUnavailable as exc:
+        # The "provider" is down (a PostgreSQL restart): transient — the retry comes with the same key.
+        raise ToolRetry(str(exc)) from exc
     # The window between "the effect happened" and "the runner knows": a crash here is the classic
     # double-charge, and the retry must find the effect by its key.
     ctx.sleep(options.after_effect_delay)
