@@ -6,6 +6,7 @@
     python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
     python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
 
 Every command takes --json. Errors are one line on stderr and a non-zero exit.
 """
@@ -22,6 +23,7 @@ from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cm
 from ops.cli.boundary import run_command
 from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
+from ops.cli.migrate import cmd_migrate
 from ops.cli.output import fail
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
 from ops.cli.watch import add_watch_arguments, cmd_watch
@@ -87,6 +89,7 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("run_id")
     cancel.add_argument("--reason")
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
+    command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
     command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
     return root
 

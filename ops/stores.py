@@ -9,6 +9,7 @@ With codec keys, transcript bodies are encrypted at rest on either backend.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,16 @@ from ops.codec.store import EncryptedTranscriptStore
 if TYPE_CHECKING:  # psycopg is imported only by processes that use PostgreSQL
     from agentic.postgres import Database
 
-__all__ = ["StoreUnavailable", "check", "close_all", "database", "migrate", "open_ledger", "open_transcripts"]
+__all__ = [
+    "Migrated",
+    "StoreUnavailable",
+    "check",
+    "close_all",
+    "database",
+    "migrate",
+    "open_ledger",
+    "open_transcripts",
+]
 
 TRANSCRIPTS_FILE = "transcripts.db"
 
@@ -67,13 +77,28 @@ def check(database_url: str | None) -> None:
         database(database_url).check()
 
 
-def migrate(database_url: str | None) -> str:
-    """Create the shared stores' tables now (`starter.py migrate`); what was done, in one line."""
-    if not database_url:
-        return "no AGENT_DATABASE_URL: the SQLite stores create their tables on first use"
+@dataclass(frozen=True)
+class Migrated:
+    """What `migrate` did, where (host:port/database: never the URL, which may hold a password)."""
+
+    where: str
+    created: list[str]
+    existing: list[str]
+
+    def __str__(self) -> str:
+        if not self.created:
+            return f"the stores' tables were already in PostgreSQL at {self.where}: nothing to do"
+        done = f"created {', '.join(self.created)} in PostgreSQL at {self.where}"
+        return done + (f" ({', '.join(self.existing)} already there)" if self.existing else "")
+
+
+def migrate(database_url: str) -> Migrated:
+    """Create the shared stores' tables now (`starter.py migrate`), rather than on the first worker's first use."""
+    from agentic.postgres.schema import TABLES
+
     db = database(database_url)
-    db.migrate()
-    return f"stores' tables ready in PostgreSQL at {db.where}"
+    created = db.migrate()
+    return Migrated(db.where, created, [name for name in TABLES if name not in created])
 
 
 def close_all() -> None:

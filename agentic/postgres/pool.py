@@ -71,6 +71,7 @@ class Database:
         )
         self.pool.open(wait=False)  # a server that is down now must not fail construction: calls will say so
         self._schema_ready = False
+        self._created: list[str] = []
         self._lock = threading.Lock()
         self._asked_at = -ASK_AFTER
         self._answer: psycopg.Error | None = None
@@ -102,10 +103,11 @@ class Database:
         except psycopg.Error as exc:
             raise StoreUnavailable(f"PostgreSQL at {self.where} is unavailable: {_first_line(exc)}") from exc
 
-    def migrate(self) -> None:
-        """Create the tables now rather than on first use (`starter.py migrate`); idempotent."""
+    def migrate(self) -> list[str]:
+        """Create the tables now rather than on first use (`starter.py migrate`); idempotent. Returns the
+        tables this process created (none when they were already there)."""
         with self.connection():
-            pass
+            return list(self._created)
 
     def close(self) -> None:
         self.pool.close()
@@ -116,7 +118,7 @@ class Database:
             return
         with self._lock:
             if not self._schema_ready:
-                schema.create(db)
+                self._created = schema.create(db)
                 self._schema_ready = True
 
     def _checkout(self) -> psycopg.Connection:

@@ -35,7 +35,19 @@ CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
 """
 
 
-def create(db: psycopg.Connection) -> None:
+TABLES = ("transcript_blobs", "transcript_nodes", "effects")
+
+
+def create(db: psycopg.Connection) -> list[str]:
+    """Create what is missing; returns the tables this call created (none when they were all there)."""
     with db.transaction():
         db.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        existing = {
+            name
+            for (name,) in db.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+                (list(TABLES),),
+            )
+        }
         db.execute(SCHEMA)
+    return [name for name in TABLES if name not in existing]
