@@ -95,6 +95,8 @@ def build_worker(
         # worker may take them: the floor of recovery time. Shorter recovers faster; too short moves tasks
         # off a merely busy worker, which then replays them (SDK default: 10 s).
         sticky_queue_schedule_to_start_timeout=sticky_timeout,
+        # AGENT_EAGER_ACTIVITIES=false spreads a run's activities over every worker on the queue.
+        disable_eager_activity_execution=not settings.eager_activities,
     )
 
 
