@@ -1,23 +1,37 @@
 """PostgreSQL going away under the stores: a clear, retryable `StoreUnavailable` instead of a hang, and
-calls that succeed again once the server is back (the pool reconnects). The server is a real one this
-module started, stopped and started again by its pid; never the session's shared server."""
+calls that succeed again once the server is back (the pool reconnects) — in a call, in a running migration
+on a real worker process, and at worker start (one error line, a non-zero exit). The server is a real one
+this module started, stopped and started again by its pid; never the session's shared server."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 import psycopg
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
-from agentic import Message
+from agentic import Message, Stop
 from agentic.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable, describe
 from agentic.transcript_store import EMPTY, Transcripts
 from ops import stores
-from tests.postgres_server import LocalPostgres, scratch_database
+from ops.settings import ROOT
+from ops.worker_process import WorkerProcess
+from tests.conftest import dev_settings, eventually
+from tests.postgres_server import HOW_TO_GET_ONE, LocalPostgres, scratch_database
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, Timeouts
 
 T = TypeVar("T")
 PASSWORD = "s3cret-never-shown"
@@ -193,12 +207,6 @@ def test_the_database_url_is_a_setting_whose_password_is_never_printed(monkeypat
 
 
 def test_the_effects_command_reads_the_shared_ledger_and_says_when_it_is_down(server, url, tmp_path: Path) -> None:
-    import json
-    import subprocess
-    import sys
-
-    from ops.settings import ROOT
-
     database = Database(url)
     PostgresLedger(database).apply("r/1", run_id="r", tool="charge", args={"n": 1}, perform=lambda: "charged")
     database.close()
@@ -219,12 +227,6 @@ def test_the_effects_command_reads_the_shared_ledger_and_says_when_it_is_down(se
 
 
 def test_without_a_server_the_postgres_tests_skip_saying_how_to_get_one(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    from ops.settings import ROOT
-    from tests.postgres_server import HOW_TO_GET_ONE
 
     env = {k: v for k, v in os.environ.items() if k != "AGENT_TEST_DATABASE_URL"}
     env["AGENT_TEST_POSTGRES_BIN"] = str(tmp_path / "no-binaries-here")
@@ -234,3 +236,78 @@ def test_without_a_server_the_postgres_tests_skip_saying_how_to_get_one(tmp_path
     said = [line for line in done.stdout.splitlines() if HOW_TO_GET_ONE in line]
     assert said == [f"NOT RUN: 6 PostgreSQL tests. {HOW_TO_GET_ONE}"], done.stdout  # one line, never silent
     assert "6 passed, 6 deselected" in done.stdout.splitlines()[-1]  # the SQLite half ran
+
+
+def _worker_env(url: str, env: WorkflowEnvironment, task_queue: str, data_dir: Path) -> dict[str, str]:
+    return os.environ | {
+        "AGENT_DATABASE_URL": url,
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "TEMPORAL_TASK_QUEUE": task_queue,
+        "AGENT_DATA_DIR": str(data_dir),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+async def test_a_worker_whose_database_is_down_at_start_says_so_in_one_line_and_exits_non_zero(
+    server, url, dev_env, task_queue, tmp_path: Path
+) -> None:
+    server.stop()
+    done = subprocess.run(
+        [sys.executable, "worker.py"],
+        cwd=ROOT,
+        env=_worker_env(url, dev_env, task_queue, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"error: PostgreSQL at {describe(url)} is unavailable: ") and "refused" in line
+    assert done.stdout == "", "nothing else: no traceback, no reconnection warnings, no 'worker ready'"
+    assert PASSWORD not in done.stderr
+    assert not list(tmp_path.iterdir()), "and no SQLite file made instead"
+
+
+async def test_postgresql_restarted_mid_run_the_run_completes_with_each_effect_once(
+    server, url, dev_env, task_queue, tmp_path: Path
+) -> None:
+    """The database goes away under a running migration: its activities fail retryably, naming the database,
+    and once it is back the run completes — no record skipped, none migrated twice."""
+    database = Database(url)
+    ledger = PostgresLedger(database)
+    settings = dataclasses.replace(dev_settings(dev_env, task_queue, tmp_path), database_url=url)
+    worker = WorkerProcess(settings, log=tmp_path / "worker.log").wait_ready()
+    try:
+        handle = await dev_env.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(
+                agent="migration", options={"records": 6, "step_delay": 1.0}, timeouts=Timeouts(heartbeat_seconds=2)
+            ),
+            id=f"pg-restart-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+        )
+        await eventually(lambda: len(ledger.effects(handle.id)) >= 2, what="two records migrated")
+        server.stop()
+
+        async def failed_on_the_database() -> bool:
+            pending = (await handle.describe()).raw_description.pending_activities
+            return any(f"PostgreSQL at {describe(url)} is unavailable" in p.last_failure.message for p in pending)
+
+        await eventually(failed_on_the_database, what="an activity failing retryably on the stopped database")
+        server.start()
+        result = await asyncio.wait_for(handle.result(), 180)
+        history = await handle.fetch_history()
+    finally:
+        worker.stop()
+
+    assert result.stop is Stop.ANSWERED and result.output == "Migrated 6 records."
+    effects = until_it_works(lambda: ledger.effects(handle.id))
+    database.close()
+    assert [e.args["record"] for e in effects] == [f"rec-{i}" for i in range(1, 7)]  # each once, in order
+    assert len({e.key for e in effects}) == 6
+    retried = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    assert max(retried) >= 2, "an activity was retried across the restart"

@@ -69,7 +69,9 @@ class Database:
             open=False,
             name=f"agent-stores {self.where}",
         )
-        self.pool.open(wait=False)  # a server that is down now must not fail construction: calls will say so
+        # Opened by the first call, not here: constructing never fails or connects (a worker checks its database
+        # first, with one clear line; a command that opens the stores and does not use them makes no connection).
+        self._opened = False
         self._schema_ready = False
         self._created: list[str] = []
         self._lock = threading.Lock()
@@ -123,6 +125,11 @@ class Database:
 
     def _checkout(self) -> psycopg.Connection:
         """A pooled connection within `timeout` — unless the server refuses connections: then at once."""
+        if not self._opened:
+            with self._lock:
+                if not self._opened:
+                    self.pool.open(wait=False)  # a server that is down now: the calls below say so
+                    self._opened = True
         first = min(ASK_AFTER, self.timeout)
         try:
             return self.pool.getconn(timeout=first)
