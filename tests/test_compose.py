@@ -1,6 +1,8 @@
 """docker-compose.yml and the Dockerfile, checked by structure (no Docker engine runs here): the services,
 pinned images, health checks and the start order they imply, the worker's environment against settings.py,
-and the search attributes the setup job creates against workflows/search_attributes.py."""
+the search attributes the setup job creates against workflows/search_attributes.py, and the stores every
+worker replica shares (the agents' own database in Temporal's PostgreSQL; the job that creates it is run
+for real against a PostgreSQL, then `starter.py migrate` as the workers' role)."""
 
 from __future__ import annotations
 
@@ -12,19 +14,31 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import yaml
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
 from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
+from tests.postgres_server import LocalPostgres
 from workflows import search_attributes
 
 COMPOSE = ROOT / "docker-compose.yml"
-CORE = {"postgresql", "temporal-schema", "temporal", "temporal-setup", "temporal-ui", "worker"}
-ONE_SHOTS = {"temporal-schema", "temporal-setup"}
-# Read by the worker process but not through Settings: the model activity's key.
-WORKER_ENV_OUTSIDE_SETTINGS = {"OPENAI_API_KEY"}
+CORE = {
+    "postgresql",
+    "temporal-schema",
+    "temporal",
+    "temporal-setup",
+    "temporal-ui",
+    "agents-database",
+    "agents-migrate",
+    "worker",
+}
+ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate"}
+# Read by the worker process but not through Settings: the model activity's key; libpq's password.
+WORKER_ENV_OUTSIDE_SETTINGS = {"OPENAI_API_KEY", "PGPASSWORD"}
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +100,8 @@ def test_every_image_is_pinned(services: dict[str, dict[str, Any]]) -> None:
     assert split_image(images["temporal"])[0] == "temporalio/server"
     assert split_image(images["temporal-ui"])[0] == "temporalio/ui"
     assert re.fullmatch(r"postgres:16\.\d+", images["postgresql"])
-    assert services["worker"]["build"] == "." and images["worker"] == images["codec"]
+    assert services["worker"]["build"] == "." and images["worker"] == images["codec"] == images["agents-migrate"]
+    assert images["agents-database"] == images["postgresql"], "psql of the server's own version"
     assert not [s for s in services.values() if "auto-setup" in s["image"]], "auto-setup is deprecated"
 
 
@@ -109,11 +124,14 @@ def test_health_checks_and_start_order(services: dict[str, dict[str, Any]]) -> N
     assert order["temporal"] == {"temporal-schema"}
     assert order["temporal-setup"] == {"temporal"}
     assert order["temporal-ui"] == {"temporal"}
-    assert order["worker"] == {"temporal", "temporal-setup"}
+    assert order["agents-database"] == {"postgresql"}
+    assert order["agents-migrate"] == {"agents-database"}
+    assert order["worker"] == {"temporal", "temporal-setup", "agents-migrate"}
 
 
 def test_one_shot_scripts_parse_as_shell(services: dict[str, dict[str, Any]]) -> None:
-    for name in ONE_SHOTS:
+    assert services["agents-migrate"]["command"] == ["python", "starter.py", "migrate"]
+    for name in ONE_SHOTS - {"agents-migrate"}:
         service = services[name]
         assert service["entrypoint"] == ["/bin/sh", "-euc"]
         [script] = service["command"]
@@ -139,16 +157,16 @@ def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
 
 
 def test_worker_environment_matches_settings(
-    compose: dict[str, Any], services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = environment(services["worker"])
     known = settings_variables()
-    assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "AGENT_LEDGER"} <= known
+    assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "AGENT_DATABASE_URL"} <= known
     required = {
         "TEMPORAL_ADDRESS",
         "TEMPORAL_NAMESPACE",
         "TEMPORAL_TASK_QUEUE",
-        "AGENT_LEDGER",
+        "AGENT_DATABASE_URL",
         "AGENT_CODEC_KEYS",
         "AGENT_METRICS_ADDRESS",
         "AGENT_OTEL",
@@ -166,9 +184,7 @@ def test_worker_environment_matches_settings(
     assert settings.address == "temporal:7233" and settings.task_queue == "durable-agents"
     assert settings.metrics_address == "0.0.0.0:9464" and settings.log_format == "json" and settings.otel is False
     assert settings.codec_keys is None and settings.tls is None and settings.api_key is None
-    # The ledger is on the volume every replica mounts.
-    mounts = {m.split(":")[1]: m.split(":")[0] for m in services["worker"]["volumes"]}
-    assert mounts[str(settings.ledger_path.parent)] in compose["volumes"], "a named volume, shared by replicas"
+    assert settings.database_url == env["AGENT_DATABASE_URL"]
 
     # Everything that talks to Temporal talks to the server service, in the worker's namespace.
     setup = environment(services["temporal-setup"])
@@ -178,6 +194,72 @@ def test_worker_environment_matches_settings(
     assert env["TEMPORAL_ADDRESS"].split(":")[0] == "temporal"
     codec = environment(services["codec"])
     assert codec["AGENT_CODEC_KEYS"] == env["AGENT_CODEC_KEYS"], "the codec endpoint decrypts with the worker's keys"
+
+
+def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    """`--scale worker=N` is correct across containers (and hosts): the ledger and the transcripts are in the
+    agents' own database on the stack's PostgreSQL, which the one-shot jobs create before any worker starts."""
+    worker, migrate = environment(services["worker"]), environment(services["agents-migrate"])
+    database = environment(services["agents-database"])
+    assert "volumes" not in services["worker"] and "AGENT_LEDGER" not in worker, "no store on a replica's disk"
+    assert set(compose["volumes"]) == {"postgres-data"}
+    url = conninfo_to_dict(worker["AGENT_DATABASE_URL"])
+    assert url["host"] == database["PGHOST"] == "postgresql" and url["host"] in services and url["port"] == "5432"
+    assert url["dbname"] == url["user"] == database["AGENT_DB"], "the role and database the job creates"
+    assert url["dbname"] not in ("temporal", "temporal_visibility", "postgres"), "not Temporal's own databases"
+    assert "password" not in url, "the password is libpq's PGPASSWORD, never in the URL"
+    assert worker["PGPASSWORD"] == migrate["PGPASSWORD"] == database["AGENT_DB_PASSWORD"]
+    assert {k: migrate[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")} == {
+        k: worker[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")
+    }, "the tables are made where the workers look"
+    postgres = environment(services["postgresql"])
+    assert database["PGUSER"] == postgres["POSTGRES_USER"] and database["PGPASSWORD"] == postgres["POSTGRES_PASSWORD"]
+
+
+def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
+    services: dict[str, dict[str, Any]], own_postgres: LocalPostgres
+) -> None:
+    """The agents-database script, run by `sh` with a real `psql` against a real server (as its superuser, as
+    the job runs as Temporal's), twice; then `starter.py migrate` with the workers' URL as the role it made."""
+    job = services["agents-database"]
+    [script] = job["command"]
+    env = environment(job) | {
+        "PGHOST": "127.0.0.1",
+        "PGPORT": str(own_postgres.port),
+        "PGUSER": "postgres",
+        "AGENT_DB_PASSWORD": "not-the-default",
+        "PATH": f"{own_postgres.bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    for _ in range(2):  # every `docker compose up` runs it again
+        done = subprocess.run(
+            [*job["entrypoint"], script.replace("$$", "$")], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    name = env["AGENT_DB"]
+    with psycopg.connect(own_postgres.url) as db:
+        assert db.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (name,)).fetchone() == (True,)
+        owner = db.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        assert owner == (name,)
+
+    worker = environment(services["worker"])
+    url = make_conninfo(worker["AGENT_DATABASE_URL"], host="127.0.0.1", port=str(own_postgres.port))
+    [program, *arguments] = services["agents-migrate"]["command"]
+    assert program == "python"
+    migrate = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "AGENT_DATABASE_URL": url, "PGPASSWORD": "not-the-default"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    assert migrate.stdout.startswith("created transcript_blobs, transcript_nodes, effects in PostgreSQL at 127.0.0.1:")
+    with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
+        owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
+    assert owners == {"transcript_blobs": name, "transcript_nodes": name, "effects": name}
 
 
 def test_search_attributes_match_the_module(services: dict[str, dict[str, Any]]) -> None:
