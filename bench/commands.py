@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import shutil
@@ -66,6 +67,12 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         sub.add_argument("--concurrency", type=ints, default=defaults.temporal_n, help="Temporal N, e.g. 10,100,1000")
         sub.add_argument("--baseline-processes", type=ints, default=defaults.baseline_processes_n)
         sub.add_argument("--baseline-threads", type=ints, default=defaults.baseline_threads_n)
+        sub.add_argument(
+            "--postgres-url",
+            help="a PostgreSQL server for the PostgreSQL-stores row (a scratch database is made in it and dropped);"
+            " default: one started from Debian's binaries when installed",
+        )
+        sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -90,10 +97,20 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
         )
     if "throughput" in sections:
         out["throughput"] = (
-            ThroughputConfig(steps=2, temporal_n=[5, 20], baseline_processes_n=[5], baseline_threads_n=[5, 20])
+            ThroughputConfig(
+                steps=2,
+                temporal_n=[5, 20],
+                baseline_processes_n=[5],
+                baseline_threads_n=[5, 20],
+                postgres=not args.no_postgres,
+            )
             if quick
             else ThroughputConfig(
-                args.throughput_steps, args.concurrency, args.baseline_processes, args.baseline_threads
+                args.throughput_steps,
+                args.concurrency,
+                args.baseline_processes,
+                args.baseline_threads,
+                postgres=not args.no_postgres,
             )
         )
     if "recovery" in sections:
@@ -110,21 +127,32 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
 
 
 async def measure(
-    sections: tuple[str, ...], settings: dict[str, Any], workdir: Path, pragmas: tuple[str, ...]
+    sections: tuple[str, ...],
+    settings: dict[str, Any],
+    workdir: Path,
+    pragmas: tuple[str, ...],
+    postgres_url: str | None = None,
 ) -> dict[str, Any]:
     from bench import overhead, recovery, storage, throughput
+    from bench.postgres import bench_database
     from bench.stack import temporal_stack
 
     modules = {"overhead": overhead, "throughput": throughput, "recovery": recovery, "storage": storage}
     results: dict[str, Any] = {}
     floor = "overhead" in sections or "throughput" in sections
-    async with temporal_stack(workdir / "temporal", floor=floor, pragmas=pragmas) as stack:
-        results["temporal_server"] = stack.server_version
-        for section in sections:
-            say(f"[{section}]")
-            started = time.perf_counter()
-            results[section] = await modules[section].measure(stack, workdir, settings[section], say)
-            results[section]["seconds"] = time.perf_counter() - started
+    with contextlib.ExitStack() as resources:
+        database_url = None
+        if "throughput" in sections and settings["throughput"].postgres:
+            database_url = resources.enter_context(bench_database(postgres_url, say))
+        async with temporal_stack(
+            workdir / "temporal", floor=floor, pragmas=pragmas, database_url=database_url
+        ) as stack:
+            results["temporal_server"] = stack.server_version
+            for section in sections:
+                say(f"[{section}]")
+                started = time.perf_counter()
+                results[section] = await modules[section].measure(stack, workdir, settings[section], say)
+                results[section]["seconds"] = time.perf_counter() - started
     return results
 
 
@@ -168,7 +196,10 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     ok = False
     try:
         settings = configs(args, sections)
-        measured = asyncio.run(measure(sections, settings, workdir, args.server_pragmas)) if sections else {}
+        postgres_url = getattr(args, "postgres_url", None)
+        measured = (
+            asyncio.run(measure(sections, settings, workdir, args.server_pragmas, postgres_url)) if sections else {}
+        )
         results["machine"]["temporal_server"] = measured.pop("temporal_server", None)
         results |= measured
         if extra:

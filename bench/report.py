@@ -86,7 +86,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
     rows = []
     for row in data["rows"]:
         vs_floor = ""
-        if row["engine"] == "temporal" and "floor" in pairs.get(row["n"], {}):
+        if row["engine"] in ("temporal", "temporal-postgres") and "floor" in pairs.get(row["n"], {}):
             floor = pairs[row["n"]]["floor"]["runs_per_s"]
             vs_floor = f"{row['runs_per_s'] / floor:.0%}" if row["runs_per_s"] and floor else "n/a"
         rows.append(
@@ -101,6 +101,8 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 str(row.get("lock_errors", "—")),
                 _num(row.get("server_cpu_per_run_ms")) if "server_cpu_per_run_ms" in row else "—",
                 _num(row.get("worker_cpu_per_run_ms")) if "worker_cpu_per_run_ms" in row else "—",
+                _num(row.get("store_rows_per_step")) if row.get("store_rows_per_step") is not None else "—",
+                _num(row.get("store_writes_per_step")) if row.get("store_writes_per_step") is not None else "—",
             ]
         )
     return [
@@ -118,9 +120,15 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 '"database is locked"',
                 "server CPU/run (ms)",
                 "worker CPU/run (ms)",
+                "store rows/step",
+                "store writes/step",
             ],
             rows,
         ),
+        "",
+        "`temporal`: our worker with the SQLite stores; `temporal-postgres`: the same with the PostgreSQL stores"
+        " (`AGENT_DATABASE_URL`). Store rows: transcript and ledger rows added per step, counted in the storage;"
+        " store writes: INSERT statements the PostgreSQL server executed per step (`pg_stat_statements`).",
     ]
 
 

@@ -1,7 +1,9 @@
 """The Temporal side of a bench run: a dev server on a persistent database in a scratch directory, our
 worker (`worker.py`, a subprocess, serving `bench.agents` and `examples`), the bare floor's worker
 (`bench.floor_worker`, a subprocess with the same worker settings), a client, and an `AgentClient` on it —
-how the bench starts and waits for our runs, as a user's code would. Everything is stopped by its handle."""
+how the bench starts and waits for our runs, as a user's code would. With a database URL, a second worker of
+ours on a queue of its own keeps its stores in PostgreSQL (`AGENT_DATABASE_URL`), with its own `AgentClient`.
+Everything is stopped by its handle."""
 
 from __future__ import annotations
 
@@ -44,6 +46,17 @@ class Stack:
     worker: WorkerProcess
     floor: WorkerProcess | None
     server_version: str
+    postgres: PostgresWorker | None = None
+
+
+@dataclass
+class PostgresWorker:
+    """Our worker with the PostgreSQL stores, and the client that starts runs on its queue."""
+
+    url: str
+    settings: Settings
+    worker: WorkerProcess
+    agents: AgentClient
 
     def new_worker(self, name: str = "worker") -> WorkerProcess:
         """Start another worker process of ours on the same queue (after a kill, say)."""
@@ -59,13 +72,18 @@ DEFAULT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 
 @asynccontextmanager
 async def temporal_stack(
-    workdir: Path, *, floor: bool = True, pragmas: tuple[str, ...] = DEFAULT_PRAGMAS
+    workdir: Path,
+    *,
+    floor: bool = True,
+    pragmas: tuple[str, ...] = DEFAULT_PRAGMAS,
+    database_url: str | None = None,
 ) -> AsyncIterator[Stack]:
     workdir.mkdir(parents=True, exist_ok=True)
     extra = [flag for pragma in pragmas for flag in ("--sqlite-pragma", pragma)]
     server = devserver.start(devserver.free_port(), None, workdir / "dev.db", log=workdir / "server.log", extra=extra)
     worker: WorkerProcess | None = None
     floor_process: WorkerProcess | None = None
+    postgres: PostgresWorker | None = None
     try:
         await devserver.wait_until_serving(server.address)
         queue = f"bench-{uuid.uuid4().hex[:8]}"
@@ -83,8 +101,24 @@ async def temporal_stack(
         client = await connect(settings)
         info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
         agents = AgentClient(client, settings=settings)
+        if database_url:
+            pg_settings = replace(
+                settings, task_queue=f"{queue}-pg", data_dir=workdir / "pg-worker", database_url=database_url
+            )
+            pg_worker = our_worker(pg_settings, workdir / "worker-postgres.log")
+            postgres = PostgresWorker(database_url, pg_settings, pg_worker, AgentClient(client, settings=pg_settings))
+            pg_worker.wait_ready()
         stack = Stack(
-            workdir, server, settings, f"{queue}-floor", client, agents, worker, floor_process, info.server_version
+            workdir,
+            server,
+            settings,
+            f"{queue}-floor",
+            client,
+            agents,
+            worker,
+            floor_process,
+            info.server_version,
+            postgres,
         )
         try:
             yield stack
@@ -95,4 +129,6 @@ async def temporal_stack(
             worker.stop()
         if floor_process is not None:
             floor_process.stop()
+        if postgres is not None:
+            postgres.worker.stop()
         server.stop()

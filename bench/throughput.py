@@ -2,6 +2,9 @@
 
 Temporal (ours and the bare floor, same N, same steps): the N runs are started concurrently (at most 200
 start requests in flight; ours through `AgentClient.start`, as a user's code would, the floor's raw);
+ours twice when a PostgreSQL is at hand — with the default SQLite stores and with the PostgreSQL stores
+(`AGENT_DATABASE_URL`, a worker of its own) — each batch also counting what it wrote to its stores, per step
+(bench/store_rows.py; each run's task names the run, so runs share no transcript rows, as real runs do not);
 completion is watched through visibility (until all N are seen closed), and the rate is the number
 completed over the span from the first run's start to the last run's close (server timestamps). Each
 run's latency is its close time minus its start time. The CPU the server and the worker process used
@@ -39,7 +42,9 @@ from bench.machine import cpu_seconds
 from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack
 from bench.stats import summarize
+from bench.store_rows import StoreCount, postgres_count, sqlite_count
 from ops.settings import ROOT
+from ops.worker_process import WorkerProcess
 
 LOCKED = "database is locked"
 
@@ -51,6 +56,7 @@ class ThroughputConfig:
     baseline_processes_n: list[int] = field(default_factory=lambda: [10, 100])
     baseline_threads_n: list[int] = field(default_factory=lambda: [10, 100, 1000])
     timeout: float = 600.0
+    postgres: bool = True  # a row with the PostgreSQL stores (when a PostgreSQL is at hand)
 
 
 async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
@@ -61,11 +67,14 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
     async def start(run_id: str) -> None:
         async with gate:
-            if kind == "temporal":
-                await stack.agents.start(noop.agent, run_id=run_id, options={"records": steps})
-            else:
+            if kind == "floor":
                 await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
+            else:
+                agents = stack.postgres.agents if kind == POSTGRES and stack.postgres else stack.agents
+                task = f"Run the no-op steps ({run_id})."
+                await agents.start(noop.agent, task, run_id=run_id, options={"records": steps})
 
+    stored_before = _stored(stack, kind)
     started = time.perf_counter()
     await asyncio.gather(*(start(run_id) for run_id in ids))
     start_phase = time.perf_counter() - started
@@ -91,6 +100,9 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
             latencies.append((execution.close_time - execution.start_time).total_seconds())
     span = (max(closes) - min(starts)).total_seconds() if closes and starts else None
     completed = statuses.get("COMPLETED", 0)
+    stored = _stored(stack, kind)
+    added = stored.minus(stored_before) if stored and stored_before else None
+    per_step = completed * steps
     return {
         "engine": kind,
         "n": n,
@@ -102,7 +114,27 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
         "start_phase_s": start_phase,
         "runs_per_s": completed / span if span else None,
         "latency": summarize(latencies),
+        "store_rows_per_step": added.rows / per_step if added and per_step else None,
+        "store_writes_per_step": added.writes / per_step if added and added.writes is not None and per_step else None,
     }
+
+
+POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
+
+
+def _stored(stack: Stack, kind: str) -> StoreCount | None:
+    """What the stores of `kind`'s worker hold now (the floor has none)."""
+    if kind == POSTGRES and stack.postgres:
+        return postgres_count(stack.postgres.url)
+    if kind == "temporal":
+        return sqlite_count(stack.settings.data_dir, stack.settings.ledger_path)
+    return None
+
+
+def _worker_of(stack: Stack, kind: str) -> WorkerProcess:
+    worker = {"temporal": stack.worker, "floor": stack.floor, POSTGRES: stack.postgres and stack.postgres.worker}[kind]
+    assert worker is not None, kind
+    return worker
 
 
 def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dict[str, Any]:
@@ -227,10 +259,11 @@ def _baseline_result(
 
 async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Callable[[str], None]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
+    kinds = ("floor", "temporal", POSTGRES) if config.postgres and stack.postgres else ("floor", "temporal")
     for n in config.temporal_n:
-        for kind in ("floor", "temporal"):
+        for kind in kinds:
             pids = {"server": stack.server.process.pid}
-            pids["worker"] = stack.worker.pid if kind == "temporal" else stack.floor.process.pid  # type: ignore[union-attr]
+            pids["worker"] = _worker_of(stack, kind).pid
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
             # Where the time went: CPU seconds per run in the server and in the worker process.
@@ -239,9 +272,16 @@ async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Ca
                 row[f"{name}_cpu_per_run_ms"] = (
                     (after - earlier) / n * 1000 if after is not None and earlier is not None else None
                 )
+            stores = (
+                f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
+                f" {_ms(row['store_writes_per_step'])} store writes"
+                if kind != "floor"
+                else ""
+            )
             say(
                 f"  throughput {kind} n={n}: {_rate(row)} runs/s ({row['completed']}/{n} completed; CPU per run:"
-                f" server {_ms(row['server_cpu_per_run_ms'])} ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms)"
+                f" server {_ms(row['server_cpu_per_run_ms'])} ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms"
+                f"{stores})"
             )
             rows.append(row)
     for n in config.baseline_threads_n:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.common.v1 import ActivityType
@@ -23,6 +25,7 @@ from temporalio.api.history.v1 import (
 
 from baseline.store import Store
 from bench import loc, report
+from bench import postgres as bench_postgres
 from bench.chaos.invariants import EffectRow, RunSpec, check
 from bench.chaos.plan import MIX, plan
 from bench.commands import LAST_LINE
@@ -32,7 +35,9 @@ from bench.served import agent_set
 from bench.stats import intervals, percentile, ratio, summarize
 from bench.storage import checkpoint_bytes, value_bytes
 from bench.temporal_runs import step_intervals
+from ops.local_postgres import LocalPostgres
 from ops.settings import ROOT
+from tests.postgres_server import binaries
 
 # -- statistics ---------------------------------------------------------------------------------------
 
@@ -421,3 +426,40 @@ def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     assert results["machine"]["temporal_server"] and results["machine"]["cpus"]
     assert (tmp_path / "overhead.png").read_bytes()[:4] == b"\x89PNG"
     assert "### Per-step overhead" in (tmp_path / "overhead.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[LocalPostgres]:
+    """This module's own server, configured as the bench configures the one it starts (pg_stat_statements)."""
+    bin_dir = binaries()
+    assert bin_dir is not None  # without binaries, conftest sets this module's PostgreSQL tests aside
+    server = LocalPostgres(bin_dir, settings=bench_postgres.SETTINGS)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, own_postgres: LocalPostgres):
+    """Our runs on a second worker whose stores are in PostgreSQL, next to the SQLite one: every run completes,
+    the same rows per step land in either backend (one Transcripts code), and the server counts the writes."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "bench", "throughput", "--concurrency", "3", "--throughput-steps", "2"),
+            *("--baseline-threads", "2", "--baseline-processes", "1", "--postgres-url", own_postgres.url),
+            *("--out", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = {row["engine"]: row for row in json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]}
+    sqlite, postgres = rows["temporal"], rows["temporal-postgres"]
+    assert sqlite["completed"] == postgres["completed"] == 3 and postgres["runs_per_s"] > 0
+    assert postgres["store_rows_per_step"] == sqlite["store_rows_per_step"] > 0
+    assert sqlite["store_writes_per_step"] is None and postgres["store_writes_per_step"] >= 4  # 2 per stored message
+    assert "| temporal-postgres | 3 |" in (tmp_path / "throughput.md").read_text()
+    with psycopg.connect(own_postgres.url) as db:  # the scratch database was dropped
+        assert db.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'bench_%'").fetchone() == (0,)
