@@ -19,7 +19,8 @@ RUN python -m pip install --no-deps --no-build-isolation . \
     && mkdir -p /data \
     && chown agent:agent /data
 
-# The effects ledger and the transcript store live on this volume; a new named volume inherits its owner.
+# Without AGENT_DATABASE_URL (one host only) the effects ledger and the transcript store live on this volume;
+# a new named volume inherits its owner. docker-compose.yml sets the URL: its replicas keep nothing here.
 VOLUME ["/data"]
 ENV AGENT_LEDGER=/data/ledger.db \
     AGENT_LOG_FORMAT=json

@@ -403,20 +403,17 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
 # -- end to end ---------------------------------------------------------------------------------------
 
 
+def bench(*arguments: str, out: Path) -> None:
+    """`python -m bench ARGUMENTS --out OUT`, as a person would run it; it must succeed."""
+    command = [sys.executable, "-m", "bench", *arguments, "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     """The real stack: a dev server, our worker (which must serve bench.agents through AGENT_MODULES, or
     every bench-noop run fails), the floor's worker, the baseline, in-process."""
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench", "overhead", "--overhead-steps", "3", "--overhead-reps", "2"),
-            *("--overhead-warmup", "1", "--out", str(tmp_path)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    bench("overhead", "--overhead-steps", "3", "--overhead-reps", "2", "--overhead-warmup", "1", out=tmp_path)
     results = json.loads((tmp_path / "overhead.json").read_text())
     engines = results["overhead"]["engines"]
     assert set(engines) == {"in-process", "baseline", "temporal", "floor", "floor+sa"}
@@ -443,18 +440,11 @@ def own_postgres() -> Iterator[LocalPostgres]:
 def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, own_postgres: LocalPostgres):
     """Our runs on a second worker whose stores are in PostgreSQL, next to the SQLite one: every run completes,
     the same rows per step land in either backend (one Transcripts code), and the server counts the writes."""
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench", "throughput", "--concurrency", "3", "--throughput-steps", "2"),
-            *("--baseline-threads", "2", "--baseline-processes", "1", "--postgres-url", own_postgres.url),
-            *("--out", str(tmp_path)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    bench(
+        *("throughput", "--concurrency", "3", "--throughput-steps", "2", "--baseline-threads", "2"),
+        *("--baseline-processes", "1", "--postgres-url", own_postgres.url),
+        out=tmp_path,
     )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = {row["engine"]: row for row in json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]}
     sqlite, postgres = rows["temporal"], rows["temporal-postgres"]
     assert sqlite["completed"] == postgres["completed"] == 3 and postgres["runs_per_s"] > 0
