@@ -189,7 +189,8 @@ def write(results: dict[str, Any], out: Path, name: str) -> None:
 
 def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str, extra: bool = False) -> int:
     started = time.perf_counter()
-    results: dict[str, Any] = {"command": "python -m bench " + " ".join(sys.argv[1:]), "machine": machine.facts()}
+    command = "python -m bench " + " ".join(_without_passwords(sys.argv[1:]))
+    results: dict[str, Any] = {"command": command, "machine": machine.facts()}
     results["config"] = {k: vars(v) for k, v in configs(args, sections).items()}
     results["config"]["server_pragmas"] = list(args.server_pragmas)
     workdir = Path(tempfile.mkdtemp(prefix="bench-"))
@@ -219,6 +220,26 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     results["seconds"] = time.perf_counter() - started
     write(results, args.out, name)
     return 0
+
+
+def _without_passwords(argv: list[str]) -> list[str]:
+    """The command line as the results record it: a `--postgres-url` without its password."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    def shown(url: str) -> str:
+        parts = conninfo_to_dict(url)
+        if parts.pop("password", None) is None:
+            return url
+        return make_conninfo(**parts)  # type: ignore[arg-type]
+
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] == "--postgres-url":
+            arg = shown(arg)
+        elif arg.startswith("--postgres-url="):
+            arg = "--postgres-url=" + shown(arg.split("=", 1)[1])
+        out.append(arg)
+    return out
 
 
 def cmd_all(args: argparse.Namespace) -> int:

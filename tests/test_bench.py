@@ -28,7 +28,7 @@ from bench import loc, report
 from bench import postgres as bench_postgres
 from bench.chaos.invariants import EffectRow, RunSpec, check
 from bench.chaos.plan import MIX, plan
-from bench.commands import LAST_LINE
+from bench.commands import LAST_LINE, _without_passwords
 from bench.overhead import run_baseline, run_in_process
 from bench.recovery import temporal_timings
 from bench.served import agent_set
@@ -423,6 +423,13 @@ def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     assert results["machine"]["temporal_server"] and results["machine"]["cpus"]
     assert (tmp_path / "overhead.png").read_bytes()[:4] == b"\x89PNG"
     assert "### Per-step overhead" in (tmp_path / "overhead.md").read_text()
+
+
+def test_the_recorded_command_line_never_holds_a_database_password():
+    argv = ["throughput", "--postgres-url", "postgresql://u:s3cret@db:5432/x", "--postgres-url=host=db password=s3cret"]
+    recorded = " ".join(_without_passwords(argv))
+    assert "s3cret" not in recorded and recorded.count("host=db") == 2
+    assert _without_passwords(["--postgres-url", "postgresql://u@db/x"]) == ["--postgres-url", "postgresql://u@db/x"]
 
 
 @pytest.fixture(scope="module")
