@@ -1,8 +1,9 @@
-"""The tables of both stores, created on first use or by `Database.migrate` (for `starter.py migrate`).
+"""The tables of the stores (transcripts, effects, facts), created on first use or by `Database.migrate`.
 
 `CREATE ... IF NOT EXISTS` alone is not safe when two workers start at once (both may try to create the
 same catalog rows and one fails), so creation runs in a transaction holding an advisory lock.
-Bodies and results are `bytea`: PostgreSQL text cannot hold a NUL character, which a tool output may.
+Bodies and results are `bytea`: PostgreSQL text cannot hold a NUL character, which a tool output may. A fact's
+value is JSON (NUL escaped) and its names refuse NUL (agentic/facts.py), so they are text.
 """
 
 from __future__ import annotations
@@ -32,6 +33,38 @@ CREATE TABLE IF NOT EXISTS effects (
     compensates TEXT
 );
 CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
+CREATE TABLE IF NOT EXISTS facts (
+    seq          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    namespace    TEXT NOT NULL,
+    key          TEXT NOT NULL,
+    value        TEXT NOT NULL,
+    source       TEXT NOT NULL,
+    writer       TEXT NOT NULL,
+    run_id       TEXT,
+    call_id      TEXT,
+    write_key    TEXT UNIQUE,
+    at           TIMESTAMPTZ NOT NULL,
+    forgotten_at TIMESTAMPTZ,
+    forgotten_by TEXT
+);
+CREATE INDEX IF NOT EXISTS facts_key ON facts (namespace, key, seq);
+CREATE INDEX IF NOT EXISTS facts_source ON facts (namespace, source);
+CREATE TABLE IF NOT EXISTS fact_audit (
+    seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    key       TEXT,
+    value     TEXT,
+    source    TEXT,
+    writer    TEXT NOT NULL,
+    run_id    TEXT,
+    call_id   TEXT,
+    write_key TEXT,
+    detail    TEXT NOT NULL,
+    at        TIMESTAMPTZ NOT NULL,
+    UNIQUE (action, write_key)
+);
+CREATE INDEX IF NOT EXISTS fact_audit_namespace ON fact_audit (namespace, seq);
 """
 
 
