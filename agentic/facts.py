@@ -396,7 +396,7 @@ class SqliteFactStore(DurableFactStore):
     def file(self) -> SqliteFile:
         with self._lock:
             if self._file is None:
-                self._file = SqliteFile(self.path, SCHEMA, self.busy_timeout)
+                self._file = SqliteFile(self.path, SQLITE_SCHEMA, self.busy_timeout)
             return self._file
 
     def _reading(self) -> AbstractContextManager[Any]:
@@ -406,9 +406,12 @@ class SqliteFactStore(DurableFactStore):
         return self.file.transaction()
 
 
-SCHEMA = """
+def schema(*, serial: str, time: str) -> str:
+    """The tables, in either backend's words for an auto-numbered key and a timestamp: one definition, so
+    the SQLite and PostgreSQL stores cannot drift apart."""
+    return f"""
 CREATE TABLE IF NOT EXISTS facts (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq          {serial},
     namespace    TEXT NOT NULL,
     key          TEXT NOT NULL,
     value        TEXT NOT NULL,
@@ -417,14 +420,14 @@ CREATE TABLE IF NOT EXISTS facts (
     run_id       TEXT,
     call_id      TEXT,
     write_key    TEXT UNIQUE,
-    at           TEXT NOT NULL,
-    forgotten_at TEXT,
+    at           {time} NOT NULL,
+    forgotten_at {time},
     forgotten_by TEXT
 );
-CREATE INDEX IF NOT EXISTS facts_key ON facts(namespace, key, seq);
-CREATE INDEX IF NOT EXISTS facts_source ON facts(namespace, source);
+CREATE INDEX IF NOT EXISTS facts_key ON facts (namespace, key, seq);
+CREATE INDEX IF NOT EXISTS facts_source ON facts (namespace, source);
 CREATE TABLE IF NOT EXISTS fact_audit (
-    seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq       {serial},
     namespace TEXT NOT NULL,
     action    TEXT NOT NULL,
     key       TEXT,
@@ -435,11 +438,14 @@ CREATE TABLE IF NOT EXISTS fact_audit (
     call_id   TEXT,
     write_key TEXT,
     detail    TEXT NOT NULL,
-    at        TEXT NOT NULL,
+    at        {time} NOT NULL,
     UNIQUE (action, write_key)
 );
-CREATE INDEX IF NOT EXISTS fact_audit_namespace ON fact_audit(namespace, seq);
+CREATE INDEX IF NOT EXISTS fact_audit_namespace ON fact_audit (namespace, seq);
 """
+
+
+SQLITE_SCHEMA = schema(serial="INTEGER PRIMARY KEY AUTOINCREMENT", time="TEXT")
 
 
 def _value_json(value: JsonValue) -> str:
@@ -456,37 +462,19 @@ def _when(at: Any) -> str | None:
     return at if at is None or isinstance(at, str) else timestamp(at)
 
 
+def _fields(columns: str, row: Sequence[Any]) -> dict[str, Any]:
+    """A row as the model's fields: JSON values decoded, times as ISO 8601 text on both backends."""
+    fields = dict(zip(columns.split(", "), row, strict=True))
+    for name in ("at", "forgotten_at"):
+        if name in fields:
+            fields[name] = _when(fields[name])
+    fields["value"] = json.loads(fields["value"]) if fields["value"] is not None else None
+    return fields
+
+
 def _record(row: Sequence[Any]) -> FactRecord:
-    seq, namespace, key, value, source, writer, run_id, call_id, write_key, at, forgotten_at, forgotten_by = row
-    return FactRecord(
-        seq=seq,
-        namespace=namespace,
-        key=key,
-        value=json.loads(value),
-        source=source,
-        writer=writer,
-        run_id=run_id,
-        call_id=call_id,
-        write_key=write_key,
-        at=_when(at),
-        forgotten_at=_when(forgotten_at),
-        forgotten_by=forgotten_by,
-    )
+    return FactRecord(**_fields(_COLUMNS, row))
 
 
 def _audit(row: Sequence[Any]) -> FactAudit:
-    seq, namespace, action, key, value, source, writer, run_id, call_id, write_key, detail, at = row
-    return FactAudit(
-        seq=seq,
-        namespace=namespace,
-        action=action,
-        key=key,
-        value=json.loads(value) if value is not None else None,
-        source=source,
-        writer=writer,
-        run_id=run_id,
-        call_id=call_id,
-        write_key=write_key,
-        detail=detail,
-        at=_when(at),
-    )
+    return FactAudit(**_fields(_AUDIT_COLUMNS, row))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import psycopg
 
+from agentic.facts import schema as facts_schema
+
 SCHEMA_LOCK = 0x5C4E_0001  # advisory lock id: "schema", arbitrary and fixed
 
 SCHEMA = """
@@ -33,39 +35,7 @@ CREATE TABLE IF NOT EXISTS effects (
     compensates TEXT
 );
 CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
-CREATE TABLE IF NOT EXISTS facts (
-    seq          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    namespace    TEXT NOT NULL,
-    key          TEXT NOT NULL,
-    value        TEXT NOT NULL,
-    source       TEXT NOT NULL,
-    writer       TEXT NOT NULL,
-    run_id       TEXT,
-    call_id      TEXT,
-    write_key    TEXT UNIQUE,
-    at           TIMESTAMPTZ NOT NULL,
-    forgotten_at TIMESTAMPTZ,
-    forgotten_by TEXT
-);
-CREATE INDEX IF NOT EXISTS facts_key ON facts (namespace, key, seq);
-CREATE INDEX IF NOT EXISTS facts_source ON facts (namespace, source);
-CREATE TABLE IF NOT EXISTS fact_audit (
-    seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    namespace TEXT NOT NULL,
-    action    TEXT NOT NULL,
-    key       TEXT,
-    value     TEXT,
-    source    TEXT,
-    writer    TEXT NOT NULL,
-    run_id    TEXT,
-    call_id   TEXT,
-    write_key TEXT,
-    detail    TEXT NOT NULL,
-    at        TIMESTAMPTZ NOT NULL,
-    UNIQUE (action, write_key)
-);
-CREATE INDEX IF NOT EXISTS fact_audit_namespace ON fact_audit (namespace, seq);
-"""
+""" + facts_schema(serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", time="TIMESTAMPTZ")
 
 
 def create(db: psycopg.Connection) -> None:
