@@ -103,7 +103,8 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--namespace",
         type=memory_namespace,
-        help="whose memory the run's memory tools use (a customer, a tenant): the option `namespace`",
+        help="whose memory the run's memory tools use (a customer, a tenant); sent as the option `namespace` "
+        "(not the Temporal namespace, which is TEMPORAL_NAMESPACE)",
     )
     parser.add_argument(
         "--option", type=option_pair, action="append", default=[], metavar="KEY=VALUE", help="any agent option"
