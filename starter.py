@@ -5,6 +5,7 @@
     python starter.py model-server              # embedded local model (the `llm` extra), OpenAI-compatible
     python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
     python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
+    python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
 
@@ -23,6 +24,7 @@ from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cm
 from ops.cli.boundary import run_command
 from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
+from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.migrate import cmd_migrate
 from ops.cli.output import fail
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
@@ -82,6 +84,7 @@ def parser() -> argparse.ArgumentParser:
     command("result", cmd_result, "wait for a run's result").add_argument("run_id")
     add_watch_arguments(command("watch", cmd_watch, "live progress of a run (bar on a terminal) until it closes"))
     command("effects", cmd_effects, "rows of the effects ledger").add_argument("--run", help="only this run")
+    add_facts_arguments(command("facts", cmd_facts, "what agents remember: list, history, audit, forget a source"))
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     add_decision_arguments(command("approve", cmd_decide, "approve a pending tool call"))
     add_decision_arguments(command("deny", cmd_decide, "decline a pending tool call"))

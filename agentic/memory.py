@@ -91,14 +91,20 @@ class FactStore:
         # NFKC folds look-alikes such as full-width letters; casefold and strip cover " Is_Admin ".
         return unicodedata.normalize("NFKC", key).strip().casefold() in cls.PROTECTED
 
-    def write(self, fact: Fact) -> None:
-        """Store `fact`, replacing any fact with the same key."""
-        if self.is_protected(fact.key):
+    @classmethod
+    def refuse_protected(cls, fact: Fact) -> None:
+        """ProtectedFactError when `fact`'s key is protected: every store (this one, the durable one) refuses
+        with these words."""
+        if cls.is_protected(fact.key):
             raise ProtectedFactError(
                 f"fact key {fact.key!r} is protected: a durable store the model can influence is one a "
                 "prompt injection can influence permanently, so this value must come from the system of "
                 f"record, never from memory (source {fact.source!r})"
             )
+
+    def write(self, fact: Fact) -> None:
+        """Store `fact`, replacing any fact with the same key."""
+        self.refuse_protected(fact)
         self._facts[fact.key] = fact
 
     def get(self, key: str) -> Fact | None:

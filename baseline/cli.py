@@ -31,6 +31,7 @@ from baseline.options import RunOptions
 from baseline.schema import FAILED
 from baseline.store import Store
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from ops.cli.facts import add_facts_arguments, cmd_job_facts
 from ops.cli.run_options import RunOptionError, add_run_option_arguments, positive_float, positive_int, run_request
 from ops.models import declared_models
 from ops.settings import Settings
@@ -96,6 +97,8 @@ def build_parser() -> Parser:
 
     effects = command("effects", cmd_effects, "effects ledger rows of a run")
     effects.add_argument("--id", dest="run_id", required=True)
+
+    add_facts_arguments(command("facts", cmd_job_facts, "what agents remember: list, history, audit, forget"))
 
     retention = command("prune", cmd_prune, "archive and delete old finished runs (30 days; failed 90)")
     retention.add_argument("--now", help="ISO time to prune as of (tests)")

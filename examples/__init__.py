@@ -7,19 +7,22 @@ one is such a module; the engine never imports it.
 
 from __future__ import annotations
 
-from examples import billing, migration, refund, trip
+from examples import billing, courier, migration, refund, trip
 from examples.options import DemoDeps, DemoOptions
 from ops.settings import Settings
 
-agents = [billing.agent, migration.agent, refund.agent, trip.agent]
+agents = [billing.agent, migration.agent, refund.agent, trip.agent, courier.agent]
 
 
 def make_deps(settings: Settings) -> DemoDeps:
-    """The effects ledger: PostgreSQL with `AGENT_DATABASE_URL` (shared by worker hosts), else SQLite in the
-    data directory (`AGENT_LEDGER` overrides the path)."""
+    """The effects ledger and the fact store: PostgreSQL with `AGENT_DATABASE_URL` (shared by worker hosts),
+    else SQLite in the data directory (`AGENT_LEDGER` overrides the ledger's path)."""
     from ops import stores
 
-    return DemoDeps(ledger=stores.open_ledger(settings.database_url, settings.ledger_path))
+    return DemoDeps(
+        ledger=stores.open_ledger(settings.database_url, settings.ledger_path),
+        facts=stores.open_facts(settings.database_url, settings.data_dir),
+    )
 
 
 __all__ = ["DemoDeps", "DemoOptions", "agents", "make_deps"]

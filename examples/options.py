@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
+from agentic.facts import DurableFactStore
 from agentic.ledger import Ledger
 
 
@@ -35,7 +36,9 @@ class DemoOptions(BaseModel):
 
 @dataclass(frozen=True)
 class DemoDeps:
-    """The demo agents' one service: the effects ledger, standing in for a real provider that
-    de-duplicates on an idempotency key (a payment API's `Idempotency-Key` header)."""
+    """The demo agents' services: the effects ledger, standing in for a real provider that de-duplicates
+    on an idempotency key (a payment API's `Idempotency-Key` header), and the fact store the memory tools
+    of `courier` read and write (`facts`, found there by `agentic.memory_tools`)."""
 
     ledger: Ledger
+    facts: DurableFactStore | None = None

@@ -1,9 +1,10 @@
-"""Where the effects ledger and the transcript store live: the one place that chooses.
+"""Where the effects ledger, the transcript store and the fact store live: the one place that chooses.
 
-With `AGENT_DATABASE_URL` (a PostgreSQL URL) both live in that database, shared by every worker host, through
-one connection pool per process. Without it, the embedded SQLite files: the ledger at `AGENT_LEDGER` (default
-`AGENT_DATA_DIR/ledger.db`) and `transcripts.db` next to it — correct for the processes of one host only.
-With codec keys, transcript bodies are encrypted at rest on either backend.
+With `AGENT_DATABASE_URL` (a PostgreSQL URL) all three live in that database, shared by every worker host,
+through one connection pool per process. Without it, the embedded SQLite files: the ledger at `AGENT_LEDGER`
+(default `AGENT_DATA_DIR/ledger.db`), `transcripts.db` next to it and `facts.db` in the data directory —
+correct for the processes of one host only. With codec keys, transcript bodies are encrypted at rest on either
+backend.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentic.facts import DurableFactStore, SqliteFactStore
 from agentic.ledger import EffectsLedger, Ledger
 from agentic.store_unavailable import StoreUnavailable
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
 from ops.codec import AesGcmCodec, KeyRing
 from ops.codec.store import EncryptedTranscriptStore
+from ops.settings import Settings
 
 if TYPE_CHECKING:  # psycopg is imported only by processes that use PostgreSQL
     from agentic.postgres import Database
@@ -28,12 +31,15 @@ __all__ = [
     "check",
     "close_all",
     "database",
+    "facts_for",
     "migrate",
+    "open_facts",
     "open_ledger",
     "open_transcripts",
 ]
 
 TRANSCRIPTS_FILE = "transcripts.db"
+FACTS_FILE = "facts.db"
 
 _databases: dict[str, Database] = {}
 _lock = threading.Lock()
@@ -69,6 +75,22 @@ def open_transcripts(database_url: str | None, directory: Path, keyring: KeyRing
     if keyring is not None:
         store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
     return Transcripts(store)
+
+
+def open_facts(database_url: str | None, directory: Path) -> DurableFactStore:
+    """The durable fact store (agent memory): `directory`/facts.db without a URL, created on first use."""
+    if database_url:
+        from agentic.postgres import PostgresFactStore
+
+        return PostgresFactStore(database(database_url))
+    return SqliteFactStore(directory / FACTS_FILE)
+
+
+def facts_for(settings: Settings | None = None) -> DurableFactStore:
+    """The fact store the workers configured like this process use (`AGENT_DATABASE_URL`, `AGENT_DATA_DIR`):
+    how an operator's program reads or purges agents' memory — facts live there, not in Temporal."""
+    settings = settings or Settings()
+    return open_facts(settings.database_url, settings.data_dir)
 
 
 def check(database_url: str | None) -> None:

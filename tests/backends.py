@@ -10,8 +10,9 @@ from pathlib import Path
 
 import psycopg
 
+from agentic.facts import DurableFactStore, SqliteFactStore
 from agentic.ledger import EffectsLedger, Ledger
-from agentic.postgres import Database, PostgresLedger, PostgresTranscriptStore
+from agentic.postgres import Database, PostgresFactStore, PostgresLedger, PostgresTranscriptStore
 from agentic.transcript_store import SqliteTranscriptStore, TranscriptStore
 
 BACKENDS = ["sqlite", "postgres"]
@@ -41,14 +42,19 @@ class Backend:
             return PostgresLedger(self.database())
         return EffectsLedger(self.directory / "ledger.db")
 
-    def rows(self, kind: str) -> int:
-        """Rows of `blobs`, `nodes` or `effects`, counted in the storage itself."""
+    def fact_store(self) -> DurableFactStore:
         if self.url:
-            table = {"blobs": "transcript_blobs", "nodes": "transcript_nodes", "effects": "effects"}[kind]
+            return PostgresFactStore(self.database())
+        return SqliteFactStore(self.directory / "facts.db")
+
+    def rows(self, kind: str) -> int:
+        """Rows of `blobs`, `nodes`, `effects`, `facts` or `fact_audit`, counted in the storage itself."""
+        if self.url:
+            table = {"blobs": "transcript_blobs", "nodes": "transcript_nodes"}.get(kind, kind)
             with psycopg.connect(self.url) as db:
                 return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
-        file = self.directory / ("ledger.db" if kind == "effects" else "transcripts.db")
-        with sqlite3.connect(file) as db:
+        file = {"effects": "ledger.db", "facts": "facts.db", "fact_audit": "facts.db"}.get(kind, "transcripts.db")
+        with sqlite3.connect(self.directory / file) as db:
             return int(db.execute(f"SELECT count(*) FROM {kind}").fetchone()[0])
 
     def raw_bodies(self) -> bytes:

@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
+from agentic.facts import SqliteFactStore
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from examples.options import DemoDeps
@@ -79,9 +80,9 @@ def transcripts_next_to(ledger: EffectsLedger) -> Transcripts:
 
 def new_worker(client: Client, task_queue: str, ledger: EffectsLedger, **kwargs: object) -> Worker:
     """A worker serving `TEST_AGENTS` (or `agents=`), their tools recording into `ledger`, the transcript
-    store next to it."""
+    store and the fact store next to it."""
     kwargs.setdefault("agents", TEST_AGENTS)
-    kwargs.setdefault("deps", DemoDeps(ledger=ledger))
+    kwargs.setdefault("deps", DemoDeps(ledger=ledger, facts=SqliteFactStore(ledger.path.parent / "facts.db")))
     kwargs.setdefault("transcripts", transcripts_next_to(ledger))
     return build_worker(client, task_queue=task_queue, **kwargs)  # type: ignore[arg-type]
 

@@ -45,7 +45,7 @@ def assert_one_clear_line(err: str, expected: str) -> None:
 async def test_unknown_agent_is_one_line_and_exit_2():
     code, _, err = await starter("run", "no-such-agent")
     assert code == 2
-    assert_one_clear_line(err, "unknown agent 'no-such-agent'; known: billing, migration, refund, trip")
+    assert_one_clear_line(err, "unknown agent 'no-such-agent'; known: billing, courier, migration, refund, trip")
 
 
 async def test_unreachable_server_is_one_line_and_nonzero(tmp_path):

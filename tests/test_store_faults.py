@@ -168,11 +168,13 @@ def test_the_schema_is_created_once_even_by_workers_starting_together(server, ur
     assert errors == []
     with psycopg.connect(url) as db:
         tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"transcript_blobs", "transcript_nodes", "effects"}
+    assert tables == {"transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit"}
 
 
 def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
+    from agentic.facts import SqliteFactStore
     from agentic.ledger import EffectsLedger
+    from agentic.postgres import PostgresFactStore
     from agentic.transcript_store import SqliteTranscriptStore
     from ops.codec import KeyRing, new_key
     from ops.codec.store import EncryptedTranscriptStore
@@ -185,6 +187,10 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
         sealed = stores.open_transcripts(url, tmp_path / "unused", KeyRing.parse(f"k1:{new_key()}"))
         assert isinstance(ledger, PostgresLedger) and isinstance(sealed.store, EncryptedTranscriptStore)
         assert ledger.database is sealed.store.inner.database  # type: ignore[attr-defined]  # one pool
+        facts = stores.open_facts(url, tmp_path / "unused")
+        assert isinstance(facts, PostgresFactStore) and facts.database is ledger.database
+        local_facts = stores.open_facts(None, tmp_path)
+        assert isinstance(local_facts, SqliteFactStore) and not (tmp_path / "facts.db").exists()  # until used
         assert not (tmp_path / "unused.db").exists() and not (tmp_path / "unused").exists()
         assert stores.migrate(url).created == ["transcript_blobs", "transcript_nodes", "effects"]  # opening is lazy
         stores.close_all()  # another process, later: the tables are there

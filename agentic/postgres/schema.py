@@ -1,13 +1,16 @@
-"""The tables of both stores, created on first use or by `Database.migrate` (for `starter.py migrate`).
+"""The tables of the stores (transcripts, effects, facts), created on first use or by `Database.migrate`.
 
 `CREATE ... IF NOT EXISTS` alone is not safe when two workers start at once (both may try to create the
 same catalog rows and one fails), so creation runs in a transaction holding an advisory lock.
-Bodies and results are `bytea`: PostgreSQL text cannot hold a NUL character, which a tool output may.
+Bodies and results are `bytea`: PostgreSQL text cannot hold a NUL character, which a tool output may. A fact's
+value is JSON (NUL escaped) and its names refuse NUL (agentic/facts.py), so they are text.
 """
 
 from __future__ import annotations
 
 import psycopg
+
+from agentic.facts import schema as facts_schema
 
 SCHEMA_LOCK = 0x5C4E_0001  # advisory lock id: "schema", arbitrary and fixed
 
@@ -32,7 +35,7 @@ CREATE TABLE IF NOT EXISTS effects (
     compensates TEXT
 );
 CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
-"""
+""" + facts_schema(serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", time="TIMESTAMPTZ")
 
 
 TABLES = ("transcript_blobs", "transcript_nodes", "effects")

@@ -17,6 +17,7 @@ from typing import Any
 from agentic import ModelSettings
 from agentic.approvals import ApprovalPolicy
 from examples.options import DemoOptions
+from ops.cli.facts import memory_namespace
 
 FAIL_AT = list(typing.get_args(DemoOptions.model_fields["fail_at"].annotation))
 
@@ -100,6 +101,12 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
     demo.add_argument("--flaky-attempts", type=non_negative_int, help="fail N attempts after the effect")
     demo.add_argument("--compensation-failures", type=non_negative_int, help="compensations fail N attempts (trip)")
     parser.add_argument(
+        "--namespace",
+        type=memory_namespace,
+        help="whose memory the run's memory tools use (a customer, a tenant); sent as the option `namespace` "
+        "(not the Temporal namespace, which is TEMPORAL_NAMESPACE)",
+    )
+    parser.add_argument(
         "--option", type=option_pair, action="append", default=[], metavar="KEY=VALUE", help="any agent option"
     )
     approvals = parser.add_argument_group("approval policy (replaces the agent's when any is given)")
@@ -132,6 +139,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
             "with --model NAME"
         )
     options = {name: getattr(args, flag) for flag, name in DEMO_FLAGS.items() if getattr(args, flag) is not None}
+    if args.namespace is not None:
+        options["namespace"] = args.namespace
     options.update(dict(args.option))
     return RunRequest(
         task=args.task,

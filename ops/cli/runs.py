@@ -15,7 +15,9 @@ from workflows.inputs import AgentResult, Progress, Timeouts
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent", help="the agent to run, by name (the demo agents: billing, migration, refund, trip)")
+    parser.add_argument(
+        "agent", help="the agent to run, by name (the demo agents: billing, courier, migration, refund, trip)"
+    )
     parser.add_argument("--id", dest="run_id", help="the run id (the workflow id); generated when omitted")
     parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
     add_run_option_arguments(parser)
