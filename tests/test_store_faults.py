@@ -192,7 +192,13 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
         local_facts = stores.open_facts(None, tmp_path)
         assert isinstance(local_facts, SqliteFactStore) and not (tmp_path / "facts.db").exists()  # until used
         assert not (tmp_path / "unused.db").exists() and not (tmp_path / "unused").exists()
-        assert stores.migrate(url).created == ["transcript_blobs", "transcript_nodes", "effects"]  # opening is lazy
+        assert stores.migrate(url).created == [
+            "transcript_blobs",
+            "transcript_nodes",
+            "effects",
+            "facts",
+            "fact_audit",
+        ]  # opening is lazy
         stores.close_all()  # another process, later: the tables are there
         assert str(stores.migrate(url)).endswith(f"PostgreSQL at {describe(url)}: nothing to do")
         stores.check(url)

@@ -38,7 +38,7 @@ CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
 """ + facts_schema(serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", time="TIMESTAMPTZ")
 
 
-TABLES = ("transcript_blobs", "transcript_nodes", "effects")
+TABLES = ("transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit")
 
 
 def create(db: psycopg.Connection) -> list[str]:
