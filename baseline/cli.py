@@ -36,6 +36,9 @@ from ops.cli.run_options import RunOptionError, add_run_option_arguments, positi
 from ops.models import declared_models
 from ops.settings import Settings
 from ops.signals import stop_on_signals
+from ops.cli.output import printable
+
+MIN_HASH_PREFIX = 8
 
 
 class Parser(argparse.ArgumentParser):
@@ -93,7 +96,14 @@ def build_parser() -> Parser:
         decide.add_argument("--call", help="the call id (default: the run's only pending call)")
         decide.add_argument("--by", required=True, help="who decides")
         decide.add_argument("--reason", default="")
-        decide.add_argument("--hash", help="arguments hash you reviewed (default: the pending call's)")
+        if name == "approve":
+            decide.add_argument(
+                "--hash",
+                help=f"the arguments hash you reviewed, as `job status` shows it (at least {MIN_HASH_PREFIX} chars)",
+            )
+            decide.add_argument("--yes", action="store_true", help="approve the arguments this command prints")
+        else:
+            decide.add_argument("--hash", help="the arguments hash you reviewed (default: the pending call's)")
 
     effects = command("effects", cmd_effects, "effects ledger rows of a run")
     effects.add_argument("--id", dest="run_id", required=True)
@@ -177,8 +187,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         view["messages"] = [m.to_dict() for m in replayed.messages]
     lines = [status.summary_line(view)]
     lines += [f"  {s['step']:>3} {s['status']:<11} {s['step_name']:<24} {s['label']}" for s in view["steps"]]
-    lines += [f"  approval {a['call_id']}: {a['status']} (deadline {a['deadline']})" for a in view["approvals"]]
-    _emit(args, view, "\n".join(lines))
+    lines += [
+        f"  approval {a['call_id']}: {a['status']} {status.call_text(a)} hash {a['arguments_hash'][:12]}"
+        f" (deadline {a['deadline']})"
+        for a in view["approvals"]
+    ]
+    _emit(args, view, printable("\n".join(lines)))
     return 0
 
 
@@ -199,6 +213,9 @@ def cmd_deny(args: argparse.Namespace) -> int:
 
 def _decide(args: argparse.Namespace, approve: bool) -> int:
     store = _existing(args.db, args.run_id)
+    arguments_hash = args.hash
+    if approve:
+        arguments_hash = _reviewed_hash(args, store)
     entry = approvals.decide(
         store,
         args.run_id,
@@ -206,16 +223,40 @@ def _decide(args: argparse.Namespace, approve: bool) -> int:
         approver=args.by,
         call_id=args.call,
         reason=args.reason,
-        arguments_hash=args.hash,
+        arguments_hash=arguments_hash,
     )
-    _emit(args, entry.model_dump(mode="json"), f"{entry.call_id}: {entry.event} by {entry.approver}")
+    _emit(args, entry.model_dump(mode="json"), printable(f"{entry.call_id}: {entry.event} by {entry.approver}"))
     return 0
+
+
+def _reviewed_hash(args: argparse.Namespace, store: Store) -> str | None:
+    """Approving means approving arguments a person saw: print them, then take the full hash of what the
+    person confirmed (`--hash PREFIX` they copied from `job status`, or `--yes` to what was just printed).
+    A prefix that does not match goes to the decision as it is, which rejects it and records why."""
+    rows = approvals.view(store, args.run_id)["approvals"]
+    pending = [a for a in rows if a["status"] == "pending"]
+    chosen = [a for a in rows if a["call_id"] == args.call] if args.call else pending
+    target = chosen[0] if len(chosen) == 1 else None
+    if target is not None:
+        shown = f"approving {target['call_id']}: {status.call_text(target)} hash {target['arguments_hash'][:12]}"
+        print(printable(shown), file=sys.stderr if args.json else sys.stdout)
+    if args.hash:
+        if len(args.hash) < MIN_HASH_PREFIX:
+            raise BadInput(f"--hash: give at least {MIN_HASH_PREFIX} characters of the hash `job status` shows")
+        if target is not None and target["arguments_hash"].startswith(args.hash.lower()):
+            return str(target["arguments_hash"])
+        return str(args.hash)
+    if not args.yes:
+        raise BadInput(
+            "approve what you reviewed: pass --hash PREFIX (from `job status`) or --yes for the call printed above"
+        )
+    return str(target["arguments_hash"]) if target is not None else None
 
 
 def cmd_effects(args: argparse.Namespace) -> int:
     _existing(args.db, args.run_id)
     rows = [e.model_dump() for e in EffectsLedger(args.ledger).effects(args.run_id)]
-    lines = [f"{e['at']}  {e['tool']:<16} {e['key']}  {e['result']}" for e in rows]
+    lines = [printable(f"{e['at']}  {e['tool']:<16} {e['key']}  {e['result']}") for e in rows]
     _emit(args, rows, "\n".join(lines) if lines else "no effects")
     return 0
 
@@ -255,7 +296,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
     lines = [
         f"{r['run_id']}: {r.get('status') or 'started'} {r.get('error') or ''}".rstrip() for r in outcome["resumed"]
     ]
-    _emit(args, outcome, "\n".join(lines) or "nothing to recover")
+    _emit(args, outcome, printable("\n".join(lines)) or "nothing to recover")
     return 1 if any(r.get("exit_code") for r in outcome["resumed"]) else 0
 
 
@@ -284,7 +325,7 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {printable(message)}", file=sys.stderr)
 
 
 def run(argv: list[str]) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 from baseline import approvals, webhooks
 from baseline.progress import percent
 from baseline.store import RunRow, Store, iso
+from ops.cli.output import printable
 
 
 def run_status(store: Store, run_id: str) -> dict[str, Any]:
@@ -73,4 +74,10 @@ def summary_line(status: dict[str, Any]) -> str:
     line += f", step {progress['step']}/{progress['total'] or '?'} {progress['label']}"
     if status["output"]:
         line += f" — {status['output']}"
-    return line
+    return printable(line)  # labels and outputs are the model's: never raw to a terminal
+
+
+def call_text(approval: dict[str, Any]) -> str:
+    """`tool(name=value, …)` of an approval row, as a person reviews it (escape it before printing)."""
+    arguments = ", ".join(f"{k}={v!r}" for k, v in approval["arguments"].items())  # repr: quoted, escaped
+    return f"{approval['tool']}({arguments})"

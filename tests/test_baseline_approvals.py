@@ -42,9 +42,10 @@ def test_approve_after_rejected_decisions_refunds_once(job: Job, capsys: pytest.
     call = pending["call_id"]
 
     assert job.cli("approve", "--id", "ok", "--by", "alice", "--hash", "0" * 64) == 1
-    assert job.cli("approve", "--id", "ok", "--by", "alice", "--call", "call_404") == 1
-    assert job.cli("approve", "--id", "ok", "--by", "alice", "--reason", "customer eligible") == 0
-    assert job.cli("approve", "--id", "ok", "--by", "bob") == 1
+    assert job.cli("approve", "--id", "ok", "--by", "alice", "--call", "call_404", "--yes") == 1
+    prefix = pending["arguments_hash"][:12]
+    assert job.cli("approve", "--id", "ok", "--by", "alice", "--reason", "customer eligible", "--hash", prefix) == 0
+    assert job.cli("approve", "--id", "ok", "--by", "bob", "--yes") == 1
     assert job.cli("deny", "--id", "ok", "--by", "bob", "--call", call) == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line]
     assert len(errors) == 4 and all(line.startswith("error: decision rejected: ") for line in errors)
@@ -94,7 +95,7 @@ def test_expiry_performs_nothing_and_a_late_decision_is_rejected(job: Job) -> No
     assert "expired" in status["output"]
     assert any("within 0.5 s" in m["content"] for m in transcript(job, "late") if m["role"] == "tool")
 
-    late = job.run("approve", "--id", "late", "--by", "dave")
+    late = job.run("approve", "--id", "late", "--by", "dave", "--yes")
     assert late.returncode == 1
     assert "already expired" in one_line_error(late.stderr)
     assert [a["event"] for a in job.status("late")["audit"]] == ["expired", "rejected"]
@@ -104,7 +105,7 @@ def test_a_decision_made_while_no_worker_runs_is_applied_on_resume(job: Job) -> 
     worker = start_refund(job, "dead", "--lease-seconds", "0.5", "--approval-timeout", "600")
     deadline = job.status("dead")["approvals"][0]["deadline"]
     job.kill(worker)
-    assert job.run("approve", "--id", "dead", "--by", "erin").returncode == 0
+    assert job.run("approve", "--id", "dead", "--by", "erin", "--yes").returncode == 0
     job.wait_lease_expired("dead")
 
     resumed = job.run("resume", "--id", "dead")
@@ -120,7 +121,7 @@ def test_a_deadline_that_passed_while_no_worker_ran_expires_the_request(job: Job
     deadline = job.status("gone")["approvals"][0]["deadline"]
     job.kill(worker)
     eventually(lambda: datetime.now(UTC) > datetime.fromisoformat(deadline), what="the deadline")
-    late = job.run("approve", "--id", "gone", "--by", "frank")
+    late = job.run("approve", "--id", "gone", "--by", "frank", "--yes")
     assert late.returncode == 1
     assert "already expired" in one_line_error(late.stderr)
     assert job.status("gone")["approvals"][0]["status"] == "expired"
@@ -140,7 +141,7 @@ def test_cancel_while_waiting_withdraws_the_request(job: Job) -> None:
     status = job.status("cx")
     assert (status["status"], status["stop"]) == ("abandoned", "cancelled")  # nothing was done, nothing to undo
     assert status["approvals"][0]["status"] == "withdrawn"
-    late = job.run("approve", "--id", "cx", "--by", "gina")
+    late = job.run("approve", "--id", "cx", "--by", "gina", "--yes")
     assert late.returncode == 1
     assert "cancelled before a decision" in one_line_error(late.stderr)
     assert job.effects("cx") == []
@@ -190,3 +191,30 @@ def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(job: Job) -> 
     assert [(e.args["supplier"], e.key) for e in job.effects("r")] == [("s-1", "r:1.1")]
     statuses = {a["call_id"]: a["status"] for a in job.status("r")["approvals"]}
     assert statuses == {"1.1": "approved", "2.1": "declined"}
+
+
+def test_approve_shows_the_arguments_and_needs_the_reviewed_hash_or_yes(job: Job) -> None:
+    """`job approve` approves what a person saw (review L7): it prints the call, and refuses to guess which
+    arguments were reviewed — the hash prefix `job status` showed, or an explicit --yes to what it printed."""
+    worker = start_refund(job, "seen", "--approval-timeout", "60")
+    [pending] = job.status("seen")["approvals"]
+    shown = job.run("status", "--id", "seen")
+    assert f"refund(order_id='4471') hash {pending['arguments_hash'][:12]}" in shown.stdout
+
+    bare = job.run("approve", "--id", "seen", "--by", "maria")
+    assert bare.returncode == 2
+    assert f"approving {pending['call_id']}: refund(order_id='4471')" in bare.stdout
+    assert "--hash" in one_line_error(bare.stderr) and "--yes" in bare.stderr
+    short = job.run("approve", "--id", "seen", "--by", "maria", "--hash", pending["arguments_hash"][:4])
+    assert short.returncode == 2 and "at least 8" in short.stderr
+    wrong = job.run("approve", "--id", "seen", "--by", "maria", "--hash", "deadbeef00")
+    assert wrong.returncode == 1 and "hash does not match" in wrong.stderr
+    assert job.status("seen")["approvals"][0]["status"] == "pending"  # nothing approved so far
+
+    yes = job.run("approve", "--id", "seen", "--by", "maria", "--yes")
+    assert yes.returncode == 0, yes.stderr
+    assert "approving" in yes.stdout and "refund(order_id='4471')" in yes.stdout
+    code, _, err = finish(worker)
+    assert code == 0, err
+    audit = [(a["event"], a["arguments_hash"]) for a in job.status("seen")["audit"]]
+    assert audit == [("rejected", "deadbeef00"), ("approved", pending["arguments_hash"])]

@@ -66,7 +66,7 @@ def test_agent_ledger_env_is_the_default_ledger(job: Job, tmp_path: Path) -> Non
         (["status", "--id", "nope"], 1, "unknown run id 'nope'"),
         (["resume", "--id", "nope"], 1, "unknown run id 'nope'"),
         (["cancel", "--id", "nope"], 1, "unknown run id 'nope'"),
-        (["approve", "--id", "nope", "--by", "me"], 1, "unknown run id 'nope'"),
+        (["approve", "--id", "nope", "--by", "me", "--yes"], 1, "unknown run id 'nope'"),
         (["run", "--id", "s", "--scenario", "nope"], 2, "unknown agent 'nope'"),
         (["run", "--id", "s", "--scenario", "migration", "--records", "0"], 2, "--records: must be at least 1"),
         (["run", "--scenario"], 2, "expected one argument"),

@@ -7,9 +7,11 @@ import re
 import sys
 from typing import Any
 
-# C0/C1 control characters (but tab and newline) and the bidi overrides: text from a model or a tool must
-# not be able to move the cursor or reorder what an operator reads (an approval prompt above all).
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 control characters (but tab and newline), the line/paragraph separators and the bidi controls
+# (embeddings, overrides, isolates, marks): text from a model or a tool must not be able to move the cursor or
+# reorder what an operator reads (an approval prompt above all). One line: tab and newline too.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_ONE_LINE = re.compile(_UNPRINTABLE.pattern.replace("\x00-\x08\x0b-\x1f", "\x00-\x1f"))
 
 
 class CliError(Exception):
@@ -20,9 +22,11 @@ class CliError(Exception):
         self.code = code
 
 
-def printable(text: str) -> str:
-    """`text` with control characters shown as escapes (`\\x1b`), never interpreted by the terminal."""
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+def printable(text: object, *, one_line: bool = False) -> str:
+    """`text` with control characters shown as escapes (`\\x1b`, `\\u202e`), never interpreted by the
+    terminal; with `one_line`, newlines and tabs are escaped too."""
+    pattern = _UNPRINTABLE_ONE_LINE if one_line else _UNPRINTABLE
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
 
 
 def emit(as_json: bool, data: Any, text: str | None = None) -> None:
@@ -34,3 +38,4 @@ def emit(as_json: bool, data: Any, text: str | None = None) -> None:
 
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
+
