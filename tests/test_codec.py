@@ -470,3 +470,21 @@ def test_codec_endpoint_without_a_token_decodes_for_anyone_who_reaches_it() -> N
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
+
+
+def test_a_key_entry_written_the_wrong_way_round_never_echoes_the_key() -> None:
+    """`BASE64KEY:kid` instead of `kid:BASE64KEY` (review L6): the 'kid' is then the key; no error names it."""
+    raw = os.urandom(32)
+    for key in (
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode().rstrip("="),  # also a syntactically valid key id
+    ):
+        for text in (f"{key}:k1", f"k0:{new_key()},{key}:k1", f"{key}:{new_key()}"):
+            with pytest.raises(KeyConfigError) as raised:
+                KeyRing.parse(text)
+            message = str(raised.value)
+            assert key[:8] not in message and key[-8:] not in message, message
+            assert "entry" in message
+    with pytest.raises(KeyConfigError) as raised:
+        KeyRing("x" * 80, {"x" * 80: raw})
+    assert "x" * 8 not in str(raised.value)

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 KEY_BYTES = 32  # AES-256
-_KID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# At most 40 characters: a base64 AES-256 key (43-44) can never pass for an id, even url-safe.
+_KID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
 
 
 class KeyConfigError(ValueError):
@@ -38,13 +39,14 @@ class KeyRing:
     keys: Mapping[str, bytes] = field(repr=False)
 
     def __post_init__(self) -> None:
+        # No key id is echoed here: a string that is not a valid id may be a key written in its place.
         if self.active not in self.keys:
-            raise KeyConfigError(f"the active key id {self.active!r} is not in the key ring")
-        for kid, key in self.keys.items():
+            raise KeyConfigError("the active key id is not in the key ring")
+        for index, (kid, key) in enumerate(self.keys.items(), 1):
             if not _KID.match(kid):
-                raise KeyConfigError(f"bad key id {kid!r}: use letters, digits, '.', '_' or '-' (at most 64)")
+                raise KeyConfigError(f"entry {index}: bad key id: use letters, digits, '.', '_' or '-' (at most 40)")
             if len(key) != KEY_BYTES:
-                raise KeyConfigError(f"key {kid!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
+                raise KeyConfigError(f"entry {index}: the key is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
 
     @property
     def key_ids(self) -> list[str]:
@@ -58,6 +60,8 @@ class KeyRing:
 
     @classmethod
     def parse(cls, text: str, *, source: str = "AGENT_CODEC_KEYS") -> KeyRing:
+        """Errors name an entry by its position, never by its key id: in an entry written the wrong way round
+        (`base64key:kid`) the "key id" is the key."""
         keys: dict[str, bytes] = {}
         order: list[str] = []
         for raw_line in text.splitlines():
@@ -66,15 +70,19 @@ class KeyRing:
                 entry = entry.strip()
                 if not entry:
                     continue
+                where = f"{source}: entry {len(order) + 1}"
                 kid, sep, encoded = entry.partition(":")
                 kid = kid.strip()
                 if not sep or not kid or not encoded.strip():
+                    raise KeyConfigError(f"{where} is not of the form kid:base64key")
+                if not _KID.match(kid):
                     raise KeyConfigError(
-                        f"{source}: an entry is not of the form kid:base64key (entry {len(order) + 1})"
+                        f"{where}: bad key id (letters, digits, '.', '_' or '-', at most 40); "
+                        "entries are kid:base64key, the id first"
                     )
                 if kid in keys:
-                    raise KeyConfigError(f"{source}: key id {kid!r} appears twice")
-                keys[kid] = _decode_key(kid, encoded.strip(), source)
+                    raise KeyConfigError(f"{where}: its key id appears twice (first in entry {order.index(kid) + 1})")
+                keys[kid] = _decode_key(encoded.strip(), where)
                 order.append(kid)
         if not order:
             raise KeyConfigError(f"{source}: no keys found")
@@ -94,7 +102,7 @@ class UnknownKeyError(KeyError):
         )
 
 
-def _decode_key(kid: str, encoded: str, source: str) -> bytes:
+def _decode_key(encoded: str, where: str) -> bytes:
     padded = encoded + "=" * (-len(encoded) % 4)
     try:
         if "-" in encoded or "_" in encoded:
@@ -102,9 +110,9 @@ def _decode_key(kid: str, encoded: str, source: str) -> bytes:
         else:
             key = base64.b64decode(padded, validate=True)
     except (binascii.Error, ValueError):
-        raise KeyConfigError(f"{source}: key {kid!r} is not valid base64") from None
+        raise KeyConfigError(f"{where}: the key is not valid base64") from None
     if len(key) != KEY_BYTES:
-        raise KeyConfigError(f"{source}: key {kid!r} is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
+        raise KeyConfigError(f"{where}: the key is {len(key)} bytes; AES-256 needs {KEY_BYTES}")
     return key
 
 
