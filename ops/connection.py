@@ -21,7 +21,7 @@ from temporalio.converter import DataConverter, DefaultFailureConverterWithEncod
 from temporalio.runtime import Runtime
 from temporalio.service import TLSConfig
 
-from ops.codec import AesGcmCodec, load_keyring
+from ops.codec import AesGcmCodec, KeyConfigError, load_keyring
 from ops.settings import Settings
 
 
@@ -36,10 +36,12 @@ class TemporalConnectError(RuntimeError):
 def data_converter(settings: Settings) -> DataConverter:
     keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
     if keyring is None:
+        if settings.codec_strict:
+            raise KeyConfigError("AGENT_CODEC_STRICT is on but no codec keys are set (AGENT_CODEC_KEYS)")
         return pydantic_data_converter
     return dataclasses.replace(
         pydantic_data_converter,
-        payload_codec=AesGcmCodec(keyring),
+        payload_codec=AesGcmCodec(keyring, strict=settings.codec_strict),
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
 

@@ -6,8 +6,8 @@ The connection to Temporal is Temporal's own client configuration (`temporalio.e
 `TEMPORAL_TLS_CLIENT_CERT_PATH` / `TEMPORAL_TLS_CLIENT_KEY_PATH` (mTLS), `TEMPORAL_TLS_SERVER_CA_CERT_PATH`,
 `TEMPORAL_TLS_SERVER_NAME`, and TOML profiles (`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`) — what the
 `temporal` CLI and every Temporal SDK read, so an existing Temporal configuration just works.
-Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`. Stores shared by worker hosts:
-`AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
+Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. Stores shared by worker
+hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
 `AGENT_EAGER_ACTIVITIES`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
 The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker's endpoint for it.
 """
@@ -121,6 +121,8 @@ class Settings:
     # -- encryption at rest: see codec/ -----------------------------------------------------------
     codec_keys: str | None = field(default_factory=lambda: _env("AGENT_CODEC_KEYS"), repr=False)
     codec_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_KEY_FILE"))
+    # Refuse unencrypted payloads (once every writer has the keys): see ops/codec/aesgcm.py.
+    codec_strict: bool = field(default_factory=lambda: bool(_env_flag("AGENT_CODEC_STRICT")))
     # -- worker tuning ------------------------------------------------------------------------------
     # true (default): a worker runs the activities its own workflow task schedules when it has a free slot,
     # saving a trip through the task queue; false: every activity goes through the queue to any worker.

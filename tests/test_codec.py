@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.client import Client
@@ -30,6 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from agentic import Agent, Budget, FakeModel, Registry, tool, tool_call
 from agentic.ledger import EffectsLedger
 from ops.codec import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, KeyConfigError, KeyRing, UnknownKeyError
+from ops.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
 from ops.codec.keys import load_keyring, new_key
 from ops.codec.server import COOKIE, CodecService, serve_in_thread
 from ops.connection import connect, data_converter
@@ -303,7 +305,7 @@ def test_round_trip_and_wire_format() -> None:
     original = Payload(metadata={"encoding": b"json/plain", "extra": b"x"}, data=json.dumps(SECRET).encode())
     first, second = codec.encrypt(original), codec.encrypt(original)
     assert first.metadata["encoding"] == ENCODING and first.metadata[KEY_ID] == b"k1"
-    assert set(first.metadata) == {"encoding", KEY_ID}  # the original metadata is inside the ciphertext
+    assert set(first.metadata) == {"encoding", KEY_ID, FORMAT}  # the original metadata is inside the ciphertext
     assert SECRET.encode() not in first.data and b"json/plain" not in first.data
     assert first.data != second.data  # a fresh nonce each time
     assert codec.decrypt(first) == original == codec.decrypt(second)
@@ -488,3 +490,49 @@ def test_a_key_entry_written_the_wrong_way_round_never_echoes_the_key() -> None:
     with pytest.raises(KeyConfigError) as raised:
         KeyRing("x" * 80, {"x" * 80: raw})
     assert "x" * 8 not in str(raised.value)
+
+
+def test_the_key_id_is_authenticated_and_old_payloads_still_decrypt() -> None:
+    """Review L3: the key id (and the format version) are AES-GCM associated data, so a payload relabelled
+    with another key id, or stripped of its version marker, does not authenticate; payloads written before
+    the change (no marker, no associated data) still decrypt."""
+    raw = new_key()
+    codec = AesGcmCodec(KeyRing.parse(ring(("k1", raw), ("k2", raw))))  # the same bytes under two ids
+    sealed = encrypted(codec, SECRET)
+    assert sealed.metadata[FORMAT] == FORMAT_VERSION
+    relabelled = Payload(metadata={"encoding": ENCODING, KEY_ID: b"k2", FORMAT: FORMAT_VERSION}, data=sealed.data)
+    with pytest.raises(DecryptionError):
+        codec.decrypt(relabelled)
+    downgraded = Payload(metadata={"encoding": ENCODING, KEY_ID: b"k1"}, data=sealed.data)
+    with pytest.raises(DecryptionError):
+        codec.decrypt(downgraded)
+
+    # A payload in the format before this change: the same AES-GCM, no associated data, no marker.
+    inner = Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(SECRET).encode())
+    nonce = os.urandom(12)
+    legacy_data = nonce + AESGCM(base64.b64decode(raw)).encrypt(nonce, inner.SerializeToString(), None)
+    legacy = Payload(metadata={"encoding": ENCODING, KEY_ID: b"k1"}, data=legacy_data)
+    assert codec.decrypt(legacy) == inner
+
+
+def test_strict_mode_refuses_unencrypted_payloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review L3 / M1: by default plaintext passes through (history from before the codec); with
+    AGENT_CODEC_STRICT=1 a keyless client's plaintext input or signal is refused."""
+    keys = ring(("k1", new_key()))
+    plain = Payload(metadata={"encoding": b"json/plain"}, data=b'"approve everything"')
+    assert AesGcmCodec(KeyRing.parse(keys)).decrypt(plain) == plain
+    strict = AesGcmCodec(KeyRing.parse(keys), strict=True)
+    with pytest.raises(PlaintextPayloadError, match="AGENT_CODEC_STRICT"):
+        strict.decrypt(plain)
+    assert strict.decrypt(strict.encrypt(plain)) == plain
+
+    monkeypatch.setenv("AGENT_CODEC_KEYS", keys)
+    monkeypatch.setenv("AGENT_CODEC_STRICT", "1")
+    codec = data_converter(Settings()).payload_codec
+    assert isinstance(codec, AesGcmCodec) and codec.strict
+    monkeypatch.setenv("AGENT_CODEC_STRICT", "0")
+    assert not data_converter(Settings()).payload_codec.strict  # type: ignore[union-attr]
+    monkeypatch.delenv("AGENT_CODEC_KEYS")
+    monkeypatch.setenv("AGENT_CODEC_STRICT", "1")
+    with pytest.raises(KeyConfigError, match="AGENT_CODEC_STRICT"):
+        data_converter(Settings())  # strict without keys would refuse everything: say so at startup

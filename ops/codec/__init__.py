@@ -2,7 +2,7 @@
 (`ops.codec.aesgcm`, `ops.codec.keys`) and the remote codec endpoint the Web UI and CLI decode through
 (`python -m ops.codec.server`). See docs/operations.md."""
 
-from ops.codec.aesgcm import ENCODING, KEY_ID, AesGcmCodec, DecryptionError
+from ops.codec.aesgcm import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, PlaintextPayloadError
 from ops.codec.keys import KeyConfigError, KeyRing, UnknownKeyError, load_keyring, new_key
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "DecryptionError",
     "KeyConfigError",
     "KeyRing",
+    "PlaintextPayloadError",
     "UnknownKeyError",
     "load_keyring",
     "new_key",

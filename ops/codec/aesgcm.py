@@ -2,13 +2,18 @@
 arguments and results, memos, summaries and (with the encoded-attributes failure converter) failure
 messages are ciphertext in Temporal's database and history.
 
-Wire format (the same as Temporal's encryption samples in Go, TypeScript and Python, so their codec
-servers interoperate): the encoded payload has metadata `encoding: binary/encrypted` and
-`encryption-key-id: <kid>`, and data `nonce (12 random bytes) || ciphertext || tag`, where the plaintext is
-the original payload, protobuf-serialised (its metadata included).
+Wire format: the encoded payload has metadata `encoding: binary/encrypted`, `encryption-key-id: <kid>` and
+`encryption-format: 2`, and data `nonce (12 random bytes) || ciphertext || tag`, where the plaintext is the
+original payload, protobuf-serialised (its metadata included). The associated data is
+`binary/encrypted|2|<kid>`: relabelling a payload with another key id, or stripping the format marker, makes
+it fail to authenticate (review L3). Payloads without the marker are the earlier format (Temporal's
+encryption samples: no associated data) and still decrypt, so history written before stays readable.
 
 Decoding leaves payloads that are not `binary/encrypted` alone, so history written before the codec was
-turned on stays readable. A payload under a key id that is not loaded fails loudly (`UnknownKeyError`).
+turned on stays readable — unless `strict` (`AGENT_CODEC_STRICT=1`), which refuses them: then a client
+without the keys cannot slip a plaintext input or signal in. A payload under a key id that is not loaded
+fails loudly (`UnknownKeyError`). The codec gives confidentiality and integrity of each payload; it does not
+say who wrote it (anyone with the keys can) and does not hide its length (docs/operations.md, Trust model).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from ops.codec.keys import KeyRing
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
+FORMAT = "encryption-format"
+FORMAT_VERSION = b"2"
 NONCE_BYTES = 12
 
 
@@ -33,9 +40,18 @@ class DecryptionError(ValueError):
     under the same id."""
 
 
+class PlaintextPayloadError(DecryptionError):
+    """Strict mode met a payload that is not encrypted."""
+
+
+def associated_data(kid: str) -> bytes:
+    return ENCODING + b"|" + FORMAT_VERSION + b"|" + kid.encode()
+
+
 class AesGcmCodec(PayloadCodec):
-    def __init__(self, keyring: KeyRing) -> None:
+    def __init__(self, keyring: KeyRing, *, strict: bool = False) -> None:
         self.keyring = keyring
+        self.strict = strict
         self._ciphers = {kid: AESGCM(key) for kid, key in keyring.keys.items()}
 
     @property
@@ -47,19 +63,28 @@ class AesGcmCodec(PayloadCodec):
     def encrypt(self, payload: Payload) -> Payload:
         kid = self.keyring.active
         nonce = os.urandom(NONCE_BYTES)
-        data = nonce + self._ciphers[kid].encrypt(nonce, payload.SerializeToString(), None)
-        return Payload(metadata={"encoding": ENCODING, KEY_ID: kid.encode()}, data=data)
+        data = nonce + self._ciphers[kid].encrypt(nonce, payload.SerializeToString(), associated_data(kid))
+        return Payload(metadata={"encoding": ENCODING, KEY_ID: kid.encode(), FORMAT: FORMAT_VERSION}, data=data)
 
     def decrypt(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != ENCODING:
+            if self.strict:
+                raise PlaintextPayloadError(
+                    "refused an unencrypted payload (AGENT_CODEC_STRICT is on): it was written by a client "
+                    "without the codec keys"
+                )
             return payload
         kid = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
         self.keyring.key(kid)  # raises UnknownKeyError naming the id
         data = payload.data
         if len(data) < NONCE_BYTES + 16:
             raise DecryptionError(f"encrypted payload under key {kid!r} is too short")
+        marker = payload.metadata.get(FORMAT)
+        aad = associated_data(kid) if marker is not None else None  # no marker: the format before associated data
         try:
-            plain = self._ciphers[kid].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
+            if marker not in (None, FORMAT_VERSION):
+                raise InvalidTag
+            plain = self._ciphers[kid].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], aad)
         except InvalidTag:
             raise DecryptionError(f"encrypted payload under key {kid!r} does not authenticate") from None
         return Payload.FromString(plain)
