@@ -7,6 +7,11 @@ rest. A head names a whole transcript — `node = sha256(previous node + message
 transcript always has the same head, every write is idempotent (INSERT OR IGNORE of immutable rows), and
 a retry or a replay sees exactly the input the first attempt saw.
 
+Every read is checked against the references (`TranscriptIntegrityError` otherwise): the head comes from the
+run's history, so a row rewritten in the store is an error, never a different conversation. References are
+plain SHA-256 by default; with the codec keys, `ops.codec.store` supplies keyed ones (`Refs`), so the refs
+in the file do not let anyone confirm a guess of a message.
+
 Large contents are *claim-checked*: a tool output or model reply over a threshold is stored as a blob and
 the message carries a preview plus `content_ref`; readers expand it back. The store is an interface:
 `SqliteTranscriptStore` is the embedded one (next to the effects ledger); workers on several hosts share
@@ -16,6 +21,7 @@ the message carries a preview plus `content_ref`; readers expand it back. The st
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 from collections import OrderedDict
@@ -50,12 +56,40 @@ class TranscriptNotFound(KeyError):
         return str(self.args[0]) if self.args else "transcript not found"
 
 
+class TranscriptIntegrityError(ValueError):
+    """A stored node or body does not match its reference: the store was written to by someone else."""
+
+
+SHA256 = "sha256:"
+
+
 def ref_of(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return SHA256 + hashlib.sha256(text.encode()).hexdigest()
+
+
+def node_text(previous: str, message_ref: str) -> str:
+    return f"{previous}\n{message_ref}"
 
 
 def node_of(previous: str, message_ref: str) -> str:
-    return ref_of(f"{previous}\n{message_ref}")
+    return ref_of(node_text(previous, message_ref))
+
+
+class Refs(Protocol):
+    """How references are made (deterministically, so writes stay idempotent) and checked."""
+
+    def of(self, text: str) -> str: ...
+    def matches(self, ref: str, text: str) -> bool: ...
+
+
+class ContentRefs:
+    """Unkeyed SHA-256: the default, and what every store held before keyed refs."""
+
+    def of(self, text: str) -> str:
+        return ref_of(text)
+
+    def matches(self, ref: str, text: str) -> bool:
+        return ref.startswith(SHA256) and hmac.compare_digest(ref_of(text), ref)
 
 
 def encode(message: Message) -> str:
@@ -69,8 +103,10 @@ class Transcripts:
     never stale, and reading the next head only fetches the few nodes added since.
     """
 
-    def __init__(self, store: TranscriptStore, cache_size: int = 64) -> None:
+    def __init__(self, store: TranscriptStore, cache_size: int = 64, *, refs: Refs | None = None) -> None:
         self.store = store
+        # The store may bring its own (the encrypted one's are keyed): then every writer and reader agrees.
+        self.refs: Refs = refs or getattr(store, "refs", None) or ContentRefs()
         self._cache: OrderedDict[str, list[Message]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -82,12 +118,15 @@ class Transcripts:
             raise PayloadTooLarge(f"{what} is {size:,} bytes, over the hard cap of {hard_cap:,} bytes")
         if size <= threshold:
             return text, None
-        ref = self.keep(text)
+        ref = self.refs.of(text)
+        self.store.put_blobs({ref: text})
         preview = text[:PREVIEW_CHARS] + f"… [{size:,} bytes, stored as {ref[:19]}…]"
         return preview, ref
 
     def keep(self, text: str) -> str:
-        """Store `text` as a blob and return its ref: the same text always has the same ref."""
+        """Store `text` as a blob and return its ref: the same text always has the same ref. Unkeyed SHA-256
+        even with keyed refs: the workflow names this document itself (deterministic code holds no key), and
+        what it keeps (recorded tool schemas) is not secret."""
         ref = ref_of(text)
         self.store.put_blobs({ref: text})
         return ref
@@ -98,9 +137,9 @@ class Transcripts:
         nodes: list[tuple[str, str, str]] = []
         for message in messages:
             body = encode(message)
-            message_ref = ref_of(body)
+            message_ref = self.refs.of(body)
             blobs[message_ref] = body
-            node = node_of(head, message_ref)
+            node = self.refs.of(node_text(head, message_ref))
             nodes.append((node, head, message_ref))
             head = node
         if nodes:
@@ -117,7 +156,7 @@ class Transcripts:
         refs = [m.content_ref for m in messages if m.content_ref]
         if not refs:
             return messages
-        contents = self.store.get_blobs(refs)
+        contents = self._checked_blobs(refs)
         return [
             m.model_copy(update={"content": contents[m.content_ref], "content_ref": None}) if m.content_ref else m
             for m in messages
@@ -135,7 +174,14 @@ class Transcripts:
             raise TranscriptNotFound(f"transcript head {_short(head)} not found in this worker's store")
 
     def resolve(self, text: str, ref: str | None) -> str:
-        return self.store.get_blobs([ref])[ref] if ref else text
+        return self._checked_blobs([ref])[ref] if ref else text
+
+    def _checked_blobs(self, refs: Sequence[str]) -> dict[str, str]:
+        bodies = self.store.get_blobs(refs)
+        for ref in refs:
+            if not self.refs.matches(ref, bodies[ref]):
+                raise TranscriptIntegrityError(f"transcript body {ref[:24]}… does not match its reference")
+        return bodies
 
     def size(self, head: str) -> int:
         """Bytes of the transcript as a model would read it (expanded contents)."""
@@ -170,10 +216,12 @@ class Transcripts:
                     + ("" if cursor == head else f" (its node {_short(cursor)} is missing)")
                 )
             previous, message_ref = found[cursor]
+            if not self.refs.matches(cursor, node_text(previous, message_ref)):
+                raise TranscriptIntegrityError(f"transcript node {cursor[:24]}… does not match its reference")
             chain.append(message_ref)
             cursor = previous
         base = [] if cursor == EMPTY else list(self._cache[cursor])
-        bodies = self.store.get_blobs(chain)
+        bodies = self._checked_blobs(chain)
         messages = base + [Message.from_dict(json.loads(bodies[r])) for r in reversed(chain)]
         with self._lock:
             self._remember(head, messages)

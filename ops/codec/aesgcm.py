@@ -60,10 +60,23 @@ class AesGcmCodec(PayloadCodec):
 
     # The synchronous core, shared by the SDK (async) and the codec HTTP server.
 
-    def encrypt(self, payload: Payload) -> Payload:
+    def seal(self, plain: bytes, context: bytes) -> tuple[str, bytes]:
+        """(active key id, nonce || ciphertext || tag), authenticating `context` (associated data) too."""
         kid = self.keyring.active
         nonce = os.urandom(NONCE_BYTES)
-        data = nonce + self._ciphers[kid].encrypt(nonce, payload.SerializeToString(), associated_data(kid))
+        return kid, nonce + self._ciphers[kid].encrypt(nonce, plain, context)
+
+    def open(self, kid: str, data: bytes, context: bytes | None) -> bytes:
+        self.keyring.key(kid)  # raises UnknownKeyError naming the id
+        if len(data) < NONCE_BYTES + 16:
+            raise DecryptionError(f"encrypted data under key {kid!r} is too short")
+        try:
+            return self._ciphers[kid].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], context)
+        except InvalidTag:
+            raise DecryptionError(f"encrypted data under key {kid!r} does not authenticate") from None
+
+    def encrypt(self, payload: Payload) -> Payload:
+        kid, data = self.seal(payload.SerializeToString(), associated_data(self.keyring.active))
         return Payload(metadata={"encoding": ENCODING, KEY_ID: kid.encode(), FORMAT: FORMAT_VERSION}, data=data)
 
     def decrypt(self, payload: Payload) -> Payload:
@@ -75,19 +88,11 @@ class AesGcmCodec(PayloadCodec):
                 )
             return payload
         kid = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
-        self.keyring.key(kid)  # raises UnknownKeyError naming the id
-        data = payload.data
-        if len(data) < NONCE_BYTES + 16:
-            raise DecryptionError(f"encrypted payload under key {kid!r} is too short")
         marker = payload.metadata.get(FORMAT)
-        aad = associated_data(kid) if marker is not None else None  # no marker: the format before associated data
-        try:
-            if marker not in (None, FORMAT_VERSION):
-                raise InvalidTag
-            plain = self._ciphers[kid].decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], aad)
-        except InvalidTag:
-            raise DecryptionError(f"encrypted payload under key {kid!r} does not authenticate") from None
-        return Payload.FromString(plain)
+        if marker not in (None, FORMAT_VERSION):
+            raise DecryptionError(f"encrypted payload under key {kid!r} has an unknown format")
+        # No marker: the format before associated data (Temporal's samples), still readable.
+        return Payload.FromString(self.open(kid, payload.data, associated_data(kid) if marker else None))
 
     def encrypt_all(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self.encrypt(p) for p in payloads]
