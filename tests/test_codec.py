@@ -456,10 +456,10 @@ def test_codec_endpoint_protocol_cors_and_access() -> None:
         server.server_close()
 
 
-def test_codec_endpoint_without_a_token_decodes_for_anyone_who_reaches_it() -> None:
-    """The documented trade-off: no AGENT_CODEC_AUTH_TOKEN means no access check (bind it to loopback)."""
+def test_codec_endpoint_with_insecure_no_auth_decodes_for_anyone_who_reaches_it() -> None:
+    """The explicit opt-out (`--insecure-no-auth`, loopback only): no access check at all."""
     codec = AesGcmCodec(KeyRing.parse(ring(("k1", new_key()))))
-    server = serve_in_thread(CodecService(codec))
+    server = serve_in_thread(CodecService(codec, insecure_no_auth=True))
     try:
         body = json_format.MessageToJson(Payloads(payloads=[encrypted(codec, SECRET)])).encode()
         status, _, answer = http(f"http://127.0.0.1:{server.server_address[1]}/decode", body)

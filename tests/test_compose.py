@@ -346,3 +346,24 @@ async def test_setup_job_registers_the_search_attributes_on_a_real_server(
         timeout=120,
     )
     assert again.returncode == 0, again.stderr
+
+
+def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: dict[str, dict[str, Any]]) -> None:
+    """Review L12 / M3: the PostgreSQL password must be set (no `temporal` default), and the codec endpoint,
+    bound to 0.0.0.0 in its container, gets the token from the environment and no way around it — without a
+    token it refuses to start (ops/codec/server.py; tests/test_codec_endpoint_security.py)."""
+    text = COMPOSE.read_text()
+    assert "POSTGRES_PASSWORD:-" not in text
+    uses = re.findall(r"\$\{POSTGRES_PASSWORD([^}]*)\}", text)
+    assert len(uses) == 3 and all(use.startswith(":?") for use in uses), uses
+    database = environment(services["postgresql"])
+    assert database["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert environment(services["temporal-schema"])["SQL_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert environment(services["temporal"])["POSTGRES_PWD"].startswith("${POSTGRES_PASSWORD:?")
+
+    codec = services["codec"]
+    assert "--insecure-no-auth" not in codec["command"]
+    assert environment(codec)["AGENT_CODEC_AUTH_TOKEN"] == "${AGENT_CODEC_AUTH_TOKEN:-}"
+    # Secrets as files: the codec keys can come from a mounted file instead of the environment.
+    doc = (ROOT / "docs/operations.md").read_text()
+    assert "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc

@@ -9,11 +9,17 @@ Routes: `POST /encode`, `POST /decode` (also under a prefix, e.g. `/{namespace}/
 `{"payloads": [...]}` (protobuf JSON of `temporal.api.common.v1.Payloads`) and the same shape back;
 `OPTIONS` for CORS preflights; `GET /health`; `GET|POST /login` and `POST /logout` for the Web UI.
 
-Access: with `AGENT_CODEC_AUTH_TOKEN` set, encode/decode need `Authorization: Bearer <token>` (the CLI's
-`--codec-auth`) or the session cookie `/login` sets after the token is typed in (what the Web UI sends with
-"Include cross-origin credentials" on). Without it, anyone who can reach the port can decrypt: bind it to
-loopback (the default) or put it behind your own authentication. CORS answers only the configured origins
-(`--cors-origin`, or `AGENT_CODEC_CORS_ORIGINS`, comma-separated; default: the local Web UIs).
+Access: encode/decode need `Authorization: Bearer <AGENT_CODEC_AUTH_TOKEN>` (the CLI's `--codec-auth`) or
+the session cookie `/login` sets after the token is typed in (what the Web UI sends with "Include
+cross-origin credentials" on). The cookie holds a random session id, never the token; sessions expire after
+12 hours and `/logout` ends one. Without a token the server refuses to start, unless `--insecure-no-auth` is
+given and it binds a loopback address: then anyone who can reach the port can decrypt.
+
+Every request's Host header must be localhost, 127.0.0.1 or ::1, or a name in `--allowed-host` /
+`AGENT_CODEC_ALLOWED_HOSTS` (comma-separated): a DNS-rebinding page cannot use a browser to read it. CORS
+answers only the configured origins (`--cors-origin`, or `AGENT_CODEC_CORS_ORIGINS`; default: the local Web
+UIs). Unauthenticated clients are bounded: a socket timeout per request, `/login` bodies of at most 4 KiB,
+and at most 64 connections at once (more get 503).
 
 The server never logs or returns payload contents other than in the response to an authorised request.
 """
@@ -21,14 +27,19 @@ The server never logs or returns payload contents other than in the response to 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import hmac
 import html
 import json
 import logging
 import os
+import secrets
+import socket
 import sys
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +50,7 @@ from temporalio.api.common.v1 import Payloads
 
 from ops.codec.aesgcm import AesGcmCodec, DecryptionError
 from ops.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
+from ops.http_auth import AuthConfigError, allowed_hosts, check_startup, host_allowed, hosts_from_env
 
 log = logging.getLogger("ops.codec.server")
 
@@ -49,8 +61,48 @@ DEFAULT_ORIGINS = (
     "http://127.0.0.1:8080",
 )
 MAX_BODY = 64 * 1024 * 1024
+MAX_LOGIN_BODY = 4 * 1024
 COOKIE = "agent_codec_session"
-COOKIE_MAX_AGE = 12 * 3600
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 1024
+REQUEST_TIMEOUT = 10.0
+MAX_CONNECTIONS = 64
+
+
+class Sessions:
+    """Server-side sessions: the cookie carries a random id; its digest maps to an expiry. A leaked cookie is
+    one session (ended by /logout or its expiry), not the long-lived token."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._expiry: dict[bytes, float] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> str:
+        session = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._expiry = {k: v for k, v in self._expiry.items() if v > now}
+            while len(self._expiry) >= MAX_SESSIONS:
+                self._expiry.pop(min(self._expiry, key=self._expiry.__getitem__))
+            self._expiry[_digest(session)] = now + self.seconds
+        return session
+
+    def valid(self, session: str | None) -> bool:
+        if not session:
+            return False
+        with self._lock:
+            expiry = self._expiry.get(_digest(session))
+        return expiry is not None and expiry > time.monotonic()
+
+    def end(self, session: str | None) -> None:
+        if session:
+            with self._lock:
+                self._expiry.pop(_digest(session), None)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
 
 
 @dataclass(frozen=True)
@@ -59,27 +111,31 @@ class CodecService:
     token: str | None = None
     origins: frozenset[str] = frozenset(DEFAULT_ORIGINS)
     secure_cookie: bool = False
+    insecure_no_auth: bool = False  # no token: decode for anyone (main() allows it on loopback only)
+    allowed_hosts: frozenset[str] = frozenset()  # besides localhost, 127.0.0.1, ::1
+    request_timeout: float = REQUEST_TIMEOUT
+    max_connections: int = MAX_CONNECTIONS
+    session_seconds: float = SESSION_SECONDS
+    sessions: Sessions = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sessions", Sessions(self.session_seconds))
+        object.__setattr__(self, "allowed_hosts", allowed_hosts(self.allowed_hosts))
 
     def token_matches(self, candidate: str | None) -> bool:
         if not self.token or not candidate:
             return False
-        return hmac.compare_digest(candidate.encode(), self.token.encode())
+        return hmac.compare_digest(_digest(candidate), _digest(self.token))
 
     def authorised(self, headers: object) -> bool:
         if not self.token:
-            return True
+            return self.insecure_no_auth
         get = headers.get  # type: ignore[attr-defined]
         auth = get("Authorization") or ""
         scheme, _, credential = auth.partition(" ")
         if scheme.lower() == "bearer" and self.token_matches(credential.strip()):
             return True
-        cookies = SimpleCookie()
-        try:
-            cookies.load(get("Cookie") or "")
-        except Exception:
-            return False
-        morsel = cookies.get(COOKIE)
-        return self.token_matches(morsel.value if morsel else None)
+        return self.sessions.valid(session_of(get("Cookie")))
 
     def apply(self, operation: str, body: bytes) -> bytes:
         payloads = json_format.Parse(body, Payloads(), ignore_unknown_fields=True)
@@ -88,6 +144,16 @@ class CodecService:
         else:
             result = self.codec.decrypt_all(payloads.payloads)
         return json_format.MessageToJson(Payloads(payloads=result), indent=None).encode()
+
+
+def session_of(cookie_header: str | None) -> str | None:
+    cookies: SimpleCookie = SimpleCookie()
+    try:
+        cookies.load(cookie_header or "")
+    except Exception:
+        return None
+    morsel = cookies.get(COOKIE)
+    return morsel.value if morsel else None
 
 
 def _operation(path: str) -> str | None:
@@ -131,23 +197,36 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: HTTPStatus, message: str, **headers: str) -> None:
         self._send(status, json.dumps({"error": message}).encode(), **headers)
 
-    def _body(self) -> bytes | None:
+    def _body(self, limit: int = MAX_BODY) -> bytes | None:
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
-        if length < 0 or length > MAX_BODY:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be at most {MAX_BODY} bytes")
+        if length < 0 or length > limit:
+            self.close_connection = True  # the body is never read: the connection cannot be reused
+            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"body must be at most {limit} bytes")
             return None
         return self.rfile.read(length)
+
+    def _host_ok(self) -> bool:
+        """DNS rebinding: a page on an attacker's name that resolves to 127.0.0.1 sends its own Host."""
+        if host_allowed(self.headers.get("Host"), self.service.allowed_hosts):
+            return True
+        self.close_connection = True
+        self._error(HTTPStatus.BAD_REQUEST, "host not allowed")
+        return False
 
     # -- routes ---------------------------------------------------------------------------------
 
     def do_OPTIONS(self) -> None:
+        if not self._host_ok():
+            return
         # Preflights carry no credentials, by the browser's design: answer them without checking.
         self._send(HTTPStatus.NO_CONTENT)
 
     def do_GET(self) -> None:
+        if not self._host_ok():
+            return
         path = urlsplit(self.path).path
         if path == "/health":
             self._send(HTTPStatus.OK, b'{"status": "ok"}')
@@ -159,10 +238,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, "not found")
 
     def do_POST(self) -> None:
+        if not self._host_ok():
+            return None
         path = urlsplit(self.path).path
         if path == "/login":
             return self._login()
         if path == "/logout":
+            self.service.sessions.end(session_of(self.headers.get("Cookie")))
             return self._send(HTTPStatus.SEE_OTHER, Location="/login", Set_Cookie=self._cookie("", 0))
         operation = _operation(path)
         if operation is None:
@@ -195,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _login_page(self, message: str = "", status: HTTPStatus = HTTPStatus.OK) -> None:
         if not self.service.token:
-            message = "This codec server needs no token (AGENT_CODEC_AUTH_TOKEN is not set)."
+            message = "This codec server needs no token (started with --insecure-no-auth)."
         page = (
             "<!doctype html><meta charset=utf-8><title>Codec server login</title>"
             f"<p>{html.escape(message)}</p>"
@@ -207,25 +289,54 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, page.encode(), content_type="text/html; charset=utf-8")
 
     def _login(self) -> None:
-        body = self._body()
+        body = self._body(MAX_LOGIN_BODY)
         if body is None:
             return
         token = (parse_qs(body.decode(errors="replace")).get("token") or [""])[0]
         if not self.service.token_matches(token):
             return self._login_page("That token is not valid.", HTTPStatus.UNAUTHORIZED)
         self.send_response(HTTPStatus.SEE_OTHER)
-        self.send_header("Set-Cookie", self._cookie(token, COOKIE_MAX_AGE))
+        self.send_header("Set-Cookie", self._cookie(self.service.sessions.start(), int(self.service.session_seconds)))
         self.send_header("Location", "/login?signed-in")
         self.send_header("Content-Length", "0")
         self.end_headers()
         return None
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, but at most `max_connections` at once: past that, 503 and close at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[_Handler], max_connections: int) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def make_server(service: CodecService, host: str = "127.0.0.1", port: int = 8081) -> ThreadingHTTPServer:
-    handler = type("CodecHandler", (_Handler,), {"service": service})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
+    # `timeout`: the socket timeout of each connection, so an idle or slow client frees its slot.
+    handler = type("CodecHandler", (_Handler,), {"service": service, "timeout": service.request_timeout})
+    return _BoundedServer((host, port), handler, service.max_connections)
 
 
 def serve_in_thread(service: CodecService, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -245,6 +356,14 @@ def main(argv: list[str] | None = None) -> int:
         "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
     )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")
+    parser.add_argument(
+        "--allowed-host", action="append", default=None, help="a Host name besides localhost (repeatable)"
+    )
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="start without AGENT_CODEC_AUTH_TOKEN: anyone who reaches the port decrypts (loopback only)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
 
@@ -259,15 +378,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
     origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
-    token = os.environ.get("AGENT_CODEC_AUTH_TOKEN") or None
-    service = CodecService(AesGcmCodec(keyring), token=token, origins=origins, secure_cookie=args.secure_cookie)
-    if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("no AGENT_CODEC_AUTH_TOKEN: anyone who can reach %s:%s can decrypt", args.host, args.port)
+    token = os.environ.get("AGENT_CODEC_AUTH_TOKEN", "").strip() or None
+    try:
+        check_startup(
+            args.host,
+            token is not None,
+            args.insecure_no_auth,
+            what="codec server",
+            token_env="AGENT_CODEC_AUTH_TOKEN",
+        )
+    except AuthConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    hosts = frozenset(args.allowed_host or hosts_from_env("AGENT_CODEC_ALLOWED_HOSTS"))
+    service = CodecService(
+        AesGcmCodec(keyring),
+        token=token,
+        origins=origins,
+        secure_cookie=args.secure_cookie,
+        insecure_no_auth=args.insecure_no_auth,
+        allowed_hosts=hosts,
+    )
     server = make_server(service, args.host, args.port)
+    auth = "bearer token or session" if token else "NONE (--insecure-no-auth: anyone who reaches the port decrypts)"
+    host = f"[{args.host}]" if ":" in args.host else args.host
     print(
-        f"codec server on http://{args.host}:{server.server_address[1]} "
-        f"(active key {keyring.active}, {len(keyring.keys)} loaded; auth: {'bearer token' if token else 'none'}; "
-        f"CORS: {', '.join(sorted(origins))})",
+        f"codec server on http://{host}:{server.server_address[1]} "
+        f"(active key {keyring.active}, {len(keyring.keys)} loaded; auth: {auth}; "
+        f"hosts: {', '.join(sorted(service.allowed_hosts))}; CORS: {', '.join(sorted(origins))})",
         flush=True,
     )
     try:
