@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
-from baseline import approvals, jobs, prune, runner, status
+from baseline import approvals, jobs, prune, runner, status, webhooks
 from baseline.errors import BadInput, BaselineError, UnknownRun
 from baseline.options import RunOptions
 from baseline.schema import FAILED
@@ -71,7 +71,9 @@ def build_parser() -> Parser:
         "--agent", "--scenario", dest="agent", required=True, help="the agent, by name (demo: billing, migration, ...)"
     )
     add_run_option_arguments(run)  # the same run options as `starter.py run`
-    run.add_argument("--webhook", help="URL POSTed when the run reaches a terminal state")
+    run.add_argument(
+        "--webhook", help="URL POSTed when the run reaches a terminal state, signed with $AGENT_WEBHOOK_SECRET"
+    )
     run.add_argument("--lease-seconds", type=positive_float, default=15.0, help="lease length, renewed every third")
     run.add_argument(
         "--max-attempts", type=positive_int, default=5, help="workers that may take the run before dead_letter"
@@ -120,9 +122,21 @@ def build_parser() -> Parser:
     sweep.add_argument("--lease-seconds", type=float)
     sweep.add_argument("--detach", action="store_true", help="start the workers and return at once")
 
-    serve = command("serve", cmd_serve, "HTTP API: GET /runs/{id}, GET /runs/{id}/events (SSE), POST cancel")
+    serve = command(
+        "serve",
+        cmd_serve,
+        "HTTP API: GET /runs/{id}, GET /runs/{id}/events (SSE), POST cancel; bearer tokens from AGENT_API_TOKENS",
+    )
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument(
+        "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
+    )
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="serve without AGENT_API_TOKENS: anyone who reaches the port may read and cancel (loopback only)",
+    )
     return root
 
 
@@ -158,6 +172,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise BadInput(f"invalid run options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    if args.webhook:
+        webhooks.check_webhook(args.webhook)
     store = Store(args.db)
     run_id = args.run_id or f"{args.agent}-{uuid.uuid4().hex[:8]}"
     row = jobs.start(store, agent_set(args), run_id, args.agent, options, webhook_url=args.webhook)
@@ -304,8 +320,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from baseline.server import create_app
+    from ops.http_auth import AuthConfigError, HttpAuth, check_startup, load_tokens
 
-    uvicorn.run(create_app(args.db), host=args.host, port=args.port, log_level="warning")
+    try:
+        tokens = load_tokens()
+        check_startup(
+            args.host, tokens is not None, args.insecure_no_auth, what="job serve", token_env="AGENT_API_TOKENS"
+        )
+    except AuthConfigError as exc:
+        raise BadInput(str(exc)) from None
+    auth = HttpAuth(tokens, insecure_no_auth=args.insecure_no_auth, hosts=args.allowed_host)
+    app = create_app(args.db, auth)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(config)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    who = f"{len(tokens)} token(s)" if tokens else "NO AUTHENTICATION (--insecure-no-auth)"
+    print(f"job serve: listening on http://{host}:{args.port} ({who}; store {args.db})", flush=True)
+    server.run()
     return 0
 
 

@@ -1,16 +1,24 @@
 """Webhooks on terminal states, through an outbox: the terminal write queues the delivery in the same
 transaction, then whoever finished the run (or `job recover`) POSTs it with retries and backoff, and
 every attempt is recorded in `webhook_attempts`. Delivery is at least once: receivers dedupe on
-`X-Baseline-Delivery`."""
+`X-Agent-Event-Id` (`<run id>:<n>`; `X-Baseline-Delivery` carries `<n>` as before).
+
+Every delivery is signed (ops/webhook_signing.py: HMAC-SHA256 under `AGENT_WEBHOOK_SECRET`, with a timestamp):
+`job run --webhook` refuses to start without the secret, and a deliverer without it leaves the delivery
+pending rather than send it unsigned. URLs are https, or http to a loopback host (a local relay)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from baseline.errors import BadInput
 from baseline.store import Store, iso
+from ops.http_auth import is_loopback
+from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, signed_headers
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5
@@ -31,12 +39,42 @@ def deliver_pending(
     rows = store.query(f"SELECT * FROM webhooks WHERE status = 'pending' {where} ORDER BY id", params)
     if not rows:
         return 0  # most runs have no webhook: don't pay for an HTTP client
+    try:
+        secret = load_secret()
+    except WebhookConfigError:
+        secret = None
+    if secret is None:
+        for row in rows:  # stays pending: `job recover` with the secret delivers it
+            _record(store, row, None, f"not sent: {SECRET_ENV} is not set here, and deliveries are signed")
+        return 0
     delivered = 0
     with httpx.Client(timeout=timeout) as client:
         for row in rows:
-            if _claim(store, row["id"]) and _deliver(store, client, row, attempts, backoff):
+            if _claim(store, row["id"]) and _deliver(store, client, row, secret, attempts, backoff):
                 delivered += 1
     return delivered
+
+
+def check_webhook(url: str) -> None:
+    """Refuse, before a run starts, a webhook that could not be delivered safely."""
+    try:
+        load_secret_or_fail()
+    except WebhookConfigError as exc:
+        raise BadInput(f"--webhook: {exc}") from None
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http"):
+        raise BadInput("--webhook: the URL must be http(s)")
+    if not parts.hostname:
+        raise BadInput("--webhook: the URL has no host")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise BadInput("--webhook: use https (plain http only to a loopback host, e.g. a local relay)")
+
+
+def load_secret_or_fail() -> bytes:
+    secret = load_secret()
+    if secret is None:
+        raise WebhookConfigError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE): deliveries are signed with it")
+    return secret
 
 
 def _claim(store: Store, webhook_id: int) -> bool:
@@ -51,12 +89,15 @@ def _claim(store: Store, webhook_id: int) -> bool:
         )
 
 
-def _deliver(store: Store, client: httpx.Client, row: Any, attempts: int, backoff: float) -> bool:
-    headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
+def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attempts: int, backoff: float) -> bool:
+    body = row["payload"].encode() if isinstance(row["payload"], str) else bytes(row["payload"])
+    event_id = f"{row['run_id']}:{row['id']}"
     for attempt in range(attempts):
         code: int | None = None
+        headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
+        headers |= signed_headers(secret, event_id, body)  # each attempt signed afresh: a fresh timestamp
         try:
-            response = client.post(row["url"], content=row["payload"], headers=headers)
+            response = client.post(row["url"], content=body, headers=headers)
             code = response.status_code
             error = None if 200 <= code < 300 else f"HTTP {code}"
         except httpx.HTTPError as exc:
@@ -83,6 +124,17 @@ def _record(store: Store, row: Any, code: int | None, error: str | None) -> None
         )
         if error is None:
             db.execute("UPDATE webhooks SET status = 'delivered', delivered_at = ? WHERE id = ?", (iso(), row["id"]))
+
+
+def redact_url(url: str) -> str:
+    """The URL without what may be a secret: no user:password, no query string, no fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return redacted + ("?…" if parts.query else "")
 
 
 def deliveries(store: Store, run_id: str) -> list[dict[str, Any]]:

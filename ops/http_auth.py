@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 TOKENS_ENV = "AGENT_API_TOKENS"
@@ -186,9 +189,6 @@ class HttpAuth:
         self.hosts = allowed_hosts(hosts)
 
     def install(self, app: Any) -> None:
-        from fastapi import Request
-        from fastapi.responses import JSONResponse
-
         app.add_middleware(TrustedHosts, hosts=self.hosts)
 
         @app.exception_handler(Denied)
@@ -210,7 +210,6 @@ class HttpAuth:
         """A FastAPI dependency: the caller's Principal, or 401 (no or unknown token) / 403 (role too low)."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}")
-        from fastapi import Request
 
         def dependency(request: Request) -> Principal:
             principal = self.principal(request.headers.get("authorization"))
@@ -241,8 +240,6 @@ class TrustedHosts:
         if scope["type"] in ("http", "websocket"):
             host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
             if not host_allowed(host, self.hosts):
-                from starlette.responses import JSONResponse
-
                 await JSONResponse({"error": "host not allowed"}, status_code=400)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -47,6 +47,7 @@ class Job:
 
     tmp: Path
     processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    extra_env: dict[str, str] = field(default_factory=dict)  # e.g. AGENT_API_TOKENS for `job serve`
     _store: Store | None = None
 
     @property
@@ -81,7 +82,7 @@ class Job:
         env["PYTHONUNBUFFERED"] = "1"
         if crash:
             env[CRASH_ENV] = crash
-        return env | extra
+        return env | self.extra_env | extra
 
     def spawn(self, command: str, *args: str, crash: str | None = None) -> subprocess.Popen[str]:
         process = subprocess.Popen(

@@ -1,0 +1,99 @@
+"""Signed webhooks: what every engine's deliveries send, and what a receiver checks.
+
+A delivery carries three headers besides its JSON body:
+
+- `X-Agent-Event-Id`: the event's id, the same on every retry of one event — receivers de-duplicate on it
+  (delivery is at least once);
+- `X-Agent-Timestamp`: when this attempt was signed, Unix seconds;
+- `X-Agent-Signature`: `v1=` + hex HMAC-SHA256, under the shared secret, of `<timestamp>.<event id>.<body>`.
+
+A receiver recomputes the signature (constant-time compare), rejects one older than a few minutes (a
+replayed capture), and remembers event ids it has processed. The secret is `AGENT_WEBHOOK_SECRET` or the
+file named by `AGENT_WEBHOOK_SECRET_FILE` (at least 16 characters; `openssl rand -hex 32`). Receivers in
+Python can call `verify()`; elsewhere, three lines of HMAC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+SIGNATURE_HEADER = "X-Agent-Signature"
+TIMESTAMP_HEADER = "X-Agent-Timestamp"
+EVENT_ID_HEADER = "X-Agent-Event-Id"
+SECRET_ENV = "AGENT_WEBHOOK_SECRET"
+SECRET_FILE_ENV = "AGENT_WEBHOOK_SECRET_FILE"
+MIN_SECRET_CHARS = 16
+TOLERANCE_SECONDS = 300
+VERSION = "v1"
+
+
+class WebhookConfigError(ValueError):
+    """The secret is missing, unreadable or too short. The message never contains it."""
+
+
+class WebhookSignatureError(ValueError):
+    """A delivery that does not verify: refuse it."""
+
+
+def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
+    env = os.environ if environ is None else environ
+    value = env.get(SECRET_ENV, "").strip()
+    path = env.get(SECRET_FILE_ENV, "").strip()
+    if value and path:
+        raise WebhookConfigError(f"set {SECRET_ENV} or {SECRET_FILE_ENV}, not both")
+    if path:
+        try:
+            value = Path(path).read_text().strip()
+        except OSError as exc:
+            raise WebhookConfigError(f"{SECRET_FILE_ENV}: cannot read {path}: {exc.strerror}") from None
+    if not value:
+        return None
+    if len(value) < MIN_SECRET_CHARS:
+        raise WebhookConfigError(f"the webhook secret must be at least {MIN_SECRET_CHARS} characters")
+    return value.encode()
+
+
+def signature(secret: bytes, timestamp: int, event_id: str, body: bytes) -> str:
+    signed = f"{timestamp}.{event_id}.".encode() + body
+    return f"{VERSION}=" + hmac.new(secret, signed, hashlib.sha256).hexdigest()
+
+
+def signed_headers(secret: bytes, event_id: str, body: bytes, *, now: float | None = None) -> dict[str, str]:
+    """The headers of one delivery attempt (sign each attempt: its timestamp is fresh)."""
+    timestamp = int(time.time() if now is None else now)
+    return {
+        EVENT_ID_HEADER: event_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(secret, timestamp, event_id, body),
+    }
+
+
+def verify(
+    secret: bytes,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    tolerance: float = TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> str:
+    """The event id of a delivery that verifies; WebhookSignatureError otherwise."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        event_id = lower[EVENT_ID_HEADER.lower()]
+        given = lower[SIGNATURE_HEADER.lower()]
+        timestamp = int(lower[TIMESTAMP_HEADER.lower()])
+    except KeyError as exc:
+        raise WebhookSignatureError(f"missing header {exc.args[0]}") from None
+    except ValueError:
+        raise WebhookSignatureError("the timestamp is not a number") from None
+    if not hmac.compare_digest(given.encode(), signature(secret, timestamp, event_id, body).encode()):
+        raise WebhookSignatureError("the signature does not match")
+    age = (time.time() if now is None else now) - timestamp
+    if abs(age) > tolerance:
+        raise WebhookSignatureError(f"the delivery is too old (or too far ahead): {age:.0f} s")
+    return event_id
