@@ -8,17 +8,42 @@ instead of failing.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 
+def private_dir(path: Path) -> None:
+    """Create `path` and any missing parents owner-only (0700); directories that exist are left alone."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+
+
+def create_private(path: Path) -> None:
+    """Make `path` an owner-only file (0600) in an owner-only directory (0700 when we create it), whatever the
+    umask: the stores hold tool arguments, results and transcripts. SQLite gives its -wal and -shm files the
+    database file's permissions. Files an earlier version created readable by others are tightened; an
+    existing directory is the operator's choice and left alone."""
+    private_dir(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            current = stat.S_IMODE(file.stat().st_mode)
+            if current & 0o077:
+                os.chmod(file, current & 0o700)
+        except (FileNotFoundError, PermissionError):
+            pass  # absent, or not ours to change
+
+
 class SqliteFile:
     def __init__(self, path: str | Path, schema: str, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(self.path)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         with self.connect() as db:

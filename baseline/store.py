@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic import Usage
+from agentic.sqlite_file import create_private
 from baseline import schema
 from baseline.errors import LeaseLost, RunExists, UnknownRun
 
@@ -110,7 +111,7 @@ class StepSpec:
 class Store:
     def __init__(self, path: str | Path, busy_timeout: float = 10.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        create_private(self.path)  # 0600 in a 0700 directory: outputs, approvals, webhook URLs
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
+from agentic.sqlite_file import private_dir
 from ops import child_process
 from ops.connection import connect
 from ops.settings import Settings, data_dir
@@ -125,9 +126,9 @@ def start(
         raise PortInUse(f"port {port} is already in use on 127.0.0.1 (another Temporal server?)")
     if ui_port and not port_free(ui_port):
         raise PortInUse(f"Web UI port {ui_port} is already in use on 127.0.0.1")
-    db.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(db.parent)  # the dev server's database holds every payload: owner-only (review L9)
     if log:
-        log.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(log.parent)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
     process = subprocess.Popen(
         server_command(port, ui_port or 0, db, headless=ui_port is None, extra=extra),
