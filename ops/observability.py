@@ -7,6 +7,9 @@
   `extra=` field (`step`, `tool`, `key`, `status`, …). `LoggingInterceptor` logs each model call, tool call
   and compensation (start and finish, with step / key / status) and each run's start and end.
   Arguments, results and error messages are never logged: they are what the payload codec encrypts.
+  `RedactFailures` (on the handler `configure_logging` installs) enforces it for every logger, the SDK's
+  included: an exception is logged as its type and Temporal error type, never its message or traceback,
+  unless `LOG_LEVEL=DEBUG` (then whoever reads the logs sees everything).
 - Metrics: the SDK's own (workflow/activity counters and latencies, poller and slot gauges, …) on a
   Prometheus endpoint, `AGENT_METRICS_ADDRESS=0.0.0.0:9464` → `http://HOST:9464/metrics`.
 - Traces: `AGENT_OTEL=1` adds the SDK's OpenTelemetry `TracingInterceptor` (client → workflow → activity
@@ -86,9 +89,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+class RedactFailures(logging.Filter):
+    """An exception in a log record becomes `error` (its class) and `error_type` (a Temporal
+    ApplicationError's type): never its message or traceback, which carry tool outputs, provider replies and
+    arguments — plaintext the payload codec keeps out of history (review M4). The SDK logs every failed
+    activity with `exc_info`, and a few of its messages quote an error: those are cut."""
+
+    QUOTED = (", original error: ",)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info:
+            exc = record.exc_info[1] if isinstance(record.exc_info, tuple) else None
+            if exc is not None:
+                record.__dict__.setdefault("error", type(exc).__name__)
+                record.__dict__.setdefault("error_type", getattr(exc, "type", None))
+            record.exc_info = None
+            record.exc_text = None
+        record.stack_info = None
+        if record.name.startswith("temporalio"):
+            message = record.getMessage()
+            for marker in self.QUOTED:
+                if marker in message:
+                    record.msg, record.args = message.split(marker, 1)[0] + marker + "(redacted)", None
+        return True
+
+
 def configure_logging(log_format: str = "json", level: str = "INFO", stream: TextIO | None = None) -> None:
-    """Replace the root logger's handlers with one that writes `log_format` ("json" or "text")."""
+    """Replace the root logger's handlers with one that writes `log_format` ("json" or "text"); below DEBUG,
+    exceptions are logged by type only (`RedactFailures`)."""
     handler = logging.StreamHandler(stream or sys.stderr)
+    if level.upper() != "DEBUG":
+        handler.addFilter(RedactFailures())
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
         # The workflow/activity details are fields already; do not also append them to every message.
