@@ -25,11 +25,12 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+from ops.secret_source import env_or_file
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -111,20 +112,8 @@ def _digest(token: str) -> bytes:
 
 def load_tokens(environ: Mapping[str, str] | None = None) -> TokenTable | None:
     """The tokens from AGENT_API_TOKENS or AGENT_API_TOKENS_FILE (not both), or None when neither is set."""
-    env = os.environ if environ is None else environ
-    text = env.get(TOKENS_ENV, "").strip()
-    path = env.get(TOKENS_FILE_ENV, "").strip()
-    if text and path:
-        raise AuthConfigError(f"set {TOKENS_ENV} or {TOKENS_FILE_ENV}, not both")
-    if text:
-        return TokenTable.parse(text)
-    if path:
-        try:
-            content = Path(path).read_text()
-        except OSError as exc:
-            raise AuthConfigError(f"{TOKENS_FILE_ENV}: cannot read {path}: {exc.strerror}") from None
-        return TokenTable.parse(content, source=f"{TOKENS_FILE_ENV} ({path})")
-    return None
+    found = env_or_file(os.environ if environ is None else environ, TOKENS_ENV, TOKENS_FILE_ENV, AuthConfigError)
+    return TokenTable.parse(found[0], source=found[1]) if found else None
 
 
 # -- where the server listens, and which Host it answers -------------------------------------------------

@@ -20,7 +20,8 @@ import hmac
 import os
 import time
 from collections.abc import Mapping
-from pathlib import Path
+
+from ops.secret_source import env_or_file
 
 SIGNATURE_HEADER = "X-Agent-Signature"
 TIMESTAMP_HEADER = "X-Agent-Timestamp"
@@ -41,16 +42,8 @@ class WebhookSignatureError(ValueError):
 
 
 def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
-    env = os.environ if environ is None else environ
-    value = env.get(SECRET_ENV, "").strip()
-    path = env.get(SECRET_FILE_ENV, "").strip()
-    if value and path:
-        raise WebhookConfigError(f"set {SECRET_ENV} or {SECRET_FILE_ENV}, not both")
-    if path:
-        try:
-            value = Path(path).read_text().strip()
-        except OSError as exc:
-            raise WebhookConfigError(f"{SECRET_FILE_ENV}: cannot read {path}: {exc.strerror}") from None
+    found = env_or_file(os.environ if environ is None else environ, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError)
+    value = found[0].strip() if found else ""
     if not value:
         return None
     if len(value) < MIN_SECRET_CHARS:

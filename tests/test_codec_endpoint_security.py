@@ -23,6 +23,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from ops.codec import AesGcmCodec, KeyRing, new_key
 from ops.codec.server import COOKIE, CodecService, main, serve_in_thread
 from ops.settings import ROOT
+from tests.test_codec import http
 
 SECRET = "SECRET-PLAINTEXT"
 
@@ -38,15 +39,6 @@ def sealed_body(c: AesGcmCodec) -> bytes:
 
 def plaintext(answer: bytes) -> bytes:
     return b"".join(p.data for p in json_format.Parse(answer, Payloads()).payloads)
-
-
-def http(url: str, body: bytes | None = None, headers: dict[str, str] | None = None, method: str = "POST"):
-    request = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
 
 
 @contextmanager
@@ -133,29 +125,32 @@ def test_the_host_header_must_be_an_allowed_name() -> None:
 
 def test_slow_and_large_unauthenticated_requests_are_bounded() -> None:
     c = codec()
-    service = CodecService(c, token=secrets.token_hex(16), request_timeout=1.0, max_connections=3)
+    service = CodecService(c, token=secrets.token_hex(16), request_timeout=60.0, max_connections=3)
     with serving(service) as url:
         port = int(url.rsplit(":", 1)[1])
         # /login says no to a huge body before reading any of it.
         with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
             s.sendall(b"POST /login HTTP/1.1\r\nHost: localhost\r\nContent-Length: 67108864\r\n\r\n")
             assert s.recv(200).startswith(b"HTTP/1.0 413")
-        # Idle connections hold a slot only until the socket timeout; past the limit, others are turned away.
+        # Past the limit, connections are turned away at once instead of each holding a thread.
         idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
         try:
-            time.sleep(0.3)
             with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
                 extra.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 assert extra.recv(200).startswith(b"HTTP/1.0 503")
-            for s in idle:
-                assert s.recv(100) == b""  # closed by the server once the handler's socket timeout passed
-            deadline = time.monotonic() + 10
-            while http(f"{url}/health", method="GET")[0] != 200:
-                assert time.monotonic() < deadline, "slots were never freed"
-                time.sleep(0.1)
         finally:
             for s in idle:
                 s.close()
+        deadline = time.monotonic() + 30
+        while http(f"{url}/health", method="GET")[0] != 200:  # the slots are free again
+            assert time.monotonic() < deadline, "slots were never freed"
+            time.sleep(0.1)
+
+    # An idle connection is closed by the server once its socket timeout passes: it frees its slot.
+    with serving(CodecService(c, token="t" * 32, request_timeout=0.5)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            assert s.recv(100) == b""
 
 
 # -- L5: sessions ----------------------------------------------------------------------------------
@@ -185,10 +180,11 @@ def test_the_cookie_is_a_session_not_the_token_and_logout_ends_it() -> None:
         assert http(f"{url}/logout", b"", {"Cookie": f"{COOKIE}={value}"})[0] == 200  # 303 to the login page
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": f"{COOKIE}={value}"})[0] == 401
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": other})[0] == 200  # only that session ended
-    with serving(CodecService(c, token=token, session_seconds=0.5)) as url:
+    now = [1000.0]
+    with serving(CodecService(c, token=token, session_seconds=60, clock=lambda: now[0])) as url:
         value = login(url, token).split(";")[0]
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": value})[0] == 200
-        time.sleep(0.7)
+        now[0] += 61
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": value})[0] == 401
 
 

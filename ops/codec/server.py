@@ -39,6 +39,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import SimpleCookie
@@ -73,14 +74,15 @@ class Sessions:
     """Server-side sessions: the cookie carries a random id; its digest maps to an expiry. A leaked cookie is
     one session (ended by /logout or its expiry), not the long-lived token."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
+        self.clock = clock
         self._expiry: dict[bytes, float] = {}
         self._lock = threading.Lock()
 
     def start(self) -> str:
         session = secrets.token_urlsafe(32)
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             self._expiry = {k: v for k, v in self._expiry.items() if v > now}
             while len(self._expiry) >= MAX_SESSIONS:
@@ -93,7 +95,7 @@ class Sessions:
             return False
         with self._lock:
             expiry = self._expiry.get(_digest(session))
-        return expiry is not None and expiry > time.monotonic()
+        return expiry is not None and expiry > self.clock()
 
     def end(self, session: str | None) -> None:
         if session:
@@ -116,10 +118,11 @@ class CodecService:
     request_timeout: float = REQUEST_TIMEOUT
     max_connections: int = MAX_CONNECTIONS
     session_seconds: float = SESSION_SECONDS
+    clock: Callable[[], float] = time.monotonic
     sessions: Sessions = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sessions", Sessions(self.session_seconds))
+        object.__setattr__(self, "sessions", Sessions(self.session_seconds, self.clock))
         object.__setattr__(self, "allowed_hosts", allowed_hosts(self.allowed_hosts))
 
     def token_matches(self, candidate: str | None) -> bool:
