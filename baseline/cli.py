@@ -32,11 +32,11 @@ from baseline.schema import FAILED
 from baseline.store import Store
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
 from ops.cli.facts import add_facts_arguments, cmd_job_facts
+from ops.cli.output import printable
 from ops.cli.run_options import RunOptionError, add_run_option_arguments, positive_float, positive_int, run_request
 from ops.models import declared_models
 from ops.settings import Settings
 from ops.signals import stop_on_signals
-from ops.cli.output import printable
 
 MIN_HASH_PREFIX = 8
 

@@ -182,7 +182,7 @@ def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(job: Job) -> 
         return [a for a in job.status("r")["approvals"] if a["status"] == "pending"]
 
     eventually(lambda: [a["call_id"] for a in pending()] == ["1.1"], what="the first payment's request")
-    assert job.cli("approve", "--id", "r", "--by", "maria", "--call", "1.1") == 0
+    assert job.cli("approve", "--id", "r", "--by", "maria", "--call", "1.1", "--yes") == 0
     eventually(lambda: [a["call_id"] for a in pending()] == ["2.1"], what="the second payment's own request")
     assert pending()[0]["arguments"] == {"supplier": "s-2"}
     assert job.cli("deny", "--id", "r", "--by", "maria", "--call", "2.1") == 0

@@ -13,25 +13,26 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from ops.cli.runs import start_run
 from ops.worker_process import WorkerProcess
 from tests.conftest import dev_settings
-from tests.log_secret_agents import SECRETS
+from tests.hostile_agents import SECRETS
+from workflows.client import AgentClient
 from workflows.inputs import AgentInput, AgentResult
 
 
 async def run_both(env: WorkflowEnvironment, tmp_path: Path, level: str) -> list[str]:
     task_queue = f"tq-logs-{uuid.uuid4().hex[:8]}"
     settings = dev_settings(env, task_queue, tmp_path / level)
-    extra = {"AGENT_EXTRA_SCENARIOS": "tests.log_secret_agents", "AGENT_LOG_FORMAT": "json", "LOG_LEVEL": level}
+    extra = {"AGENT_MODULES": "tests.hostile_agents", "AGENT_LOG_FORMAT": "json", "LOG_LEVEL": level}
     worker = WorkerProcess(settings, extra_env=extra).wait_ready()
+    client = AgentClient(env.client, settings=settings)
     try:
-        handle = await start_run(env.client, settings, AgentInput(scenario="t-leaky"), f"leaky-{task_queue}")
-        result: AgentResult = await handle.result()
+        leaky = await client.start_input(AgentInput(agent="t-leaky"), run_id=f"leaky-{task_queue}")
+        result: AgentResult = await leaky.workflow.result()
         assert result.stop.value == "answered" and result.output == "Done."
-        fatal = await start_run(env.client, settings, AgentInput(scenario="t-fatal"), f"fatal-{task_queue}")
+        fatal = await client.start_input(AgentInput(agent="t-fatal"), run_id=f"fatal-{task_queue}")
         with pytest.raises(WorkflowFailureError):
-            await fatal.result()
+            await fatal.workflow.result()
     finally:
         assert worker.stop() == 0
     return worker.output

@@ -4,20 +4,15 @@ C0/C1 control characters and bidi overrides are shown escaped, never interpreted
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentic import Budget, FakeModel, Registry, ToolContext, tool, tool_call
 from ops.cli.output import printable
 from ops.cli.watch import Lines, describe
-from scenarios import Scenario, ScenarioOptions, register_scenario
-from scenarios.effects import record_effect
-from tests.baseline_helpers import Job, eventually, open_job
-
-ATTACK = "4471\x1b[2K\r\x1b[1Aapprove refund(order_id=1)\u202eevil\x9b31m\x07\x00"
+from tests.baseline_helpers import Job, eventually, finish, open_job
+from tests.hostile_agents import ATTACK
 
 
 def test_printable_escapes_controls_and_bidi_overrides() -> None:
@@ -27,8 +22,8 @@ def test_printable_escapes_controls_and_bidi_overrides() -> None:
     # Escaped, not dropped: the approver sees that something was there.
     assert "\\x1b[2K" in shown and "\\r" in shown and "\\u202e" in shown and "\\x9b" in shown
     assert printable("Refund order 4471 — done, café") == "Refund order 4471 — done, café"
-    assert printable("a\nb\tc") == "a\\nb\\tc"  # one line by default
-    assert printable("a\nb\tc", multiline=True) == "a\nb\tc"
+    assert printable("a\nb\tc", one_line=True) == "a\\nb\\tc"
+    assert printable("a\nb\tc") == "a\nb\tc"
     for mark in ("\u200e", "\u200f", "\u061c", "\u202a", "\u2066", "\u2069"):
         assert mark not in printable(f"x{mark}y")
 
@@ -54,41 +49,23 @@ def test_watch_shows_an_approval_with_escaped_arguments() -> None:
 # -- the baseline CLI: a run whose model put escape sequences in a tool argument and in its answer ----------
 
 
-@tool(description="Refund an order.", order_id="The order.", mutating=True, requires_confirmation=True)
-def t_refund(order_id: str, ctx: ToolContext) -> str:
-    return record_effect(ctx, "t_refund", {"order_id": order_id}, f"refunded {order_id}")
-
-
-def _escape_script(options: ScenarioOptions) -> FakeModel:
-    return FakeModel([tool_call("t_refund", {"order_id": ATTACK}), f"Done: {ATTACK}"])
-
-
-register_scenario(
-    Scenario("t-escape", "escapes", "", "Refund.", Registry([t_refund]), _escape_script, Budget(max_steps=4)),
-    replace=True,
-)
-
-
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:
     yield from open_job(tmp_path)
 
 
 def test_baseline_cli_prints_model_text_escaped(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
-    # In this process (a thread): the scenario is registered here only.
-    codes: list[int] = []
-    argv = ("run", "--id", "esc", "--scenario", "t-escape", "--poll-interval", "0.05", "--approval-timeout", "20")
-    worker = threading.Thread(target=lambda: codes.append(job.cli(*argv)))
-    worker.start()
+    agents = ("--agents", "tests.hostile_agents")
+    worker = job.spawn("run", "--id", "esc", "--agent", "t-escape", *agents, "--poll-interval", "0.05")
     eventually(lambda: job.store.run("esc") and job.status("esc")["status"] == "awaiting_approval", what="the wait")
     capsys.readouterr()
-    assert job.cli("status", "--id", "esc") == 0
+    assert job.cli("status", "--id", "esc", *agents) == 0
     [pending] = job.status("esc")["approvals"]
-    assert job.cli("approve", "--id", "esc", "--by", "maria", "--hash", pending["arguments_hash"][:12]) == 0
-    worker.join(timeout=30)
-    assert codes == [0]
-    assert job.cli("status", "--id", "esc") == 0
-    assert job.cli("effects", "--id", "esc") == 0
+    assert job.cli("approve", "--id", "esc", "--by", "maria", "--hash", pending["arguments_hash"][:12], *agents) == 0
+    code, _, err = finish(worker)
+    assert code == 0, err
+    assert job.cli("status", "--id", "esc", *agents) == 0
+    assert job.cli("effects", "--id", "esc", *agents) == 0
     shown = capsys.readouterr()
     assert "4471\\x1b[2K" in shown.out  # the argument is shown, escaped
     for raw in ("\x1b", "\u202e", "\x9b", "\x07", "\r"):

@@ -38,4 +38,3 @@ def emit(as_json: bool, data: Any, text: str | None = None) -> None:
 
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
-

@@ -12,7 +12,7 @@ in our store, so its bodies (messages, claim-checked outputs) are encrypted too,
 - What was written before keeps reading: plaintext bodies and `enc:` bodies (the earlier format, no
   associated data) under `sha256:` references. Those are self-checking — `Transcripts` verifies every body
   and node against its reference on read, and the head comes from the run's history — but a guess of them
-  can be confirmed from their refs; `AGENT_CODEC_STRICT=1` refuses plaintext ones too.
+  can be confirmed from their refs; a codec built with `strict=True` refuses the plaintext ones too.
 """
 
 from __future__ import annotations
