@@ -426,7 +426,7 @@ def test_the_checkpoint_runner_records_the_tool_list_as_a_step_and_resumes_with_
         )
         job.kill(worker)
         monkeypatch.setenv("MCP_TEST_TOOLSET", "v2")  # what a resume would list now
-        assert job.run("approve", "--id", "b1", "--by", "erin", *modules).returncode == 0
+        assert job.run("approve", "--id", "b1", "--by", "erin", "--yes", *modules).returncode == 0
         job.wait_lease_expired("b1")
         resumed = job.run("resume", "--id", "b1", *modules)
         assert resumed.returncode == 0, resumed.stderr
