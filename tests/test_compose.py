@@ -353,9 +353,9 @@ def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: 
     bound to 0.0.0.0 in its container, gets the token from the environment and no way around it — without a
     token it refuses to start (ops/codec/server.py; tests/test_codec_endpoint_security.py)."""
     text = COMPOSE.read_text()
-    assert "POSTGRES_PASSWORD:-" not in text
-    uses = re.findall(r"\$\{POSTGRES_PASSWORD([^}]*)\}", text)
-    assert len(uses) == 3 and all(use.startswith(":?") for use in uses), uses
+    for name in ("POSTGRES_PASSWORD", "AGENT_DB_PASSWORD"):
+        uses = re.findall(r"\$\{" + name + r"([^}]*)\}", text)
+        assert uses and all(use.startswith(":?") for use in uses), (name, uses)
     database = environment(services["postgresql"])
     assert database["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
     assert environment(services["temporal-schema"])["SQL_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
