@@ -256,10 +256,11 @@ def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
         timeout=60,
     )
     assert migrate.returncode == 0, migrate.stderr
-    assert migrate.stdout.startswith("created transcript_blobs, transcript_nodes, effects, facts, fact_audit in PostgreSQL at 127.0.0.1:")
+    tables = ("transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit")
+    assert migrate.stdout.startswith(f"created {', '.join(tables)} in PostgreSQL at 127.0.0.1:")
     with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
         owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
-    assert owners == {"transcript_blobs": name, "transcript_nodes": name, "effects": name}
+    assert owners == dict.fromkeys(tables, name)
 
 
 def test_search_attributes_match_the_module(services: dict[str, dict[str, Any]]) -> None:
