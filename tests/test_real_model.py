@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -39,8 +38,6 @@ from agentic import (
 from agentic.loop import tool_schemas
 from agentic.models.openai_chat import OpenAIChatModel
 from bench import real_model
-from ops import modelserver
-from ops.devserver import free_port
 from ops.modelserver import ModelServer
 
 ADDITIONS: list[tuple[int, int]] = []
@@ -60,23 +57,6 @@ QUESTION = [Message("system", "You are a calculator. Use the add tool."), Messag
 @pytest.fixture(autouse=True)
 def no_additions() -> None:
     ADDITIONS.clear()
-
-
-@pytest.fixture
-def own_servers(tmp_path: Path) -> Iterator[Callable[..., ModelServer]]:
-    """Model servers a test may kill and restart, each stopped (by pid) at the end."""
-    if (reason := modelserver.missing()) is not None:
-        pytest.skip(reason)
-    started: list[ModelServer] = []
-
-    def start(port: int | None = None, n_ctx: int = 512) -> ModelServer:
-        server = modelserver.start(port or free_port(), n_ctx, log=tmp_path / f"server-{len(started)}.log")
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def recording_model(server: ModelServer, bodies: list[dict[str, Any]], settings: ModelSettings) -> OpenAIChatModel:
