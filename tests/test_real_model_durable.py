@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from temporalio.api.enums.v1 import PendingActivityState
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client
 
 from agentic import Agent, Budget, ModelReply, ModelSettings, Stop, ToolCall, ToolResult, ToolStatus
 from agentic.agent_set import AgentSet
@@ -35,6 +34,7 @@ from baseline.options import RunOptions
 from baseline.store import Store
 from examples import billing
 from examples.options import DemoDeps
+from ops.cli.demo_llm import LONG_TASK, asked, model_attempts, model_call_running
 from ops.devserver import free_port
 from ops.models import declared_models
 from ops.modelserver import ModelServer
@@ -44,11 +44,11 @@ from tests.conftest import dev_settings, eventually, new_worker
 from workflows.client import AgentClient, RunHandle
 from workflows.inputs import AgentResult, Timeouts
 
-# Enough tokens for the model's `charge` arguments (about 23), few enough for a quick answer.
-ASKED = ModelSettings(first_tool_choice="charge", tool_choice="none", temperature=0.0, max_tokens=32)
-# A long answer (the model writes to max_tokens at temperature 0), so a kill lands while it is generated.
-LONG_TASK = "Settle invoice inv-9. Then write a very long story about a dragon who pays invoices, at least 500 words."
-LONG = ASKED.override(ModelSettings(max_tokens=200))
+# `first_tool_choice="charge"`, then `none`, at temperature 0, at most 32 tokens a reply (the model's
+# arguments for `charge` take about 23): how the demo asks the small model (ops/cli/demo_llm.py).
+ASKED = asked("charge")
+# LONG_TASK makes the model write to max_tokens: seconds of generation, for a kill to land in.
+LONG = asked("charge", 200)
 
 
 @dataclass
@@ -83,11 +83,11 @@ class InProcess:
     def __init__(self, settings: Settings, ledger: EffectsLedger) -> None:
         self.settings, self.ledger = settings, ledger
 
-    async def run(self, agent: Agent, asked: ModelSettings, task: str | None = None) -> Outcome:
+    async def run(self, agent: Agent, model_settings: ModelSettings, task: str | None = None) -> Outcome:
         run_id = f"inproc-{uuid.uuid4().hex[:8]}"
         model = declared_models(self.settings).resolve("local")
         local = dataclasses.replace(agent, model=model, deps=DemoDeps(ledger=self.ledger))
-        run = await asyncio.to_thread(local.run, task, run_id=run_id, model_settings=asked)
+        run = await asyncio.to_thread(local.run, task, run_id=run_id, model_settings=model_settings)
         called = [Called(r.call, r.status, r.content) for r in run.records]
         return Outcome(run_id, run.stop, run.step_count, run.output_tokens, called, self.ledger.effects(run_id))
 
@@ -99,10 +99,10 @@ class Checkpoint:
         self.settings, self.ledger = settings, ledger
         self.store = Store(tmp_path / "checkpoints.db")
 
-    async def run(self, agent: Agent, asked: ModelSettings, task: str | None = None) -> Outcome:
+    async def run(self, agent: Agent, model_settings: ModelSettings, task: str | None = None) -> Outcome:
         run_id = f"job-{uuid.uuid4().hex[:8]}"
         agents = AgentSet([agent], DemoDeps(ledger=self.ledger), declared_models(self.settings), where="in the test")
-        options = RunOptions(model="local", model_settings=asked, task=task)
+        options = RunOptions(model="local", model_settings=model_settings, task=task)
         row = await asyncio.to_thread(jobs.start, self.store, agents, run_id, agent.label, options)
         assert row.status in ("completed", "abandoned") and row.stop is not None, row.error
         return Outcome(
@@ -111,16 +111,16 @@ class Checkpoint:
 
     def called(self, run_id: str) -> list[Called]:
         """The model's calls from its recorded replies, each with the recorded result of its tool step."""
-        asked: list[ToolCall] = []
+        requested: list[ToolCall] = []
         results: dict[str, ToolResult] = {}
         for step in self.store.steps(run_id):
             output = self.store.output(step.output_ref) if step.output_ref is not None else None
             if step.step_name == "model_call":
-                asked += ModelReply.model_validate(output).message.tool_calls
+                requested += ModelReply.model_validate(output).message.tool_calls
             elif step.step_name.startswith("tool:"):
                 result = ToolResult.model_validate(output["result"])
                 results[result.call_id] = result
-        return [Called(c, results[c.id].status, results[c.id].content) for c in asked if c.id in results]
+        return [Called(c, results[c.id].status, results[c.id].content) for c in requested if c.id in results]
 
 
 class OnTemporal:
@@ -129,14 +129,14 @@ class OnTemporal:
     def __init__(self, settings: Settings, ledger: EffectsLedger, client: Client, task_queue: str) -> None:
         self.settings, self.ledger, self.client, self.task_queue = settings, ledger, client, task_queue
 
-    async def run(self, agent: Agent, asked: ModelSettings, task: str | None = None) -> Outcome:
+    async def run(self, agent: Agent, model_settings: ModelSettings, task: str | None = None) -> Outcome:
         run_id = f"temporal-{uuid.uuid4().hex[:8]}"
         worker = new_worker(
             self.client, self.task_queue, self.ledger, agents=[agent], models=declared_models(self.settings)
         )
         async with worker:
             agents = AgentClient(self.client, task_queue=self.task_queue)
-            handle = await agents.start(agent, task, run_id=run_id, model="local", model_settings=asked)
+            handle = await agents.start(agent, task, run_id=run_id, model="local", model_settings=model_settings)
             result = await asyncio.wait_for(handle.result(), 240)
         return outcome_of(result, self.ledger)
 
@@ -260,29 +260,7 @@ def test_job_run_takes_the_local_model_by_name(local_model_server: ModelServer, 
 
 async def generating(handle: RunHandle, ledger: EffectsLedger) -> bool:
     """The charge is done and the answer's model call is running on a worker: the server is generating."""
-    if len(ledger.effects(handle.run_id)) != 1:
-        return False
-    description = await handle.describe()
-    return any(
-        p.activity_type.name == "call_model" and p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-        for p in description.raw_description.pending_activities
-    )
-
-
-def model_attempts(history: WorkflowHistory) -> list[tuple[int, str]]:
-    """(attempt, worker identity) of each model call that completed, in order."""
-    scheduled = {
-        e.event_id
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-    }
-    return [
-        (e.activity_task_started_event_attributes.attempt, e.activity_task_started_event_attributes.identity)
-        for e in history.events
-        if e.HasField("activity_task_started_event_attributes")
-        and e.activity_task_started_event_attributes.scheduled_event_id in scheduled
-    ]
+    return len(ledger.effects(handle.run_id)) == 1 and await model_call_running(handle)
 
 
 async def test_a_worker_killed_mid_generation_is_replaced_and_the_model_call_runs_again(
