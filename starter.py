@@ -94,8 +94,10 @@ def parser() -> argparse.ArgumentParser:
     cancel.add_argument("--reason")
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
-    demo = command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
-    demo.add_argument("--model", choices=["local"], help="answered by the real local model (starts a model server)")
+    command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
+    commands.choices["demo"].add_argument(
+        "--model", choices=["local"], help="answered by the real local model (starts a model server)"
+    )
     return root
 
 
