@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,14 +154,17 @@ Runner = InProcess | Checkpoint | OnTemporal
 @pytest.fixture(params=["in-process", "checkpoint", "temporal"])
 def runner(
     request: pytest.FixtureRequest, local_model_server: ModelServer, ledger: EffectsLedger, tmp_path: Path
-) -> Runner:
+) -> Iterator[Runner]:
     settings = local_settings(local_model_server)
     if request.param == "in-process":
-        return InProcess(settings, ledger)
-    if request.param == "checkpoint":
-        return Checkpoint(settings, ledger, tmp_path)
-    env = request.getfixturevalue("dev_env")  # the dev server only for the runs that need it
-    return OnTemporal(settings, ledger, env.client, request.getfixturevalue("task_queue"))
+        yield InProcess(settings, ledger)
+    elif request.param == "checkpoint":
+        checkpoints = Checkpoint(settings, ledger, tmp_path)
+        yield checkpoints
+        checkpoints.store.close()
+    else:
+        env = request.getfixturevalue("dev_env")  # the dev server only for the runs that need it
+        yield OnTemporal(settings, ledger, env.client, request.getfixturevalue("task_queue"))
 
 
 def the_charge(outcome: Outcome) -> Called:
