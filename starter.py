@@ -1,6 +1,7 @@
 """The command line: start the embedded server, start and inspect agent runs, run the demo.
 
     python starter.py demo                      # the README's main job
+    python starter.py demo --model local        # the same on a real local model: no API key (make demo-llm)
     python starter.py server                    # embedded Temporal dev server + Web UI
     python starter.py model-server              # embedded local model (the `llm` extra), OpenAI-compatible
     python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
@@ -94,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
     command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
+    commands.choices["demo"].add_argument(
+        "--model", choices=["local"], help="answered by the real local model (starts a model server)"
+    )
     return root
 
 

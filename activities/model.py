@@ -65,12 +65,17 @@ class ModelActivities:
                 asyncio.to_thread(ask, model, messages, schemas, call_index=call_index, settings=settings)
             )
         except ModelError as exc:
+            # `from None`: the message already says what went wrong, and the client library's exception chain
+            # (openai -> httpx -> socket, each with its stack trace: 6.5 KB for a refused connection) is over
+            # the server's limit for a retried activity's last failure (limit.mutableStateActivityFailureSize
+            # .error, 4 KB), which replaces it with "Failure exceeds size limit." where people look while the
+            # model call is retried (describe, the Web UI).
             raise ApplicationError(
                 str(exc),
                 type=type(exc).__name__,
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
-            ) from exc
+            ) from None
 
     def _recorded(self, ref: str) -> list[ToolSchema]:
         # A ref names one immutable document, so a cached copy is never stale.

@@ -1,33 +1,57 @@
-"""`python -m bench real-model`: how long a step waits for the real local model (SmolLM2-135M on
-llama-cpp-python, ops/modelserver.py) — the denominator that makes a runner's per-step overhead meaningful.
+"""`python -m bench real-model`: what durability costs next to a real model. One run measures the local
+model's latency per step (SmolLM2-135M on llama-cpp-python, ops/modelserver.py) and, on the same agent and
+the same server, each runner's own per-step cost — the in-process `Agent.run`, the checkpoint runner
+(`baseline.jobs`) and Temporal (a worker and `AgentClient.start(..., model="local")`) — as a percentage of it.
 
-Each rep runs the in-process agent on a small calculator task: step 1 is a forced `add` call (grammar-
-constrained arguments), step 2 an answer of at most `max_tokens`. Every model call is timed around
-`Model.complete`, so the number includes HTTP and parsing, as every runner pays them. The task varies per rep
-so the server's prompt cache only ever holds what a real agent's would: the shared system prompt and tools.
+The agent is a small calculator: step 1 is a forced `add` call (grammar-constrained arguments), step 2 an
+answer of at most `max_tokens`. Every runner takes the model by name (`local`) from one `ModelCatalog` whose
+model times each `Model.complete` (HTTP and parsing included, as every runner pays them) on one clock: the
+Temporal worker runs in this process for that reason. A runner's overhead per step is a run's wall time
+(start to result, as its caller sees it) minus the time inside its model calls, divided by its model calls.
+Engines take turns rep by rep, in a rotating order, so background load hits them alike; within a rep each
+gets the same task (the same prompts: the server's prompt cache treats them alike), and the task varies per
+rep so the cache only ever holds what a real agent's would: the shared system prompt and tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import Client
+
 from agentic import Agent, Budget, Message, ModelReply, ModelSettings, Registry, Stop, ToolSchema, tool
+from agentic.agent_set import AgentSet
+from agentic.models.catalog import ModelCatalog
+from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from baseline import jobs
+from baseline.options import RunOptions
+from baseline.store import Store
 from bench import machine
 from bench.cli import Command, register
-from bench.stats import summarize
-from ops import modelserver
+from bench.stack import DEFAULT_PRAGMAS
+from bench.stats import ratio, summarize
+from ops import devserver, modelserver
+from ops.connection import connect
 from ops.devserver import free_port
-from ops.settings import LOCAL_MODEL_N_CTX
+from ops.settings import LOCAL_MODEL_N_CTX, Settings
+from worker import build_worker
+from workflows.client import AgentClient
 
+NAME = "bench-real-model"
+MODEL = "local"
 SYSTEM = "You are a calculator. Use the add tool, then state the sum."
+ENGINES = ("in-process", "checkpoint", "temporal")
 
 
 @tool("Add two integers and return their sum.", a="the first integer", b="the second integer")
@@ -40,8 +64,7 @@ class TimedModel:
     """A model whose every call is timed, by kind: a tool call or an answer."""
 
     model: Any
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {"tool_call": [], "answer": []})
-    output_tokens: list[int] = field(default_factory=list)
+    calls: list[tuple[str, float, int]] = field(default_factory=list)  # (kind, seconds, output tokens)
 
     @property
     def name(self) -> str:
@@ -57,34 +80,117 @@ class TimedModel:
     ) -> ModelReply:
         started = time.perf_counter()
         reply: ModelReply = self.model.complete(messages, tools, call_index=call_index, settings=settings)
-        self.seconds["tool_call" if reply.message.tool_calls else "answer"].append(time.perf_counter() - started)
-        self.output_tokens.append(reply.output_tokens)
+        kind = "tool_call" if reply.message.tool_calls else "answer"
+        self.calls.append((kind, time.perf_counter() - started, reply.output_tokens))
         return reply
 
 
-def model_latency(base_url: str, *, reps: int = 10, warmup: int = 1, max_tokens: int = 16) -> dict[str, Any]:
-    """Median (and p99) seconds per model call over `reps` two-step runs, after `warmup` unmeasured ones."""
+@dataclass
+class Sample:
+    """One run: its wall time and the model calls it made."""
+
+    engine: str
+    wall: float
+    calls: list[tuple[str, float, int]]
+
+    @property
+    def model_seconds(self) -> float:
+        return sum(seconds for _, seconds, _ in self.calls)
+
+    @property
+    def overhead_per_step(self) -> float:
+        return (self.wall - self.model_seconds) / len(self.calls)
+
+
+def calculator(model: TimedModel, max_tokens: int) -> Agent:
     settings = ModelSettings(first_tool_choice="add", tool_choice="none", temperature=0.0, max_tokens=max_tokens)
-    registry = Registry([add])
-    model = modelserver.local_model(base_url, settings=settings)
-    timed = TimedModel(model)
-    for rep in range(warmup + reps):
-        agent = Agent(timed if rep >= warmup else model, registry, system=SYSTEM, budget=Budget(max_steps=3))
-        run = agent.run(f"What is {rep} plus {rep + 7}?")
-        if run.stop is not Stop.ANSWERED:
-            raise RuntimeError(f"rep {rep}: the run stopped with {run.stop} ({run.stop_detail})")
-    steps = timed.seconds["tool_call"] + timed.seconds["answer"]
-    return {
-        "per_step": summarize(steps),
-        "tool_call": summarize(timed.seconds["tool_call"]),
-        "answer": summarize(timed.seconds["answer"]),
-        "output_tokens": summarize([float(n) for n in timed.output_tokens]),
+    return Agent(model, Registry([add]), system=SYSTEM, budget=Budget(max_steps=3), name=NAME, model_settings=settings)
+
+
+class Runners:
+    """The three runners on one agent and one timed model; `run` returns one run's sample."""
+
+    def __init__(self, agent: Agent, timed: TimedModel, workdir: Path, client: Client) -> None:
+        self.agent, self.timed = agent, timed
+        models = ModelCatalog({MODEL: timed})
+        self.agents = AgentSet([agent], None, models, where="in the bench")
+        self.store = Store(workdir / "checkpoints.db")
+        self.task_queue = f"bench-real-model-{uuid.uuid4().hex[:8]}"
+        self.client = AgentClient(client, task_queue=self.task_queue)
+        self.worker = build_worker(
+            client,
+            task_queue=self.task_queue,
+            agents=[agent],
+            models=models,
+            transcripts=Transcripts(SqliteTranscriptStore(workdir / "transcripts.db")),
+        )
+
+    async def run(self, engine: str, task: str) -> Sample:
+        self.timed.calls.clear()
+        started = time.perf_counter()
+        if engine == "in-process":
+            stop = (await asyncio.to_thread(self.agent.run, task)).stop
+        elif engine == "checkpoint":
+            options = RunOptions(task=task, model=MODEL)
+            row = await asyncio.to_thread(jobs.start, self.store, self.agents, f"rm-{uuid.uuid4().hex}", NAME, options)
+            stop = Stop(row.stop) if row.stop else None
+        else:
+            handle = await self.client.start(self.agent, task, model=MODEL)
+            stop = (await handle.result()).stop
+        wall = time.perf_counter() - started
+        if stop is not Stop.ANSWERED:
+            raise RuntimeError(f"{engine}: the run stopped with {stop}, not an answer")
+        return Sample(engine, wall, list(self.timed.calls))
+
+
+async def measure_runners(
+    base_url: str, client: Client, workdir: Path, *, reps: int = 10, warmup: int = 1, max_tokens: int = 16
+) -> dict[str, Any]:
+    """`reps` runs per engine after `warmup` unmeasured rounds, against a model server and a Temporal server."""
+    timed = TimedModel(modelserver.local_model(base_url))
+    runners = Runners(calculator(timed, max_tokens), timed, workdir, client)
+    samples: list[Sample] = []
+    try:
+        async with runners.worker:
+            for rep in range(warmup + reps):
+                shift = rep % len(ENGINES)
+                for engine in ENGINES[shift:] + ENGINES[:shift]:
+                    sample = await runners.run(engine, f"What is {rep} plus {rep + 7}?")
+                    if rep >= warmup:
+                        samples.append(sample)
+    finally:
+        runners.store.close()
+    return summary(samples, reps=reps, max_tokens=max_tokens)
+
+
+def summary(samples: list[Sample], *, reps: int, max_tokens: int) -> dict[str, Any]:
+    calls = [call for s in samples for call in s.calls]
+    per_step = summarize([seconds for _, seconds, _ in calls])
+    result: dict[str, Any] = {
         "reps": reps,
         "max_tokens": max_tokens,
+        "model": {
+            "per_step": per_step,
+            "tool_call": summarize([seconds for kind, seconds, _ in calls if kind == "tool_call"]),
+            "answer": summarize([seconds for kind, seconds, _ in calls if kind == "answer"]),
+            "output_tokens": summarize([float(tokens) for _, _, tokens in calls]),
+        },
+        "engines": {},
     }
+    for engine in ENGINES:
+        mine = [s for s in samples if s.engine == engine]
+        overhead = summarize([s.overhead_per_step for s in mine])
+        result["engines"][engine] = {
+            "overhead_per_step": overhead,
+            "wall_per_step": summarize([s.wall / len(s.calls) for s in mine]),
+            "percent_of_model": None
+            if overhead["median"] is None
+            else 100 * (ratio(overhead["median"], per_step["median"]) or 0.0),
+        }
+    return result
 
 
-def measure(
+async def measure(
     base_url: str | None = None,
     *,
     reps: int = 10,
@@ -92,55 +198,76 @@ def measure(
     max_tokens: int = 16,
     n_ctx: int = LOCAL_MODEL_N_CTX,
     threads: int | None = None,
-    log: Path | None = None,
 ) -> dict[str, Any]:
-    """Against `base_url`, or a model server of our own started (and stopped) for the measurement."""
-    server = None
-    if base_url is None:
-        server = modelserver.start(free_port(), n_ctx, threads=threads, log=log)
-        base_url = server.base_url
-    try:
-        result = model_latency(base_url, reps=reps, warmup=warmup, max_tokens=max_tokens)
-    finally:
-        if server is not None:
-            server.stop()
+    """Against `base_url`, or a model server of our own; always a Temporal dev server of our own, on a
+    persistent SQLite database with the other benchmarks' pragmas, in a scratch directory. Both are
+    stopped by pid at the end, on Ctrl-C, SIGTERM or SIGHUP."""
+    load_before = machine.load()
+    with tempfile.TemporaryDirectory(prefix="bench-real-model-", ignore_cleanup_errors=True) as scratch:
+        workdir = Path(scratch)
+        server = None
+        if base_url is None:
+            server = modelserver.start(free_port(), n_ctx, threads=threads, log=workdir / "model-server.log")
+        url = server.base_url if server else base_url
+        assert url is not None
+        temporal = None
+        try:
+            extra = [flag for pragma in DEFAULT_PRAGMAS for flag in ("--sqlite-pragma", pragma)]
+            temporal = devserver.start(free_port(), None, workdir / "dev.db", log=workdir / "temporal.log", extra=extra)
+            await devserver.wait_until_serving(temporal.address)
+            client = await connect(Settings(address=temporal.address, namespace="default"))
+            result = await measure_runners(url, client, workdir, reps=reps, warmup=warmup, max_tokens=max_tokens)
+        finally:
+            if temporal is not None:
+                temporal.stop()
+            if server is not None:
+                server.stop()
     result["server"] = {
-        "url": base_url,
+        "url": url,
         "model": modelserver.MODEL_FILE if server else "(external)",
         "llama_cpp_python": metadata.version("llama-cpp-python"),
         "n_ctx": n_ctx if server else None,
         "threads": threads,
     }
-    result["machine"] = {"cpus": os.cpu_count(), "load_average": machine.load()}
+    result["machine"] = {"cpus": os.cpu_count(), "load_before": load_before, "load_after": machine.load()}
     return result
 
 
-def print_result(result: dict[str, Any]) -> None:
-    def line(label: str, summary: dict[str, Any], unit: str = "s", digits: int = 3) -> str:
+def lines(result: dict[str, Any]) -> list[str]:
+    def seconds(label: str, summary: dict[str, Any]) -> str:
         if not summary["n"]:
             return f"  {label}: no samples"
-        median, p99 = f"{summary['median']:.{digits}f}", f"{summary['p99']:.{digits}f}"
-        return f"  {label}: median {median} {unit}, p99 {p99} {unit} (n={summary['n']})"
+        return f"  {label}: median {summary['median']:.3f} s, p99 {summary['p99']:.3f} s (n={summary['n']})"
 
-    server = result["server"]
-    print(
+    server, model = result["server"], result["model"]
+    out = [
         f"real model: {server['model']} on llama-cpp-python {server['llama_cpp_python']}, n_ctx {server['n_ctx']}, "
-        f"threads {server['threads'] or 'default'}; {result['machine']['cpus']} cpus, "
-        f"load {result['machine']['load_average']}",
-        flush=True,
-    )
-    print(line("model latency per step", result["per_step"]), flush=True)
-    print(line("  forced tool call", result["tool_call"]), flush=True)
-    print(line(f"  answer (max_tokens {result['max_tokens']})", result["answer"]), flush=True)
-    print(line("output tokens per step", result["output_tokens"], "tokens", 0), flush=True)
+        f"threads {server['threads'] or 'default'}; {result['machine']['cpus']} cpus, load "
+        f"{result['machine']['load_before']} before, {result['machine']['load_after']} after",
+        seconds("model latency per step", model["per_step"]),
+        seconds("  forced tool call", model["tool_call"]),
+        seconds(f"  answer (max_tokens {result['max_tokens']})", model["answer"]),
+        f"runner overhead per step (a run's wall time minus its model calls, per model call; {result['reps']} runs "
+        "each):",
+    ]
+    for engine, numbers in result["engines"].items():
+        overhead = numbers["overhead_per_step"]
+        if not overhead["n"]:
+            out.append(f"  {engine}: no samples")
+            continue
+        out.append(
+            f"  {engine:<10} median {1000 * overhead['median']:8.1f} ms = {numbers['percent_of_model']:6.2f} % of "
+            f"the model's latency per step (p99 {1000 * overhead['p99']:.1f} ms)"
+        )
+    return out
 
 
 def configure(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--reps", type=int, default=10, help="measured two-step runs")
-    sub.add_argument("--warmup", type=int, default=1)
+    sub.add_argument("--reps", type=int, default=10, help="measured runs per engine")
+    sub.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first")
     sub.add_argument("--max-tokens", type=int, default=16)
     sub.add_argument("--threads", type=int, default=None, help="the model server's threads (default: its own)")
-    sub.add_argument("--base-url", default=None, help="an already running server (default: start one)")
+    sub.add_argument("--base-url", default=None, help="an already running model server (default: start one)")
     sub.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
 
 
@@ -148,14 +275,22 @@ def run(args: argparse.Namespace) -> int:
     if args.base_url is None and (reason := modelserver.missing()) is not None:
         print(f"error: {reason}", flush=True)
         return 1
-    result = measure(
-        args.base_url, reps=args.reps, warmup=args.warmup, max_tokens=args.max_tokens, threads=args.threads
+    result = asyncio.run(
+        measure(args.base_url, reps=args.reps, warmup=args.warmup, max_tokens=args.max_tokens, threads=args.threads)
     )
-    print_result(result)
+    for line in lines(result):
+        print(line, flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2))
     return 0
 
 
-register(Command("real-model", "median latency per step of the real local model (the llm group)", configure, run))
+register(
+    Command(
+        "real-model",
+        "the real local model's latency per step, and each runner's per-step overhead as a percentage of it",
+        configure,
+        run,
+    )
+)

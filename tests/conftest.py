@@ -116,6 +116,23 @@ def local_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[mod
         server.stop()
 
 
+@pytest.fixture
+def own_servers(tmp_path: Path) -> Iterator[Callable[..., modelserver.ModelServer]]:
+    """Model servers a test may kill and restart, each stopped (by pid) at the end."""
+    if (reason := modelserver.missing()) is not None:
+        pytest.skip(reason)
+    started: list[modelserver.ModelServer] = []
+
+    def start(port: int | None = None, n_ctx: int = 512) -> modelserver.ModelServer:
+        server = modelserver.start(port or free_port(), n_ctx, log=tmp_path / f"server-{len(started)}.log")
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
 def dev_settings(env: WorkflowEnvironment, task_queue: str, tmp_path: Path) -> Settings:
     """Settings for a worker subprocess talking to `env`, with its own ledger file."""
     return Settings(

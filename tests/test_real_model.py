@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,10 @@ from agentic.loop import tool_schemas
 from agentic.models.openai_chat import OpenAIChatModel
 from bench import real_model
 from ops import modelserver
-from ops.devserver import free_port
 from ops.modelserver import ModelServer
 
 ADDITIONS: list[tuple[int, int]] = []
+SERVER_INFO = {"model": modelserver.MODEL_FILE, "llama_cpp_python": "0.3.36", "n_ctx": 4096, "threads": None}
 
 
 @tool("Add two integers and return their sum.", a="the first integer", b="the second integer")
@@ -60,23 +60,6 @@ QUESTION = [Message("system", "You are a calculator. Use the add tool."), Messag
 @pytest.fixture(autouse=True)
 def no_additions() -> None:
     ADDITIONS.clear()
-
-
-@pytest.fixture
-def own_servers(tmp_path: Path) -> Iterator[Callable[..., ModelServer]]:
-    """Model servers a test may kill and restart, each stopped (by pid) at the end."""
-    if (reason := modelserver.missing()) is not None:
-        pytest.skip(reason)
-    started: list[ModelServer] = []
-
-    def start(port: int | None = None, n_ctx: int = 512) -> ModelServer:
-        server = modelserver.start(port or free_port(), n_ctx, log=tmp_path / f"server-{len(started)}.log")
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def recording_model(server: ModelServer, bodies: list[dict[str, Any]], settings: ModelSettings) -> OpenAIChatModel:
@@ -231,8 +214,22 @@ def test_malformed_arguments_reach_the_model_as_a_readable_error(local_model_ser
     assert run.stop is Stop.ANSWERED  # and the run went on to an answer
 
 
-def test_the_latency_benchmark_measures_each_step(local_model_server: ModelServer) -> None:
-    result = real_model.model_latency(local_model_server.base_url, reps=1, warmup=0, max_tokens=16)
-    assert result["tool_call"]["n"] == 1 and result["answer"]["n"] == 1
-    assert result["per_step"]["n"] == 2 and result["per_step"]["median"] > 0
-    assert 0 < result["output_tokens"]["max"] <= 16
+async def test_the_benchmark_measures_the_model_and_each_runners_overhead(
+    local_model_server: ModelServer, dev_env, tmp_path: Path
+) -> None:
+    result = await real_model.measure_runners(
+        local_model_server.base_url, dev_env.client, tmp_path, reps=1, warmup=0, max_tokens=16
+    )
+
+    model = result["model"]
+    assert model["tool_call"]["n"] == model["answer"]["n"] == 3  # one two-step run on each runner
+    assert model["per_step"]["median"] > 0 and 0 < model["output_tokens"]["max"] <= 16
+    assert set(result["engines"]) == {"in-process", "checkpoint", "temporal"}
+    for numbers in result["engines"].values():
+        assert numbers["overhead_per_step"]["n"] == 1
+        assert numbers["wall_per_step"]["median"] > numbers["overhead_per_step"]["median"]
+        assert numbers["percent_of_model"] is not None
+    printed = real_model.lines(
+        result | {"server": SERVER_INFO, "machine": {"cpus": 2, "load_before": 0, "load_after": 0}}
+    )
+    assert any(line.startswith("  temporal ") and "% of the model's latency per step" in line for line in printed)

@@ -130,6 +130,15 @@ class Demo:
         await self.trip_with_saga(client)
 
 
+def demo_for(args: argparse.Namespace) -> type[Demo]:
+    """`--model local`: the same server and worker, runs answered by the real local model (demo_llm.py)."""
+    if getattr(args, "model", None) is None:
+        return Demo
+    from ops.cli.demo_llm import LocalModelDemo  # it builds on Demo
+
+    return LocalModelDemo
+
+
 @stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     host, port = devserver.split_address(settings.address)
@@ -140,7 +149,7 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         await devserver.wait_until_serving(settings.address)
         say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
     say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")
-    demo = Demo(settings, args.json)
+    demo = demo_for(args)(settings, args.json)
     try:
         await demo.run()
         emit(args.json, {"runs": demo.results, "ui": settings.ui_url})
