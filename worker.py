@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,8 +32,11 @@ from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
 from agentic.transcript_store import Transcripts
 from ops import observability, stores
-from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from ops.agent_modules import load_agents_and_deps, module_names
 from ops.approver_keys import approver_public_keys
+from ops.cli.boundary import Parser, exit_now, load_settings, run_command
+from ops.cli.connection import require_namespace
+from ops.cli.output import CliError
 from ops.codec import load_keyring
 from ops.connection import connect
 from ops.models import declared_models
@@ -100,24 +102,21 @@ def build_worker(
     )
 
 
-async def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="worker.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--agents", action="append", metavar="MODULE", help="a module exporting `agents`")
-    args = parser.parse_args(argv)
-    settings = Settings()
-    observability.configure_logging(settings.log_format, settings.log_level)
+async def serve(args: argparse.Namespace, settings: Settings) -> int:
+    """Start serving, or say in one line why it cannot (the boundary in `main` turns errors into that line)."""
+    try:
+        observability.configure_logging(settings.log_format, settings.log_level)
+    except ValueError as exc:  # AGENT_LOG_FORMAT or LOG_LEVEL, named in the message
+        raise CliError(str(exc), code=2) from None
     try:
         agents, deps = load_agents_and_deps(module_names(args.agents), settings)
-    except (AgentModuleError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    # With AGENT_METRICS_ADDRESS, the SDK's metrics are served for Prometheus at http://ADDRESS/metrics.
-    client = await connect(settings, runtime=observability.metrics_runtime(settings.metrics_address))
-    try:
-        stores.check(settings.database_url)  # an unreachable shared database: one clear line, non-zero exit
-    except stores.StoreUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr, flush=True)
-        return 1
+    except ValueError as exc:  # a module that does not load, or a make_deps that refuses its settings
+        raise CliError(str(exc), code=2) from None
+    # The SDK core's log lines go through the logging just configured; with AGENT_METRICS_ADDRESS, the SDK's
+    # metrics are served for Prometheus at http://ADDRESS/metrics.
+    client = await connect(settings, runtime=observability.worker_runtime(settings.metrics_address))
+    await require_namespace(client, settings)
+    stores.check(settings.database_url)  # an unreachable shared database: one clear line, non-zero exit
     worker = build_worker(
         client, task_queue=settings.task_queue, agents=agents, deps=deps, transcripts=transcripts_for(settings)
     )
@@ -138,8 +137,19 @@ async def main(argv: Sequence[str]) -> int:
     return 0
 
 
+def main(argv: Sequence[str]) -> int:
+    """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
+    module that does not load, the database down) are one line on stderr and a non-zero exit
+    (ops/cli/boundary.py); `--debug` shows the traceback."""
+    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agents", action="append", metavar="MODULE", help="a module exporting `agents`")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return run_command(lambda: serve(args, load_settings()), debug=args.debug)
+
+
 if __name__ == "__main__":
-    code = asyncio.run(main(sys.argv[1:]))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown
+    exit_now(main(sys.argv[1:]))  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown

@@ -1,9 +1,10 @@
 """`job`: run agents with SQLite checkpoints — run, resume, status, cancel, approve/deny, effects, prune,
 recover, serve. Every command takes --db, --ledger, --agents and --json.
 
-Exit codes: 0 done (a run that ended completed, compensated or abandoned); 1 error, or a run that ended
-failed / compensation_failed / dead_letter; 2 bad input; 3 lease held or lost; 4 checkpoint mismatch.
-Errors are one line on stderr, never a traceback (BASELINE_DEBUG=1 shows it).
+A run id is given as RUN_ID or --id RUN_ID. Exit codes (the table shared with starter.py, in
+ops/cli/boundary.py): 0 done (a run that ended completed, compensated or abandoned); 1 error, or a run that
+ended failed / compensation_failed / dead_letter; 2 bad input; 3 lease held or lost; 4 checkpoint mismatch;
+130 interrupted. Errors are one line on stderr, never a traceback (`--debug` shows it).
 """
 
 from __future__ import annotations
@@ -12,39 +13,38 @@ import argparse
 import dataclasses
 import json
 import os
-import sqlite3
 import sys
-import traceback
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from pydantic import ValidationError
 
 from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
 from baseline import approvals, jobs, prune, runner, status, webhooks
-from baseline.errors import BadInput, BaselineError, UnknownRun
+from baseline.errors import BadInput, UnknownRun
 from baseline.options import RunOptions
-from baseline.schema import FAILED
+from baseline.schema import ACTIVE, FAILED
 from baseline.store import Store
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from ops.cli.arguments import add_run_id, approver, port_number, run_id
+from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.facts import add_facts_arguments, cmd_job_facts
-from ops.cli.output import printable
-from ops.cli.run_options import RunOptionError, add_run_option_arguments, positive_float, positive_int, run_request
+from ops.cli.output import CliError, printable
+from ops.cli.run_options import (
+    RunOptionError,
+    add_run_option_arguments,
+    positive_float,
+    positive_int,
+    run_request,
+)
 from ops.models import declared_models
-from ops.settings import Settings
 from ops.signals import stop_on_signals
 
 MIN_HASH_PREFIX = 8
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def build_parser() -> Parser:
@@ -62,11 +62,12 @@ def build_parser() -> Parser:
         )
         sub.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) (default: examples)")
         sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
         sub.set_defaults(handler=handler)
         return sub
 
     run = command("run", cmd_run, "start a run and drive it to its end")
-    run.add_argument("--id", dest="run_id", help="the run id (generated when omitted); never reused")
+    run.add_argument("--id", dest="run_id", type=run_id, help="the run id (generated when omitted); never reused")
     run.add_argument(
         "--agent", "--scenario", dest="agent", required=True, help="the agent, by name (demo: billing, migration, ...)"
     )
@@ -81,22 +82,22 @@ def build_parser() -> Parser:
     run.add_argument("--poll-interval", type=positive_float, default=0.2, help="seconds between approval/cancel checks")
 
     resume = command("resume", cmd_resume, "continue a run from the store, once its lease expired")
-    resume.add_argument("--id", dest="run_id", required=True)
-    resume.add_argument("--lease-seconds", type=float, help="lease length for this worker")
+    add_run_id(resume)
+    resume.add_argument("--lease-seconds", type=positive_float, help="lease length for this worker")
 
     show = command("status", cmd_status, "steps, percent complete, progress, consumption, lease")
-    show.add_argument("--id", dest="run_id", required=True)
+    add_run_id(show)
     show.add_argument("--messages", action="store_true", help="include the transcript rebuilt from the steps")
 
     stop = command("cancel", cmd_cancel, "ask the run to stop (its effects are compensated)")
-    stop.add_argument("--id", dest="run_id", required=True)
+    add_run_id(stop)
     stop.add_argument("--reason", default="cancelled by request")
 
     for name, verb in (("approve", "approve"), ("deny", "decline")):
         decide = command(name, cmd_approve if name == "approve" else cmd_deny, f"{verb} a pending tool call")
-        decide.add_argument("--id", dest="run_id", required=True)
+        add_run_id(decide)
         decide.add_argument("--call", help="the call id (default: the run's only pending call)")
-        decide.add_argument("--by", required=True, help="who decides")
+        decide.add_argument("--by", required=True, type=approver, help="who decides (recorded in the audit trail)")
         decide.add_argument("--reason", default="")
         if name == "approve":
             decide.add_argument(
@@ -108,18 +109,24 @@ def build_parser() -> Parser:
             decide.add_argument("--hash", help="the arguments hash you reviewed (default: the pending call's)")
 
     effects = command("effects", cmd_effects, "effects ledger rows of a run")
-    effects.add_argument("--id", dest="run_id", required=True)
+    add_run_id(effects)
 
     add_facts_arguments(command("facts", cmd_job_facts, "what agents remember: list, history, audit, forget"))
 
-    retention = command("prune", cmd_prune, "archive and delete old finished runs (30 days; failed 90)")
+    retention = command(
+        "prune",
+        cmd_prune,
+        "archive and delete old finished runs (30 days; failed 90). Lists what it would delete unless --yes",
+    )
     retention.add_argument("--now", help="ISO time to prune as of (tests)")
     retention.add_argument("--archive-dir", type=Path, help="where archives go (default: next to --db)")
-    retention.add_argument("--completed-days", type=float, default=30.0)
-    retention.add_argument("--failed-days", type=float, default=90.0)
+    retention.add_argument("--completed-days", type=positive_float, default=30.0, help="days kept (default 30)")
+    retention.add_argument("--failed-days", type=positive_float, default=90.0, help="days kept (default 90)")
+    retention.add_argument("--all", action="store_true", help="every finished run, whatever its age (needs --yes)")
+    retention.add_argument("--yes", action="store_true", help="archive and delete (without it: only list them)")
 
     sweep = command("recover", cmd_recover, "resume every active run whose lease expired")
-    sweep.add_argument("--lease-seconds", type=float)
+    sweep.add_argument("--lease-seconds", type=positive_float)
     sweep.add_argument("--detach", action="store_true", help="start the workers and return at once")
 
     serve = command(
@@ -127,7 +134,7 @@ def build_parser() -> Parser:
         cmd_serve,
         "HTTP API: GET /runs/{id}, GET /runs/{id}/events (SSE), POST cancel; bearer tokens from AGENT_API_TOKENS",
     )
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=port_number, default=8765)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument(
         "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
@@ -145,7 +152,7 @@ def build_parser() -> Parser:
 
 def agent_set(args: argparse.Namespace) -> AgentSet:
     """The agents this process runs, with their deps (the ledger at --ledger) and the declared models."""
-    settings = dataclasses.replace(Settings(), ledger_path=args.ledger)
+    settings = dataclasses.replace(load_settings(), ledger_path=args.ledger)
     try:
         agents, deps = load_agents_and_deps(module_names(args.agents), settings)
         return AgentSet(agents, deps, declared_models(settings), where="in this job process")
@@ -176,6 +183,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         webhooks.check_webhook(args.webhook)
     store = Store(args.db)
     run_id = args.run_id or f"{args.agent}-{uuid.uuid4().hex[:8]}"
+    if not args.json:  # said first: a crash or Ctrl-C must not lose the id (`job resume RUN_ID`)
+        print(f"started {run_id}", flush=True)
     row = jobs.start(store, agent_set(args), run_id, args.agent, options, webhook_url=args.webhook)
     return _ended(args, store, row.run_id)
 
@@ -202,14 +211,27 @@ def cmd_status(args: argparse.Namespace) -> int:
         replayed = runner.transcript(store, agent_set(args), args.run_id)
         view["messages"] = [m.to_dict() for m in replayed.messages]
     lines = [status.summary_line(view)]
+    if view["status"] in ACTIVE and not view["lease"]["live"]:
+        lines.append(f"  no live worker holds it (lease ended); `job resume {args.run_id}` continues it")
     lines += [f"  {s['step']:>3} {s['status']:<11} {s['step_name']:<24} {s['label']}" for s in view["steps"]]
     lines += [
         f"  approval {a['call_id']}: {a['status']} {status.call_text(a)} hash {a['arguments_hash'][:12]}"
         f" (deadline {a['deadline']})"
         for a in view["approvals"]
     ]
+    for message in view.get("messages", []):
+        lines.append(f"  [{message.get('role')}] {message_text(message)}")
     _emit(args, view, printable("\n".join(lines)))
     return 0
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A transcript message on one line: its text, or the tool calls it asks for."""
+    text = str(message.get("content") or "")
+    calls = message.get("tool_calls") or []
+    if calls:
+        text += " ".join(f"{c.get('name')}({json.dumps(c.get('arguments'), sort_keys=True)})" for c in calls)
+    return printable(" ".join(text.split()))
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -278,6 +300,11 @@ def cmd_effects(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    """A dry run unless --yes: a typo in a retention must not delete a store's history."""
+    if args.all and not args.yes:
+        raise BadInput("--all prunes every finished run, whatever its age: add --yes to do it")
+    if not args.db.exists():
+        raise BadInput(f"no checkpoint store at {args.db}")
     store = Store(args.db)
     now = datetime.now(UTC)
     if args.now:
@@ -286,18 +313,22 @@ def cmd_prune(args: argparse.Namespace) -> int:
         except ValueError:
             raise BadInput(f"--now: not an ISO time: {args.now!r}") from None
         now = now if now.tzinfo else now.replace(tzinfo=UTC)
+    keep = 0.0 if args.all else None
     outcome = prune.prune(
         store,
         args.archive_dir or args.db.parent / "archive",
         now,
-        completed_days=args.completed_days,
-        failed_days=args.failed_days,
+        completed_days=args.completed_days if keep is None else keep,
+        failed_days=args.failed_days if keep is None else keep,
+        dry_run=not args.yes,
     )
-    _emit(
-        args,
-        outcome,
-        f"archived {len(outcome['archived'])} run(s){' to ' + outcome['archive'] if outcome['archive'] else ''}",
-    )
+    runs = outcome["archived"]
+    if args.yes:
+        text = f"archived and deleted {len(runs)} run(s){' to ' + outcome['archive'] if outcome['archive'] else ''}"
+    else:
+        text = f"would archive and delete {len(runs)} run(s){': ' + ', '.join(runs) if runs else ''}"
+        text += " (a dry run: add --yes to do it)"
+    _emit(args, outcome, text)
     return 0
 
 
@@ -317,6 +348,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import socket
+
     import uvicorn
 
     from baseline.server import create_app
@@ -329,14 +362,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     except AuthConfigError as exc:
         raise BadInput(str(exc)) from None
+    if not args.db.parent.is_dir():  # a mistyped path would be served as an empty store answering 404s
+        raise BadInput(f"no directory {args.db.parent} for the checkpoint store {args.db}")
+    listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((args.host, args.port))
+        listener.listen(128)  # connections wait in the backlog from now on, so the address printed works
+    except OSError as exc:
+        listener.close()
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     auth = HttpAuth(tokens, insecure_no_auth=args.insecure_no_auth, hosts=args.allowed_host)
-    app = create_app(args.db, auth)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(create_app(args.db, auth), log_level="warning"))
     host = f"[{args.host}]" if ":" in args.host else args.host
     who = f"{len(tokens)} token(s)" if tokens else "NO AUTHENTICATION (--insecure-no-auth)"
-    print(f"job serve: listening on http://{host}:{args.port} ({who}; store {args.db})", flush=True)
-    server.run()
+    fresh = "" if args.db.exists() else ", empty until a run is started"
+    print(f"job serve: listening on http://{host}:{args.port} ({who}; store {args.db}{fresh})", flush=True)
+    server.run(sockets=[listener])
     return 0
 
 
@@ -360,40 +402,24 @@ def _fail(message: str) -> None:
 
 
 def run(argv: list[str]) -> int:
-    """The command line, returning its exit code (tests call this in-process)."""
+    """The command line, returning its exit code (tests call this in-process). Errors go through the one
+    boundary `starter.py` uses too (ops/cli/boundary.py): one line, the shared exit codes."""
     try:
         args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
+        return int(exc.code or 0)
+
+    def handle() -> int:
         with stop_on_signals():  # SIGTERM/SIGHUP end a command as Ctrl-C does: its workers are stopped
             return int(args.handler(args))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except BaselineError as exc:
-        _fail(str(exc))
-        return exc.exit_code
-    except KeyboardInterrupt:
-        return 130
-    except (sqlite3.Error, OSError) as exc:
-        _debug()
-        _fail(f"{type(exc).__name__}: {exc}")
-        return 1
-    except Exception as exc:  # a bug: still one line, with the way to see more
-        _debug()
-        _fail(f"internal error: {type(exc).__name__}: {exc} (BASELINE_DEBUG=1 shows the traceback)")
-        return 1
 
-
-def _debug() -> None:
-    if os.environ.get("BASELINE_DEBUG"):
-        traceback.print_exc()
+    return run_command(handle, debug=args.debug)
 
 
 def main() -> None:
-    code = run(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
     # Exit deliberately: the lease renewer, uvicorn and httpx may leave threads that would delay or
     # hang interpreter shutdown after the work is done and reported.
-    os._exit(code)
+    exit_now(run(sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -162,5 +162,5 @@ def cancel(store: Store, run_id: str, detail: str) -> None:
     """Write the control event; the worker checks it between steps (and while waiting for approval)."""
     run = store.require(run_id)
     if run.terminal:
-        raise RunNotResumable(f"run {run_id} already ended ({run.status}); nothing to cancel")
+        raise RunNotResumable(f"run {run_id} has already ended ({run.status}); nothing to cancel")
     store.request_cancel(run_id, detail)

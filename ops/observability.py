@@ -10,6 +10,10 @@
   `RedactFailures` (on the handler `configure_logging` installs) enforces it for every logger, the SDK's
   included: an exception is logged as its type and Temporal error type, never its message or traceback,
   unless `LOG_LEVEL=DEBUG` (then whoever reads the logs sees everything).
+- The SDK core's own log lines (gRPC retries while the server is away, ...) are written by Rust code, in
+  colour, straight to stderr unless routed: `worker_runtime` forwards them into Python logging (logger
+  `temporalio.core`), so a JSON log stays JSON lines; the command lines drop them (`quiet_core_logs`) and
+  say what is wrong in their own words.
 - Metrics: the SDK's own (workflow/activity counters and latencies, poller and slot gauges, …) on a
   Prometheus endpoint, `AGENT_METRICS_ADDRESS=0.0.0.0:9464` → `http://HOST:9464/metrics`.
 - Traces: `AGENT_OTEL=1` adds the SDK's OpenTelemetry `TracingInterceptor` (client → workflow → activity
@@ -28,7 +32,14 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from temporalio import activity, workflow
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    PrometheusConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -80,7 +91,7 @@ class JsonFormatter(logging.Formatter):
         for key, value in details.items():
             if (
                 key not in _STANDARD
-                and key not in ("temporal_workflow", "temporal_activity")
+                and key not in ("temporal_workflow", "temporal_activity", "temporal_log")
                 and not key.startswith("_")
             ):
                 entry[key] = value
@@ -117,6 +128,8 @@ class RedactFailures(logging.Filter):
 def configure_logging(log_format: str = "json", level: str = "INFO", stream: TextIO | None = None) -> None:
     """Replace the root logger's handlers with one that writes `log_format` ("json" or "text"); below DEBUG,
     exceptions are logged by type only (`RedactFailures`)."""
+    if not isinstance(logging.getLevelName(level.upper()), int):
+        raise ValueError(f"LOG_LEVEL={level!r}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
     handler = logging.StreamHandler(stream or sys.stderr)
     if level.upper() != "DEBUG":
         handler.addFilter(RedactFailures())
@@ -234,14 +247,35 @@ class LoggingInterceptor(Interceptor):
         return _WorkflowLogger
 
 
-# -- metrics --------------------------------------------------------------------------------------
+# -- the SDK core's log lines, and metrics ----------------------------------------------------------
+
+CORE_LOGGER = "temporalio.core"
 
 
-def metrics_runtime(address: str | None) -> Runtime | None:
-    """A Temporal runtime exporting the SDK's metrics for Prometheus at http://ADDRESS/metrics, or None."""
-    if not address:
-        return None
-    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=address)))
+def _core_logging(logger: logging.Logger) -> LoggingConfig:
+    return LoggingConfig(
+        filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logger),
+    )
+
+
+def worker_runtime(metrics_address: str | None = None) -> Runtime:
+    """The worker's Temporal runtime: the core's log lines through Python logging (the configured format,
+    JSON by default), and the SDK's metrics for Prometheus at http://ADDRESS/metrics when an address is given."""
+    metrics = PrometheusConfig(bind_address=metrics_address) if metrics_address else None
+    return Runtime(telemetry=TelemetryConfig(logging=_core_logging(logging.getLogger(CORE_LOGGER)), metrics=metrics))
+
+
+def quiet_core_logs(show: bool = False) -> None:
+    """For a command line, before its first client: the core's log lines go nowhere (or, with `show`, to
+    stderr as plain lines). A retry warning printed over a progress bar tells a person nothing the command's
+    own message does not say better."""
+    logger = logging.getLogger(CORE_LOGGER)
+    logger.propagate = False
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    logger.addHandler(logging.StreamHandler(sys.stderr) if show else logging.NullHandler())
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=_core_logging(logger))), error_if_already_set=False)
 
 
 # -- traces ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from baseline.prune import read_archive
 from baseline.store import Progress
-from tests.baseline_helpers import Job, open_job
+from tests.baseline_helpers import Job, one_line_error, open_job
 
 
 @pytest.fixture
@@ -21,10 +21,10 @@ def job(tmp_path: Path) -> Iterator[Job]:
     yield from open_job(tmp_path)
 
 
-def prune_as_of(job: Job, days: int, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+def prune_as_of(job: Job, days: int, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
     capsys.readouterr()
     now = (datetime.now(UTC) + timedelta(days=days)).isoformat()
-    assert job.cli("prune", "--now", now, "--archive-dir", str(job.tmp / "archive"), "--json") == 0
+    assert job.cli("prune", "--now", now, "--archive-dir", str(job.tmp / "archive"), "--json", "--yes", *extra) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -65,3 +65,28 @@ def test_retention_archives_then_deletes_and_never_touches_active_runs(
     assert job.store.run("live") is not None
     assert prune_as_of(job, 10_000, capsys)["archived"] == []
     assert job.effects("ok"), "retention is about checkpoints; the effects ledger is never pruned"
+
+
+def test_prune_is_a_dry_run_unless_yes_and_refuses_a_negative_or_zero_retention(
+    job: Job, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 23 (review M17): `--completed-days -1` archived and deleted every run. A retention must be
+    positive (`--all --yes` is the explicit way to take every finished run), and without `--yes` prune only
+    lists what it would take."""
+    assert job.cli("run", "--id", "recent", "--scenario", "billing") == 0
+    capsys.readouterr()
+    for days in ("-1", "0"):
+        assert job.cli("prune", "--completed-days", days) == 2
+        assert f"argument --completed-days: must be more than 0, got {days}" in one_line_error(capsys.readouterr().err)
+    assert job.cli("prune", "--all") == 2
+    assert "add --yes" in one_line_error(capsys.readouterr().err)
+    assert job.store.run("recent") is not None
+
+    later = (datetime.now(UTC) + timedelta(days=31)).isoformat()
+    assert job.cli("prune", "--now", later) == 0
+    said = capsys.readouterr().out
+    assert "would archive and delete 1 run(s): recent (a dry run: add --yes to do it)" in said
+    assert job.store.run("recent") is not None and not (job.tmp / "archive").exists()
+
+    everything = prune_as_of(job, 0, capsys, "--all")
+    assert everything["archived"] == ["recent"] and job.store.run("recent") is None

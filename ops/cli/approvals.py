@@ -17,10 +17,12 @@ from typing import Any
 from agentic.approvals import PendingApproval
 from agentic.signing import ApproverKey
 from ops.approver_keys import load_private_key
+from ops.cli.arguments import add_run_id, approver
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.settings import Settings
 from workflows.client import choose
+from workflows.errors import RunClosed
 
 HASH_SHOWN = 12  # characters of the arguments hash `pending` prints and `--hash` must match
 HASH_MIN = 8
@@ -102,7 +104,10 @@ def _confirmed_hash(args: argparse.Namespace, target: PendingApproval, approve: 
 
 async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     handle = await (await agent_client(settings)).get(args.run_id)
-    await handle.cancel(args.reason or "cancelled from the command line")
+    try:
+        await handle.cancel(args.reason or "cancelled from the command line")
+    except RunClosed as exc:  # worded as `job cancel` words it; exit 1 in both
+        raise CliError(f"run {args.run_id} has already ended ({exc.status}); nothing to cancel") from None
     emit(
         args.json,
         {"run_id": args.run_id, "cancel_requested": True},
@@ -117,9 +122,11 @@ def _signing_key(args: argparse.Namespace) -> ApproverKey | None:
 
 
 def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id")
+    add_run_id(parser)
     parser.add_argument("--call", help="the call to decide, when several wait")
-    parser.add_argument("--by", help="who decides (recorded in the audit trail; default: the key file's name)")
+    parser.add_argument(
+        "--by", type=approver, help="who decides (recorded in the audit trail; default: the key file's name)"
+    )
     parser.add_argument(
         "--key-file", help="your approver key (`name:base64`; or AGENT_APPROVER_KEY_FILE): signs the decision"
     )

@@ -1,27 +1,93 @@
-"""The one error boundary of every command line (`starter.py`, `job`): a known error is one line on stderr
-and a documented exit code; anything else is one line too, plus how to see the traceback (`--debug`).
+"""The one error boundary of every command line: `starter.py`, `job`, `worker.py`'s startup,
+`python -m ops.codec.server` / `ops.codec.keys`. A known error is one line on stderr (`error: ...`) and the
+exit code below; anything else is one line too, plus how to see the traceback (`--debug`, or
+`AGENT_DEBUG=1` for a command without the flag).
 
-Exit codes: 0 done; 1 the operation failed (a run failed, Temporal unreachable, a decision rejected...);
-2 bad input (a flag, an option, an unknown agent or run id); 130 interrupted (Ctrl-C).
+Exit codes, the same for every command:
+
+    0    done (for `job`: a run that ended completed, compensated or abandoned)
+    1    the operation failed: a run failed, Temporal or a store unreachable, a decision rejected,
+         a run already ended, a wait timed out (`--timeout`), a port taken
+    2    bad input: a flag, an option, an environment variable, an unknown agent, argument bytes that are
+         not UTF-8
+    3    `job` only: the run's lease is held by another worker, or was lost
+    4    `job` only: the checkpoints do not match the code (checkpoint mismatch)
+    130  interrupted (Ctrl-C, SIGTERM, SIGHUP)
+
+A known error is one whose class says what it is: `CliError` (with its code), an error carrying an
+`exit_code` (the baseline's), or one of the classes mapped below.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+import os
+import sqlite3
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NoReturn
+
+from pydantic import ValidationError
 
 from agentic.agent import InvalidOptions
 from agentic.signing import ApproverKeyError
+from agentic.store_unavailable import StoreUnavailable
 from ops.agent_modules import AgentModuleError, UnknownAgentName
+from ops.cli.arguments import resolve_run_id
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
-from workflows.errors import AgentClientError, AmbiguousApproval, NoPendingApproval
+from ops.codec.keys import KeyConfigError
+from ops.connection import ConnectionSettingsError, TemporalConnectError
+from ops.settings import Settings
+from workflows.errors import AgentClientError, AmbiguousApproval
 
-BAD_INPUT = (RunOptionError, InvalidOptions, AgentModuleError, UnknownAgentName, AmbiguousApproval, ApproverKeyError)
+BAD_INPUT: tuple[type[BaseException], ...] = (
+    RunOptionError,
+    InvalidOptions,
+    AgentModuleError,
+    UnknownAgentName,
+    AmbiguousApproval,
+    ApproverKeyError,
+    ConnectionSettingsError,
+    KeyConfigError,
+    ValidationError,
+)
+FAILED: tuple[type[BaseException], ...] = (
+    AgentClientError,
+    TemporalConnectError,
+    StoreUnavailable,
+    sqlite3.Error,
+    OSError,
+)
+DEBUG_ENV = "AGENT_DEBUG"
+
+
+def explain(exc: BaseException) -> tuple[str, int] | None:
+    """(one line, exit code) for a known error; None for anything else (a bug)."""
+    if isinstance(exc, CliError):
+        return str(exc), exc.code
+    code = getattr(exc, "exit_code", None)
+    if isinstance(code, int):
+        return str(exc), code
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        return f"invalid input: {where + ': ' if where else ''}{first['msg']}", 2
+    if isinstance(exc, BAD_INPUT):
+        return str(exc), 2
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}", 1
+    if isinstance(exc, FAILED):
+        return str(exc) or type(exc).__name__, 1
+    return None
 
 
 def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) -> int:
+    """Run a command's handler (sync or async) and turn whatever it raises into one line and an exit code."""
+    debug = debug or bool(os.environ.get(DEBUG_ENV))
     try:
         outcome = handler(*args)
         if isinstance(outcome, Awaitable):
@@ -29,21 +95,70 @@ def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) ->
         return int(outcome)  # type: ignore[call-overload]
     except KeyboardInterrupt:
         return 130
-    except CliError as exc:
-        fail(printable(str(exc)))
-        return exc.code
-    except BAD_INPUT as exc:
-        if debug:
-            raise
-        fail(printable(str(exc)))
-        return 2
-    except (AgentClientError, NoPendingApproval) as exc:
-        if debug:
-            raise
-        fail(printable(str(exc)))
-        return 1
+    except SystemExit as exc:  # argparse inside a handler, or an explicit exit
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except Exception as exc:
+        known = explain(exc)
         if debug:
-            raise
-        fail(printable(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
+            traceback.print_exc()
+        if known is not None:
+            fail(printable(known[0]))
+            return known[1]
+        hint = "" if debug else f" (run with --debug, or {DEBUG_ENV}=1, for the traceback)"
+        fail(printable(f"unexpected {type(exc).__name__}: {exc}{hint}"))
         return 1
+
+
+def load_settings() -> Settings:
+    """The settings from the environment; a malformed variable is bad input (exit 2), named in the message."""
+    try:
+        return Settings()
+    except ValueError as exc:
+        raise CliError(str(exc), code=2) from None
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush and leave. sdk-python issue 300: a short-lived Temporal client can abort at interpreter exit
+    after its output, and lease renewers or server threads could delay it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+# -- parsing ----------------------------------------------------------------------------------------
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors in the boundary's form: one line naming the command's help, exit 2 (argparse
+    would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        for index, arg in enumerate(argv):
+            if _not_utf8(arg):
+                self.error(f"{_what(argv, index)} is not valid UTF-8")
+        args = super().parse_args(argv, namespace)
+        resolve_run_id(args)
+        return args
+
+
+def _not_utf8(text: str) -> bool:
+    """Python hands bytes that are not UTF-8 over as lone surrogates (PEP 383): they cannot be sent anywhere."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _what(argv: list[str], index: int) -> str:
+    arg = argv[index]
+    if arg.startswith("--"):
+        return arg.split("=", 1)[0].encode("utf-8", "replace").decode()
+    if index > 0 and argv[index - 1].startswith("--") and "=" not in argv[index - 1]:
+        return argv[index - 1]
+    return f"argument {index + 1}"

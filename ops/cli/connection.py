@@ -1,6 +1,11 @@
-"""Connecting from the command line: one line a person can act on when Temporal is not there."""
+"""Connecting from the command line (and the worker's startup): one line a person can act on when Temporal
+is not there, or the namespace does not exist."""
 
 from __future__ import annotations
+
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from ops.cli.output import CliError
 from ops.settings import Settings
@@ -10,6 +15,21 @@ from workflows.errors import TemporalUnavailable
 
 async def agent_client(settings: Settings) -> AgentClient:
     try:
-        return await AgentClient.connect(settings=settings)
+        agents = await AgentClient.connect(settings=settings)
     except TemporalUnavailable as exc:
         raise CliError(f"{exc}. Start one with `python starter.py server` or set TEMPORAL_ADDRESS.") from None
+    await require_namespace(agents.client, settings)
+    return agents
+
+
+async def require_namespace(client: Client, settings: Settings) -> None:
+    """Connecting does not check the namespace; without this, a typo in TEMPORAL_NAMESPACE reads as
+    "no run with id X" or a stack of RPC errors."""
+    try:
+        await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=settings.namespace))
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise CliError(
+                f"namespace {settings.namespace!r} does not exist on {settings.address} (TEMPORAL_NAMESPACE)"
+            ) from None
+        # Not allowed to describe it (a cloud API key may not be): the commands' own calls will tell.

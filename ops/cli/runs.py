@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ops.agent_modules import find, load_agents, module_names
+from ops.cli import arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.cli.run_options import add_run_option_arguments, positive_float, run_request
+from ops.cli.waits import add_timeout, stalled, wait_for_result
 from ops.settings import Settings
+from workflows import search_attributes as sa
 from workflows.client import RunHandle
+from workflows.errors import WorkerUnavailable
 from workflows.inputs import AgentResult, Progress, Timeouts
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "agent", help="the agent to run, by name (the demo agents: billing, courier, migration, refund, trip)"
+        "agent_positional",
+        nargs="?",
+        metavar="AGENT",
+        help="the agent to run, by name (the demo agents: billing, courier, migration, refund, trip)",
     )
-    parser.add_argument("--id", dest="run_id", help="the run id (the workflow id); generated when omitted")
+    parser.add_argument("--agent", "--scenario", dest="agent", metavar="NAME", help="the same as AGENT (as in job)")
+    parser.add_argument(
+        "--id", dest="run_id", type=arguments.run_id, help="the run id (the workflow id); generated when omitted"
+    )
     parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
+    add_timeout(parser)
     add_run_option_arguments(parser)
     parser.add_argument(
         "--heartbeat-timeout", type=positive_float, default=10.0, help="seconds before a silent tool is retried"
@@ -31,6 +43,11 @@ async def start(args: argparse.Namespace, settings: Settings) -> RunHandle:
     """Validate what can be validated here (the agent exists in the agents modules, its options parse),
     then start the run."""
     request = run_request(args)
+    if args.agent_positional and args.agent and args.agent_positional != args.agent:
+        raise CliError(f"two agents: {args.agent_positional!r} and --agent {args.agent!r}; give one", code=2)
+    args.agent = args.agent or args.agent_positional
+    if not args.agent:
+        raise CliError("which agent? give its name: `run AGENT` or `run --agent AGENT`", code=2)
     agent = find(load_agents(module_names(args.agents)), args.agent)
     agent.parse_options(request.options)
     budget = agent.budget.model_copy(update={"max_steps": request.max_steps}) if request.max_steps else None
@@ -90,35 +107,67 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"started {handle.run_id}; waiting for its result (Ctrl-C stops waiting, not the run)\n  {url}", flush=True
         )
-    summary = result_summary(await handle.result()) | {"url": url}
+    else:
+        print(f"started {handle.run_id}; waiting for its result", file=sys.stderr, flush=True)
+    summary = result_summary(await wait_for_result(handle, args.timeout)) | {"url": url}
     emit(args.json, summary, result_line(summary))
     return 0
 
 
 async def cmd_result(args: argparse.Namespace, settings: Settings) -> int:
     handle = await (await agent_client(settings)).get(args.run_id)
-    summary = result_summary(await handle.result())
+    summary = result_summary(await wait_for_result(handle, args.timeout))
     emit(args.json, summary, result_line(summary))
     return 0
 
 
 async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    """Live progress from the `progress` query; with no worker to answer it, what the server knows (the
+    run's search attributes); and, when the run is not moving, why."""
     handle = await (await agent_client(settings)).get(args.run_id)
-    progress = await handle.progress()
-    emit(args.json, progress.model_dump(mode="json"), status_line(progress))
+    try:
+        progress = await handle.progress()
+    except WorkerUnavailable:
+        progress = await from_search_attributes(handle)
+    why = await stalled(handle) if progress.status not in FINISHED else None
+    data = progress.model_dump(mode="json") | {"waiting_for": why}
+    emit(args.json, data, status_line(progress) + (f"\n  {why}" if why else ""))
     return 0
 
 
-def status_line(progress: Progress) -> str:
-    if progress.error:
-        return printable(f"{progress.run_id}: {progress.status} — {progress.error}")
-    return printable(
-        f"{progress.run_id}: {progress.status}, step {progress.step}, {progress.label}, "
-        f"tokens {progress.input_tokens}+{progress.output_tokens}, cost ${progress.cost:.6f}"
+FINISHED = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
+
+
+async def from_search_attributes(handle: RunHandle) -> Progress:
+    """An open run's progress as its search attributes last recorded it (no worker needed)."""
+    attributes = (await handle.describe()).typed_search_attributes
+    step = attributes.get(sa.AGENT_STEP) or 0
+    return Progress(
+        run_id=handle.run_id,
+        agent=attributes.get(sa.AGENT_NAME) or "",
+        status=attributes.get(sa.AGENT_STATUS) or "running",  # type: ignore[arg-type]
+        step=step,
+        max_steps=None,
+        label="as last recorded (no worker answered the progress query)",
+        input_tokens=attributes.get(sa.AGENT_TOKENS) or 0,
+        output_tokens=0,
+        cost=attributes.get(sa.AGENT_COST) or 0.0,
+        trajectory=[],
+        pending_approvals=await handle.pending(),
+        worker_answered=False,
     )
 
 
-def require_run_id(value: str) -> str:
-    if not value.strip():
-        raise CliError("a run id cannot be empty", code=2)
-    return value
+def status_line(progress: Progress) -> str:
+    """One line; a run that ended in failure says why instead of a step count it never finished."""
+    if progress.error:
+        return printable(f"{progress.run_id}: {progress.status} — {progress.error}")
+    tokens = (
+        f"tokens {progress.input_tokens}+{progress.output_tokens}"
+        if progress.worker_answered
+        else f"tokens {progress.input_tokens}"
+    )
+    return printable(
+        f"{progress.run_id}: {progress.status}, step {progress.step}, {progress.label}, {tokens}, "
+        f"cost ${progress.cost:.6f}"
+    )
