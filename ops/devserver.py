@@ -4,6 +4,9 @@ persistent SQLite database so runs survive a server restart, and our search attr
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,7 +19,7 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from agentic.sqlite_file import private_dir
 from ops import child_process
 from ops.connection import connect
-from ops.settings import Settings, data_dir
+from ops.settings import Settings, data_dir, ui_record
 from ops.signals import stop_on_signals
 from workflows.search_attributes import dev_server_flags
 
@@ -143,7 +146,7 @@ def start(
             if process.poll() is not None:
                 raise RuntimeError(
                     f"the Temporal dev server exited with code {process.returncode} before opening port {port}"
-                    + (f"; its log: {log}" if log else "")
+                    + (f": {last_error(log)} (its log: {log})" if log else "")
                 )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
@@ -152,6 +155,26 @@ def start(
         server.kill()
         raise
     return server
+
+
+def last_error(log: Path) -> str:
+    """The last line of the server's log that says something went wrong (its own words, on one line)."""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    wrong = [line for line in lines if "error" in line.lower() or "fatal" in line.lower()] or lines or ["no output"]
+    return wrong[-1][-300:]
+
+
+def record_ui(server: DevServer) -> Path | None:
+    """Note this server's Web UI for the commands that print links (`Settings.ui_url`)."""
+    if server.ui_port is None:
+        return None
+    path = ui_record(server.port)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": os.getpid(), "ui_url": server.ui_url, "address": server.address}))
+    return path
 
 
 async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
@@ -168,9 +191,20 @@ async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
             await asyncio.sleep(0.3)
 
 
-def main_foreground(port: int, ui_port: int, db: Path) -> int:
+def main_foreground(port: int, ui_port: int, db: Path, *, as_json: bool = False) -> int:
     """`starter.py server`: run in the foreground until Ctrl-C, SIGTERM or SIGHUP, then stop the server
-    (it runs in its own session, so nothing else would) and exit 0. A busy port is one error line, exit 1."""
+    (it runs in its own session, so nothing else would) and exit 0. A busy port is one error line, exit 1.
+    While it runs, the commands that print Web UI links use its UI port (`record_ui`)."""
+    try:
+        return _foreground(port, ui_port, db, as_json)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            record = ui_record(port)
+            if json.loads(record.read_text()).get("pid") == os.getpid():  # ours, not another server's
+                record.unlink()
+
+
+def _foreground(port: int, ui_port: int, db: Path, as_json: bool) -> int:
     with stop_on_signals():
         try:
             server = start(port, ui_port, db, log=db.parent / "server.log")
@@ -181,11 +215,22 @@ def main_foreground(port: int, ui_port: int, db: Path) -> int:
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
-        print(
-            f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
-            f" database {db}",
-            flush=True,
-        )
+        record_ui(server)
+        if as_json:
+            print(
+                json.dumps(
+                    {"address": server.address, "pid": server.process.pid, "ui_url": server.ui_url, "db": str(db)}
+                ),
+                flush=True,
+            )
+        else:
+            print(
+                f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
+                f" database {db}",
+                flush=True,
+            )
+            if port != 7233:
+                print(f"  other shells: export TEMPORAL_ADDRESS=127.0.0.1:{port}", flush=True)
         try:
             while server.process.poll() is None:
                 time.sleep(0.5)

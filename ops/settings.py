@@ -14,9 +14,11 @@ The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from temporalio.envconfig import ClientConfigProfile
 
@@ -94,6 +96,29 @@ def temporal_profile() -> ClientConfigProfile:
         raise ValueError(f"Temporal client configuration: {exc}") from None
 
 
+DEFAULT_UI_URL = "http://localhost:8233"
+_LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+def ui_record(port: int, root: Path | None = None) -> Path:
+    """Where `starter.py server` notes the Web UI of the server it runs on `port` (and removes it when the
+    server stops), so that `run`, `watch` and `demo` link to the UI actually in use (`--ui-port`)."""
+    return (root or data_dir()) / "temporal" / f"ui-{port}.json"
+
+
+def recorded_ui_url(address: str, root: Path | None = None) -> str | None:
+    """The Web UI URL `starter.py server` recorded for a local server at `address`, if that server still runs."""
+    host, _, port = address.rpartition(":")
+    if host not in _LOCAL_HOSTS or not port.isdigit():
+        return None
+    try:
+        record = json.loads(ui_record(int(port), root).read_text())
+        os.kill(int(record["pid"]), 0)  # a record left by a server that was killed is not the UI in use
+        return str(record["ui_url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 @dataclass(frozen=True)
 class Settings:
     # Connection: from `temporal_profile()` unless given; see ops/connection.py for how it becomes a client.
@@ -105,7 +130,8 @@ class Settings:
     ledger_path: Path = field(default_factory=lambda: Path(_env("AGENT_LEDGER") or data_dir() / "ledger.db"))
     # postgresql://user:password@host:port/db: the ledger and transcripts for every worker host (ops/stores.py).
     database_url: str | None = field(default_factory=lambda: _env("AGENT_DATABASE_URL"), repr=False)
-    ui_url: str = field(default_factory=lambda: os.environ.get("TEMPORAL_UI_URL", "http://localhost:8233"))
+    # The Web UI links printed: TEMPORAL_UI_URL, else the UI `starter.py server` runs for this address, else :8233.
+    ui_url: str = field(default_factory=lambda: _env("TEMPORAL_UI_URL") or "")
     # -- connection security: the profile's unless given (ops/connection.py connect_options) --------
     tls: bool | None = None  # True/False force TLS on/off; None: as the profile says (an API key implies it)
     api_key: str | None = field(default=None, repr=False)
@@ -140,6 +166,10 @@ class Settings:
         object.__setattr__(self, "namespace", self.namespace or profile.namespace or "default")
         if self.api_key is None:
             object.__setattr__(self, "api_key", profile.api_key)
+        if not self.ui_url:
+            ui_url = recorded_ui_url(self.address, self.data_dir) or DEFAULT_UI_URL
+            object.__setattr__(self, "ui_url", ui_url)  # frozen: set once, here
+        object.__setattr__(self, "ui_url", self.ui_url.rstrip("/"))
 
     def run_url(self, run_id: str) -> str:
-        return f"{self.ui_url}/namespaces/{self.namespace}/workflows/{run_id}"
+        return f"{self.ui_url}/namespaces/{quote(self.namespace, safe='')}/workflows/{quote(run_id, safe='')}"

@@ -325,6 +325,8 @@ class RunHandle:
                 except RPCError as exc:
                     if result.done():
                         break
+                    if exc.status == RPCStatusCode.UNAVAILABLE:  # the server, not a worker, is missing
+                        raise TemporalUnavailable(f"the Temporal server did not answer ({exc.message})") from None
                     current = _no_worker(last, self.run_id, exc.message)
                 if current != last:
                     last = current
@@ -496,7 +498,7 @@ def final_progress(result: AgentResult, last: Progress | None = None) -> Progres
 
 
 def _no_worker(last: Progress | None, run_id: str, why: str) -> Progress:
-    label = f"waiting: no worker answered the progress query ({why}); is a worker running?"
+    label = f"waiting for a worker: none answered the progress query ({why})"
     if last is not None:
         return last.model_copy(update={"worker_answered": False, "label": label})
     return Progress(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import os
 import sys
 import time
 import uuid
@@ -145,9 +147,12 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     server = None
     if not devserver.port_open(host, port):
         say(args.json, f"no Temporal server at {settings.address}; starting the embedded dev server…")
-        server = devserver.start(port, 8233, devserver.default_db(), log=settings.data_dir / "demo-server.log")
+        ui_port = 8233 if devserver.port_free(8233) else devserver.free_port()
+        server = devserver.start(port, ui_port, devserver.default_db(), log=settings.data_dir / "demo-server.log")
         await devserver.wait_until_serving(settings.address)
         say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
+        if not os.environ.get("TEMPORAL_UI_URL"):  # link to the UI of the server it started
+            settings = dataclasses.replace(settings, ui_url=server.ui_url)
     say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")
     demo = demo_for(args)(settings, args.json)
     try:

@@ -5,29 +5,43 @@ steps against `max_steps`, the label, tokens, cost, and for an approval wait the
 its deadline); otherwise a line is printed per change. `--json` prints one JSON object per change
 (`"type": "progress"`) and a final `"type": "result"` object. The run's end comes from its result, so the
 final state is printed even if it closed between two polls.
+
+When the run does not move, the line says what it waits for (ops/cli/waits.py: a worker on the task queue,
+or the model / a tool whose calls keep failing). When the Temporal server goes away, that is said on one
+line and the exit code is 1 (the SDK core's own retry warnings are kept off the terminal). `--timeout S`
+stops watching after S seconds (exit 1; the run goes on).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import shutil
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from ops.cli import waits
+from ops.cli.arguments import add_run_id
 from ops.cli.connection import agent_client
-from ops.cli.output import printable
+from ops.cli.output import CliError, printable
 from ops.cli.runs import result_line, result_summary
 from ops.settings import Settings
+from workflows.client import RunHandle
+from workflows.errors import AgentClientError, TemporalUnavailable
+from workflows.inputs import Progress
 
 BAR_WIDTH = 20
 TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
 
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_id")
-    parser.add_argument("--interval", type=float, default=0.5, help="seconds between progress queries")
+    add_run_id(parser)
+    parser.add_argument("--interval", type=waits.positive_float, default=0.5, help="seconds between progress queries")
+    waits.add_timeout(parser)
 
 
 async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
@@ -41,17 +55,74 @@ async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
     else:
         view = Lines(out)
     try:
-        async for progress in handle.watch(interval=args.interval):
-            view.show(progress.model_dump(mode="json", exclude={"worker_answered", "error"}) | _waiting(progress))
-        view.finish(result_summary(await handle.result()))  # a run that failed raises RunFailed: one line
+        async with asyncio.timeout(args.timeout):
+            async for progress, why in with_reasons(handle, args.interval):
+                view.show(
+                    progress.model_dump(mode="json", exclude={"worker_answered", "error"}) | _waiting(progress, why)
+                )
+            view.finish(result_summary(await handle.result()))  # a run that failed raises RunFailed: one line
+    except TimeoutError:
+        view.close()
+        raise CliError(waits.timed_out(handle.run_id, args.timeout, None)) from None
+    except TemporalUnavailable as exc:
+        view.close()
+        raise CliError(
+            f"lost the Temporal server at {settings.address} ({exc}); the run is kept by the server: "
+            f"watch it again once the server is back"
+        ) from None
     finally:
         view.close()
     return 0
 
 
-def _waiting(progress: Any) -> dict[str, Any]:
-    """While no worker answers, the line says so instead of repeating stale progress as if it were live."""
-    return {} if progress.worker_answered else {"status": "no_worker"}
+async def with_reasons(handle: RunHandle, interval: float) -> AsyncIterator[tuple[Progress, str | None]]:
+    """Progress on every change, with what the run waits for when it does not move (looked up every
+    `waits.CHECK_EVERY` seconds, so a wait is explained even when the progress itself does not change)."""
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    async def follow() -> None:
+        try:
+            async for progress in handle.watch(interval=interval):
+                await queue.put(("progress", progress))
+            await queue.put(("end", None))
+        except BaseException as exc:  # handed to the reader, which raises it
+            await queue.put(("error", exc))
+
+    async def explain() -> None:
+        while True:
+            await asyncio.sleep(waits.CHECK_EVERY)
+            with contextlib.suppress(AgentClientError):  # the progress side reports a server that went away
+                await queue.put(("why", await waits.stalled(handle)))
+
+    tasks = [asyncio.ensure_future(follow()), asyncio.ensure_future(explain())]
+    last: Progress | None = None
+    why: str | None = None
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "error":
+                raise value
+            if kind == "end":
+                return
+            if kind == "why":
+                if value == why or last is None:
+                    continue
+                why = value
+            else:
+                last = value
+            yield last, why
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def _waiting(progress: Progress, why: str | None) -> dict[str, Any]:
+    """While the run does not move, the line says what it waits for instead of repeating stale progress."""
+    if not progress.worker_answered:
+        return {"status": "no_worker", "label": why or progress.label}
+    if why and progress.status not in TERMINAL:
+        return {"label": why}
+    return {}
 
 
 # -- rendering ------------------------------------------------------------------------------------
