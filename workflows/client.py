@@ -417,6 +417,13 @@ class RunHandle:
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             raise _closed(self.run_id, description)
+        if queued := await self._queued_decision(target.call_id):
+            verb = "approve" if queued.approve else "deny"
+            raise ApprovalRejected(
+                f"another decision for call {target.call_id} is already queued ({verb} by {queued.approver}); "
+                "no worker has applied it yet. Nothing was sent: the first decision wins when a worker picks "
+                "the run up"
+            )
         try:
             await self.workflow.signal(AgentWorkflow.decision, decision)
         except RPCError as exc:
@@ -424,6 +431,29 @@ class RunHandle:
                 raise _closed(self.run_id, await self.describe()) from None
             raise _rpc_error(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
+
+    async def _queued_decision(self, call_id: str) -> Decision | None:
+        """A `decision` signal for `call_id` that the run received after its last completed workflow task:
+        sent while no worker was up, and not yet seen by the workflow. Its payload is decoded with the
+        client's data converter (and so through the codec, when payloads are encrypted)."""
+        history = await self.workflow.fetch_history()
+        waiting: list[Any] = []
+        handed = 0  # signals received before the current workflow task started: that task sees them
+        for event in history.events:
+            if event.HasField("workflow_task_started_event_attributes"):
+                handed = len(waiting)
+            elif event.HasField("workflow_task_completed_event_attributes"):
+                waiting, handed = waiting[handed:], 0  # the workflow has applied those
+            elif event.HasField("workflow_execution_signaled_event_attributes"):
+                signal = event.workflow_execution_signaled_event_attributes
+                if signal.signal_name == "decision":
+                    waiting.append(signal.input.payloads)
+        converter = self.agents.client.data_converter
+        for payloads in waiting:
+            [earlier] = await converter.decode(payloads, [Decision])
+            if earlier.call_id == call_id:
+                return earlier
+        return None
 
     async def cancel(self, reason: str | None = None) -> None:
         """A Temporal cancellation: the run stops and its completed effects are compensated. RunClosed if

@@ -10,7 +10,9 @@ reads each one's pending calls from its memo — no workflow is scanned, and no 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,12 @@ from ops.cli.arguments import add_run_id, approver
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.settings import Settings
-from workflows.client import choose
-from workflows.errors import RunClosed
+from workflows.client import UPDATE_TIMEOUT, RunHandle, choose
+from workflows.errors import AgentClientError, NoPendingApproval, RunClosed
 
 HASH_SHOWN = 12  # characters of the arguments hash `pending` prints and `--hash` must match
 HASH_MIN = 8
+NOTICE_AFTER = 2.0  # seconds of silence before `approve` says it is waiting for a worker
 
 
 def call_text(p: PendingApproval) -> str:
@@ -57,11 +60,23 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     args.by = by
     handle = await (await agent_client(settings)).get(args.run_id)
     await handle.ensure_open()
-    target = choose(await handle.pending(), args.run_id, args.call)
+    try:
+        target = choose(await handle.pending(), args.run_id, args.call)
+    except NoPendingApproval as exc:
+        raise CliError(f"{exc}{await _decided_already(handle, args.call)}") from None
     arguments_hash = _confirmed_hash(args, target, approve)
-    outcome = await handle.decide(
-        approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash, key=key
+    deciding = asyncio.ensure_future(
+        handle.decide(approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash, key=key)
     )
+    done, _ = await asyncio.wait({deciding}, timeout=NOTICE_AFTER)
+    if not done:  # no worker has answered yet: say what this pause is
+        print(
+            f"waiting up to {UPDATE_TIMEOUT.total_seconds():g} s for a worker to apply it; "
+            "without one it is queued as a signal…",
+            file=sys.stderr,
+            flush=True,
+        )
+    outcome = await deciding
     data: dict[str, Any] = outcome.model_dump(mode="json")
     what = (
         f"{call_text(target)} in {printable(args.run_id)} (call {printable(target.call_id)}, by {printable(args.by)})"
@@ -71,11 +86,26 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     else:
         text = (
             f"queued ({'approve' if approve else 'deny'}): {what} — no worker answered, so the decision was sent as "
-            "a signal; it applies when a worker picks the run up, unless another decision for this call is "
-            "applied first"
+            "a signal; a worker applies it when it picks the run up, if it is still valid then (the deadline "
+            "has not passed)"
         )
     emit(args.json, data, text)
     return 0
+
+
+async def _decided_already(handle: RunHandle, call_id: str | None) -> str:
+    """`: call X was already approved by maria`, from the run's audit trail, when a worker can tell."""
+    try:
+        audit = (await handle.approvals()).audit
+    except AgentClientError:
+        return ""
+    decided = [a for a in audit if a.event != "rejected" and (call_id is None or a.call_id == call_id)]
+    if not decided:
+        return ""
+    last = decided[-1]
+    if last.event == "expired":
+        return f": call {printable(last.call_id)} expired before anyone decided"
+    return f": call {printable(last.call_id)} was already {last.event} by {printable(last.approver or '?')}"
 
 
 def _confirmed_hash(args: argparse.Namespace, target: PendingApproval, approve: bool) -> str:
