@@ -5,6 +5,10 @@ A run is abandoned when it stops without an answer. Its completed mutating calls
 first, each by its tool's declared compensation, under a key derived from the original's so the undo
 itself happens at most once. A call interrupted mid-flight (cancelled) may or may not have made its
 effect: it is planned too, and its compensation must treat "no effect under that key" as nothing to do.
+
+`not_compensable` names each tool that may have changed something and declares no inverse, once: which
+of its calls made an effect is the ledger's to say (`effects --run ID`). Listing it per call counted an
+interrupted call that never made its effect (issue 23: four names for three effects).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ class CompensationPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     steps: list[CompensationStep]
-    not_compensable: list[str]  # tools that changed something and declare no inverse
+    not_compensable: list[str]  # tools that may have changed something and declare no inverse, each once
 
 
 def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping[str, ToolSpec]) -> CompensationPlan:
@@ -69,7 +73,8 @@ def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping
             continue
         spec = specs.get(record.call.name)
         if spec is None or not spec.compensable:
-            not_compensable.append(record.call.name)
+            if record.call.name not in not_compensable:
+                not_compensable.append(record.call.name)
             continue
         key = idempotency_key(run_id, record.call.identity)
         steps.append(

@@ -182,7 +182,7 @@ def test_post_cancel_stops_the_run_between_steps(job: Job, api: httpx.Client) ->
 
     body = api.get("/runs/x").json()
     assert (body["status"], body["stop"]) == ("abandoned", "cancelled")
-    assert body["not_compensable"] == ["migrate_record"] * len(job.effects("x"))
+    assert body["not_compensable"] == ["migrate_record"]  # each tool once; the ledger counts the effects
     assert len(job.effects("x")) < 5
     assert api.post("/runs/x/cancel", json={}).status_code == 409
 

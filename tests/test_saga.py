@@ -155,3 +155,23 @@ async def test_cancel_during_a_long_tool_call_stops_it_then_compensates(skipping
     assert [(e.tool, e.compensates) for e in effects] == [("book_flight", None), ("cancel_flight", effects[0].key)]
     hotel = next(c for c in result.compensations if c.tool == "slow_book_hotel")
     assert hotel.result.startswith("nothing to cancel")  # interrupted before its effect
+
+
+def test_not_compensable_names_each_tool_once_however_many_calls_it_made() -> None:
+    """Issue 23 (review M19): a migration cancelled during its 4th call listed `migrate_record` four times
+    for three effects — the interrupted call had made none. A tool without an inverse is named once; the
+    ledger says which calls made an effect."""
+    from agentic.loop import ToolRecord
+    from agentic.messages import ToolCall
+    from agentic.results import ToolStatus
+    from agentic.saga import compensation_plan
+
+    def record(step: int, status: ToolStatus) -> ToolRecord:
+        call = ToolCall(id=f"c{step}", name="migrate_record", arguments={"record": f"rec-{step}"}, uid=f"{step}.1")
+        return ToolRecord(step=step, call=call, status=status, mutating=True)
+
+    records = [record(1, ToolStatus.OK), record(2, ToolStatus.OK), record(3, ToolStatus.OK)]
+    records.append(record(4, ToolStatus.CANCELLED))  # interrupted: it may or may not have made its effect
+    plan = compensation_plan("mig-cancel-1", records, specs={})
+    assert plan.not_compensable == ["migrate_record"]
+    assert plan.steps == []
