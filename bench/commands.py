@@ -193,6 +193,7 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     results: dict[str, Any] = {"command": command, "machine": machine.facts()}
     results["config"] = {k: vars(v) for k, v in configs(args, sections).items()}
     results["config"]["server_pragmas"] = list(args.server_pragmas)
+    results["quick"] = bool(args.quick)  # a smoke run: the report does not claim its goals
     workdir = Path(tempfile.mkdtemp(prefix="bench-"))
     ok = False
     try:
@@ -269,9 +270,18 @@ def cmd_loc(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    results = json.loads(Path(args.source).read_text())
+    source = Path(args.source)
+    try:
+        results = json.loads(source.read_text())
+    except FileNotFoundError:
+        print(f"error: no results file at {source} (run a measurement first, or give --from FILE)", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"error: {source} is not a results JSON: {exc}", file=sys.stderr)
+        return 2
     text = report.markdown(results)
     print(text)
+    args.out.mkdir(parents=True, exist_ok=True)  # plots go there: a new directory is made, as `write` does
     report.plots(results, args.out)
     return 0
 

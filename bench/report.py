@@ -267,7 +267,10 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def goals_section(results: dict[str, Any]) -> list[str]:
-    rows = [[g["goal"], g["measured"], "yes" if g["met"] else "**no**"] for g in goals(results)]
+    if results.get("quick"):  # `--quick` repeats too little to measure anything
+        rows = [[g["goal"], g["measured"], "not measured (--quick)"] for g in goals(results)]
+    else:
+        rows = [[g["goal"], g["measured"], "yes" if g["met"] else "**no**"] for g in goals(results)]
     return ["### Goals", "", *table(["goal", "measured", "met"], rows)] if rows else []
 
 

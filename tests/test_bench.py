@@ -398,6 +398,41 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
     written = report.plots(results, tmp_path)
     assert {p.name for p in written} == {"overhead.png", "throughput.png"}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
+    quick = report.markdown(results | {"quick": True})
+    assert "| our agent step within 1.2x the bare Temporal floor | 1.50x | not measured (--quick) |" in quick
+
+
+def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
+    """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
+    traceback. Now: the directory is made, and a missing file is one line, exit 2."""
+    import json
+    import subprocess
+    import sys
+
+    saved = tmp_path / "overhead.json"
+    saved.write_text(json.dumps({"overhead": _overhead_for_report()}))
+    out = tmp_path / "new" / "dir"
+    bench = [sys.executable, "-m", "bench", "report"]
+    made = subprocess.run([*bench, "--from", str(saved), "--out", str(out)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert (out / "overhead.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    missing = subprocess.run([*bench, "--from", str(tmp_path / "nope.json")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().splitlines() == [
+        f"error: no results file at {tmp_path / 'nope.json'} (run a measurement first, or give --from FILE)"
+    ]
+
+
+def _overhead_for_report() -> dict:
+    return {
+        "steps": 20,
+        "reps": 3,
+        "warmup": 1,
+        "engines": {
+            name: _engine(seconds, 0.1, 0.001)
+            for name, seconds in (("in-process", 0.001), ("baseline", 0.002), ("temporal", 0.15), ("floor", 0.1))
+        },
+    }
 
 
 # -- end to end ---------------------------------------------------------------------------------------

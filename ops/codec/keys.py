@@ -152,4 +152,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from ops.cli.boundary import exit_now, run_command  # the one error boundary: one line, shared exit codes
+
+    exit_now(run_command(main, sys.argv[1:]))

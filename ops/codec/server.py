@@ -421,4 +421,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ops.cli.boundary import exit_now, run_command  # the one error boundary: one line, shared exit codes
+
+    exit_now(run_command(main))
