@@ -12,6 +12,7 @@ same connection security.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -99,11 +100,19 @@ async def connect(
         raise TemporalConnectError(_explain(settings, options["tls"], exc)) from exc
 
 
+def _plain(detail: str) -> str:
+    """The transport error's own words (`Connection refused`) instead of the SDK's nested Rust dump."""
+    found = re.search(r'message: "([^"]+)"', detail)
+    if found and "tonic::transport" in detail:
+        return found.group(1).lower()
+    return detail.removeprefix("Failed client connect: ")
+
+
 def _explain(settings: Settings, tls: TLSConfig | bool, exc: BaseException) -> str:
     where = f"{settings.address} (namespace {settings.namespace})"
-    detail = str(exc)
+    detail = _plain(str(exc))
     if tls is False:
-        return f"cannot connect to Temporal at {where} without TLS: {detail}"
+        return f"cannot reach Temporal at {where} without TLS: {detail}"
     hint = ""
     if any(marker in detail for marker in ("InvalidContentType", "InvalidMessage", "CorruptMessage", "wrong version")):
         hint = (
@@ -115,4 +124,4 @@ def _explain(settings: Settings, tls: TLSConfig | bool, exc: BaseException) -> s
             " — the server's certificate was not accepted: "
             "check TEMPORAL_TLS_SERVER_CA_CERT_PATH and TEMPORAL_TLS_SERVER_NAME"
         )
-    return f"cannot connect to Temporal at {where} over TLS: {detail}{hint}"
+    return f"cannot reach Temporal at {where} over TLS: {detail}{hint}"

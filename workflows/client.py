@@ -100,7 +100,7 @@ class AgentClient:
         cls, address: str | None = None, namespace: str | None = None, *, settings: Settings | None = None
     ) -> AgentClient:
         """Connect from the settings (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, API key, codec keys)."""
-        from ops.connection import connect
+        from ops.connection import TemporalConnectError, connect
 
         settings = settings or Settings()
         overrides = {k: v for k, v in {"address": address, "namespace": namespace}.items() if v is not None}
@@ -108,6 +108,10 @@ class AgentClient:
             settings = _replace(settings, **overrides)
         try:
             client = await connect(settings)
+        except ValueError:  # the settings contradict themselves (TLS, keys): not a reachability problem
+            raise
+        except TemporalConnectError as exc:  # its message says where and why already
+            raise TemporalUnavailable(str(exc)) from exc
         except Exception as exc:  # the SDK raises RuntimeError with a transport message
             raise TemporalUnavailable(
                 f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {exc}"

@@ -17,7 +17,9 @@ async def agent_client(settings: Settings) -> AgentClient:
     try:
         agents = await AgentClient.connect(settings=settings)
     except TemporalUnavailable as exc:
-        raise CliError(f"{exc}. Start one with `python starter.py server` or set TEMPORAL_ADDRESS.") from None
+        nothing_there = "refused" in str(exc).lower()  # not a TLS or name problem: no server at that address
+        hint = ". Start one with `python starter.py server` or set TEMPORAL_ADDRESS." if nothing_there else ""
+        raise CliError(f"{exc}{hint}") from None
     await require_namespace(agents.client, settings)
     return agents
 

@@ -29,6 +29,10 @@ def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
         }
         for e in rows
     ]
-    lines = [f"{e['at']}  {e['run_id']}  {e['tool']:<16} {e['key']}  {e['result']}" for e in data]
+    lines = [
+        f"{e['at']}  {e['run_id']}  {e['tool']:<16} {e['key']}  {e['result']}"
+        + (f"  (undoes {e['compensates']})" if e["compensates"] else "")
+        for e in data
+    ]
     emit(args.json, data, "\n".join(lines) if lines else "no effects")
     return 0
