@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -231,4 +232,5 @@ def test_json_formatter_fields_and_configuration() -> None:
         workflow.logger.workflow_info_on_message = saved[2]
         activity.logger.activity_info_on_message = saved_activity
 
-    assert observability.metrics_runtime(None) is None
+    with pytest.raises(ValueError, match="LOG_LEVEL='LOUD'"):
+        observability.configure_logging("json", "LOUD")
