@@ -76,8 +76,9 @@ async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def with_reasons(handle: RunHandle, interval: float) -> AsyncIterator[tuple[Progress, str | None]]:
-    """Progress on every change, with what the run waits for when it does not move (looked up every
-    `waits.CHECK_EVERY` seconds, so a wait is explained even when the progress itself does not change)."""
+    """The latest progress every `interval` and on every change, with what the run waits for when it does
+    not move (looked up every `waits.CHECK_EVERY` seconds: a wait is explained even when the progress itself
+    does not change). The displays print only changes, but for a terminal's bar."""
     queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
     async def follow() -> None:
@@ -94,7 +95,12 @@ async def with_reasons(handle: RunHandle, interval: float) -> AsyncIterator[tupl
             with contextlib.suppress(AgentClientError):  # the progress side reports a server that went away
                 await queue.put(("why", await waits.stalled(handle)))
 
-    tasks = [asyncio.ensure_future(follow()), asyncio.ensure_future(explain())]
+    async def tick() -> None:  # a terminal's line is redrawn every interval: its countdown moves
+        while True:
+            await asyncio.sleep(interval)
+            await queue.put(("tick", None))
+
+    tasks = [asyncio.ensure_future(job) for job in (follow(), explain(), tick())]
     last: Progress | None = None
     why: str | None = None
     try:
@@ -105,11 +111,11 @@ async def with_reasons(handle: RunHandle, interval: float) -> AsyncIterator[tupl
             if kind == "end":
                 return
             if kind == "why":
-                if value == why or last is None:
-                    continue
                 why = value
-            else:
+            elif kind == "progress":
                 last = value
+            if last is None:
+                continue
             yield last, why
     finally:
         for task in tasks:
