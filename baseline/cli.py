@@ -181,11 +181,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BadInput(f"invalid run options: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
     if args.webhook:
         webhooks.check_webhook(args.webhook)
+    agents = agent_set(args)  # an unknown agent is refused before a store is created
     store = Store(args.db)
     run_id = args.run_id or f"{args.agent}-{uuid.uuid4().hex[:8]}"
     if not args.json:  # said first: a crash or Ctrl-C must not lose the id (`job resume RUN_ID`)
         print(f"started {run_id}", flush=True)
-    row = jobs.start(store, agent_set(args), run_id, args.agent, options, webhook_url=args.webhook)
+    row = jobs.start(store, agents, run_id, args.agent, options, webhook_url=args.webhook)
     return _ended(args, store, row.run_id)
 
 
