@@ -53,6 +53,8 @@ CASES = [
     starter("unknown command", "bogus", says="invalid choice: 'bogus'"),
     starter("server port out of range", "server", "--port", "99999", says="--port: a port is 1-65535, got 99999"),
     starter("server ui port not a number", "server", "--ui-port", "abc", says="expected a port number"),
+    starter("model-server port 0", "model-server", "--port", "0", says="--port: a port is 1-65535, got 0"),
+    starter("model-server n-ctx 0", "model-server", "--n-ctx", "0", says="--n-ctx: must be at least 1, got 0"),
     starter("run max-steps 0", "run", "billing", "--max-steps", "0", says="--max-steps: must be at least 1, got 0"),
     starter("run max-steps -1", "run", "billing", "--max-steps", "-1", says="--max-steps: must be at least 1"),
     starter("run approval-timeout 0", "run", "refund", "--approval-timeout", "0", says="must be more than 0, got 0"),
@@ -83,7 +85,8 @@ CASES = [
     starter("search-attributes flag", "search-attributes", "--bogus", says="unrecognized arguments"),
     starter("demo flag", "demo", "--bogus", says="unrecognized arguments"),
     starter("TEMPORAL_TLS=maybe", "pending", says="TEMPORAL_TLS='maybe': expected true or false", TEMPORAL_TLS="maybe"),
-    starter("cert without key", "pending", says="go together", TEMPORAL_TLS_CERT="/etc/hostname"),
+    starter("cert without key", "pending", says="go together", TEMPORAL_TLS_CLIENT_CERT_PATH="/etc/hostname"),
+    starter("old variable name", "pending", says="TEMPORAL_TLS_CERT is no longer read", TEMPORAL_TLS_CERT="/x"),
     starter("server unreachable", "pending", code=1, says=f"cannot reach Temporal at {NOWHERE}"),
     # -- job ---------------------------------------------------------------------------------------------
     job("no command", says="the following arguments are required: command"),
