@@ -52,6 +52,12 @@ CASES = [
     starter("no command", says="the following arguments are required: command"),
     starter("unknown command", "bogus", says="invalid choice: 'bogus'"),
     starter("server port out of range", "server", "--port", "99999", says="--port: a port is 1-65535, got 99999"),
+    starter(
+        "server db where no directory can be",
+        *("server", "--port", NOWHERE.rsplit(":", 1)[1], "--ui-port", str(free_port()), "--db", "/proc/nope/dev.db"),
+        code=1,
+        says="/proc/nope",
+    ),
     starter("server ui port not a number", "server", "--ui-port", "abc", says="expected a port number"),
     starter("model-server port 0", "model-server", "--port", "0", says="--port: a port is 1-65535, got 0"),
     starter("model-server n-ctx 0", "model-server", "--n-ctx", "0", says="--n-ctx: must be at least 1, got 0"),
@@ -98,6 +104,10 @@ CASES = [
     job("run no agent", "run", says="the following arguments are required: --agent"),
     job("run poll-interval -1", "run", "--agent", "billing", "--poll-interval", "-1", says="--poll-interval: must be"),
     job("run base-url", "run", "--agent", "billing", "--base-url", "http://x", says="--base-url is not accepted"),
+    job("run webhook not a url", "run", "--agent", "billing", "--webhook", "not-a-url", says="expected an http(s)"),
+    job(
+        "run model not declared", "run", "--agent", "billing", "--model", "gpt-x", says="model 'gpt-x' is not declared"
+    ),
     job("resume no id", "resume", says="the run id is required"),
     job("resume unknown", "resume", "nope", code=1, says="unknown run id 'nope'"),
     job("status two ids", "status", "a", "--id", "b", says="two run ids"),

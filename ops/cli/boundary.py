@@ -78,8 +78,7 @@ def explain(exc: BaseException) -> tuple[str, int] | None:
     if isinstance(exc, BAD_INPUT):
         return str(exc), 2
     if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename}" if exc.filename else ""
-        return f"{exc.strerror}{where}", 1
+        return (f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror), 1
     if isinstance(exc, FAILED):
         return str(exc) or type(exc).__name__, 1
     return None
