@@ -85,3 +85,18 @@ def test_run_ids_are_never_reused_and_finished_runs_are_not_resumed(job: Job) ->
     resumed = job.run("resume", "--id", "once")
     assert resumed.returncode == 1 and "already ended (completed)" in one_line_error(resumed.stderr)
     assert len(job.effects("once")) == 1
+
+
+def test_status_says_when_no_live_worker_holds_an_active_run(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 23 (review L10): a run whose worker died read as `running` in text; only the JSON said
+    `live: False`. Also: the run id is accepted positionally, as `starter.py` takes it."""
+    from baseline.store import Progress
+
+    job.store.create_run(
+        "orphan", "migration", "{}", owner="gone", lease_seconds=-1, webhook_url=None, progress=Progress(2, 11, "")
+    )
+    capsys.readouterr()
+    assert job.cli("status", "orphan") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("orphan: running")
+    assert said[1] == "  no live worker holds it (lease ended); `job resume orphan` continues it"
