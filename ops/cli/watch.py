@@ -28,14 +28,14 @@ from ops.cli import waits
 from ops.cli.arguments import add_run_id
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, printable
-from ops.cli.runs import result_line, result_summary
+from ops.cli.runs import FINISHED, result_line, result_summary
 from ops.settings import Settings
 from workflows.client import RunHandle
 from workflows.errors import AgentClientError, TemporalUnavailable
 from workflows.inputs import Progress
 
 BAR_WIDTH = 20
-TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
+TERMINAL = FINISHED
 
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
