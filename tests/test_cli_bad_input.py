@@ -108,7 +108,21 @@ CASES = [
     job("run no agent", "run", says="the following arguments are required: --agent"),
     job("run poll-interval -1", "run", "--agent", "billing", "--poll-interval", "-1", says="--poll-interval: must be"),
     job("run base-url", "run", "--agent", "billing", "--base-url", "http://x", says="--base-url is not accepted"),
-    job("run webhook not a url", "run", "--agent", "billing", "--webhook", "not-a-url", says="expected an http(s)"),
+    job(
+        "run webhook unsigned",
+        "run",
+        "--agent",
+        "billing",
+        "--webhook",
+        "not-a-url",
+        says="--webhook: set AGENT_WEBHOOK",
+    ),
+    job(
+        "run webhook not a url",
+        *("run", "--agent", "billing", "--webhook", "not-a-url"),
+        says="--webhook: the URL must be http(s)",
+        AGENT_WEBHOOK_SECRET="s" * 32,
+    ),
     job(
         "run model not declared", "run", "--agent", "billing", "--model", "gpt-x", says="model 'gpt-x' is not declared"
     ),
@@ -127,7 +141,12 @@ CASES = [
     job("prune missing store", "prune", "--yes", "--db", "/nonexistent/b.db", says="no checkpoint store"),
     job("recover lease 0", "recover", "--lease-seconds", "0", says="--lease-seconds: must be more than 0"),
     job("serve port 0", "serve", "--port", "0", says="--port: a port is 1-65535"),
-    job("serve store nowhere", "serve", "--db", "/nonexistent/dir/b.db", says="no directory /nonexistent/dir"),
+    job("serve without tokens", "serve", says="refusing to start without AGENT_API_TOKENS"),
+    job(
+        "serve store nowhere",
+        *("serve", "--insecure-no-auth", "--db", "/nonexistent/dir/b.db"),
+        says="no directory /nonexistent/dir",
+    ),
     job("TEMPORAL_TLS=maybe", "run", "--agent", "billing", says="TEMPORAL_TLS='maybe'", TEMPORAL_TLS="maybe"),
     # -- worker.py's startup -----------------------------------------------------------------------------
     worker("unknown flag", "--bogus", says="unrecognized arguments: --bogus"),

@@ -275,15 +275,19 @@ def test_job_takes_run_ids_positionally_prints_them_first_and_serve_says_where(t
     assert by_flag.stdout == by_position.stdout and json.loads(by_flag.stdout)[0]["tool"] == "charge"
 
     port = free_port()
-    serving = subprocess.Popen(
-        [*job, "serve", "--port", str(port), *common], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    serve = [*job, "serve", "--insecure-no-auth", "--port", str(port), *common]
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    serving = subprocess.Popen(serve, cwd=ROOT, stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert serving.stdout is not None
-        assert serving.stdout.readline().startswith(f"serving http://127.0.0.1:{port} (checkpoint store ")
+        assert serving.stdout.readline().startswith(f"job serve: listening on http://127.0.0.1:{port} (")
         assert httpx.get(f"http://127.0.0.1:{port}/runs/{run_id}").json()["status"] == "completed"
-        busy = subprocess.run([*job, "serve", "--port", str(port), *common], cwd=ROOT, capture_output=True, text=True)
+        busy = subprocess.run(
+            [*job, "serve", "--insecure-no-auth", "--port", str(port), *common],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert busy.returncode == 1
         assert_one_clear_line(busy.stderr, f"cannot listen on 127.0.0.1:{port}")
     finally:
