@@ -12,13 +12,28 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
+    from activities.delegation import DELEGATED_BY, DelegationActivities, delegated_by
     from activities.describe import DescribeActivities
-    from activities.inputs import CompensationInput, DescribeInput, MCPListInput, ModelCallInput, ToolCallInput
+    from activities.inputs import (
+        AttachInput,
+        CompensationInput,
+        DescribeInput,
+        MCPListInput,
+        ModelCallInput,
+        ToolCallInput,
+    )
     from activities.mcp import MCPActivities
     from activities.model import ModelActivities
     from activities.stored_here import NOT_IN_THIS_STORE
@@ -35,17 +50,45 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         ToolSchema,
         ToolStatus,
+        Usage,
     )
     from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
+    from agentic.delegation import (
+        Delegated,
+        child_delegation,
+        child_run_id,
+        failed_text,
+        invalid_task_text,
+        refused_text,
+        reply_text,
+        reserve,
+        task_of,
+    )
     from agentic.loop import idempotency_key, initial_messages, trajectory
     from agentic.mcp.toolset import schemas_document, schemas_of
     from agentic.messages import ToolCall
-    from agentic.saga import CompensationRecord, CompensationStep, SagaPolicy, abandons, compensation_plan
+    from agentic.saga import (
+        CompensationPlan,
+        CompensationRecord,
+        CompensationStep,
+        SagaPolicy,
+        abandons,
+        compensation_plan,
+        delegated,
+        undo_plan,
+    )
     from agentic.spec import AgentSpec
     from agentic.transcript_store import ref_of
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
-    from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from workflows.policies import (
+        ATTACH_RETRY,
+        DESCRIBE_RETRY,
+        MCP_LIST_RETRY,
+        MODEL_RETRY,
+        TOOL_RETRY,
+        compensation_retry,
+    )
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
 
@@ -131,6 +174,8 @@ class AgentWorkflow:
         if carry is None:
             # Whose signature makes a decision count comes from the worker's record, never from the input.
             self.book.run_id, self.book.approver_keys = self.run_id, dict(spec.approver_keys)
+            if input.delegation is not None:  # its approvals name the tree they belong to
+                self.book.path = input.delegation.lineage(self.run_id)
             system = spec.system if input.system is None else input.system
             task = input.task or spec.task
             if task is None:
@@ -270,6 +315,9 @@ class AgentWorkflow:
                 self._refuse(call, outcome, waited)
                 return
             approved = True
+        if step.spec is not None and step.spec.delegate is not None:
+            await self._delegate(step)
+            return
         self._show("running", call.describe())
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
@@ -340,6 +388,95 @@ class AgentWorkflow:
         self._show("running", self.label)
         return self.book.outcomes[call.identity], timeout
 
+    # -- delegation ---------------------------------------------------------------------------------
+
+    async def _delegate(self, step: RunTool) -> None:
+        """Another agent answers this call, as a child workflow with a reservation out of this run's budget;
+        its consumption is charged here when it ends (the loop adds it)."""
+        call, spec = step.call, step.spec
+        assert spec is not None and spec.delegate is not None
+        ref = spec.delegate
+        task = task_of(call)
+        if task is None:
+            self._answer(ToolResult.of(call, ToolStatus.INVALID_ARGUMENTS, invalid_task_text(call.name)))
+            return
+        reservation = reserve(self.loop.budget, self.loop.state.consumed, ref.limit)
+        if isinstance(reservation, str):
+            self._answer(ToolResult.of(call, ToolStatus.ERROR, refused_text(call.name, reservation)))
+            return
+        child_id = child_run_id(self.run_id, call.identity)
+        self._show("running", f"delegated to {ref.agent}: run {child_id}")
+        child = AgentInput(
+            agent=ref.agent,
+            task=task,
+            budget=reservation,
+            options=dict(ref.options),
+            timeouts=self.input.timeouts,
+            transcript=self.transcript.mode,
+            limits=self.input.limits,
+            continue_as_new=self.input.continue_as_new,
+            delegation=child_delegation(self.input.delegation, self.run_id, call),
+        )
+        try:
+            result = await self._run_child(child_id, child, call)
+        except asyncio.CancelledError:
+            # Cancelled while the child was being started: the cancellation reaches it too.
+            self._answer(ToolResult.cancelled(call))
+            raise
+        except (ChildWorkflowError, ActivityError) as exc:
+            # The child failed (its compensation kept failing, it could not start...): the model is told,
+            # and what it consumed before failing is still charged.
+            partial = _partial_result(exc)
+            outcome = Delegated(
+                run_id=child_id,
+                agent=ref.agent,
+                stop=partial.stop if partial else Stop.TOOL_FAILED,
+                usage=partial.usage if partial else Usage(),
+                not_compensable=[s.call.name for s in partial.compensations_remaining] if partial else [],
+            )
+            failed = ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, _cause(exc)))
+            self._answer(failed.model_copy(update={"delegation": outcome}))
+            return
+        outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
+        self._answer(ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail)))
+
+    async def _run_child(self, child_id: str, child: AgentInput, call: ToolCall) -> AgentResult:
+        """The child workflow for `call`, under the id derived from this run's key for it. A replay or a new
+        worker never starts it again (the start is in history); an id already taken is attached to, never
+        duplicated: REJECT_DUPLICATE refuses a second run under that id, open or closed, and the run found
+        there is awaited instead (when this call started it)."""
+        try:
+            handle = await workflow.start_child_workflow(
+                AgentWorkflow.run,
+                child,
+                id=child_id,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # Cancelling this run cancels the child and waits until it has compensated its effects:
+                # children are undone before their parent's earlier effects.
+                cancellation_type=workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+                # A parent terminated or timed out still leaves no child running: each is asked to stop
+                # and undoes its own effects.
+                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
+                memo={DELEGATED_BY: delegated_by(self.run_id, call.identity)},
+                static_summary=f"{child.agent}: {child.task}",
+                static_details=f"agent **{child.agent}**, delegated by {self.run_id} (call {call.identity}, "
+                f"tool {call.name})",
+            )
+        except WorkflowAlreadyStartedError:
+            return await workflow.execute_activity_method(
+                DelegationActivities.attach_delegate,
+                AttachInput(run_id=child_id, parent_run_id=self.run_id, call_id=call.identity),
+                start_to_close_timeout=timedelta(days=3650),
+                heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
+                retry_policy=ATTACH_RETRY,
+                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=f"attach to {child_id}",
+            )
+        return await handle
+
+    def _answer(self, result: ToolResult) -> None:
+        self.transcript.add(self.loop.tool_finished(result))
+
     def _refuse(self, call: ToolCall, outcome: Outcome, waited: float) -> None:
         policy = self.approval_policy
         if outcome is Outcome.DECLINED:
@@ -402,11 +539,16 @@ class AgentWorkflow:
         self.remaining = list(plan.steps)
         while self.remaining:
             step = self.remaining[0]
-            self._show("compensating", f"undo {step.call.describe()}")
+            self._show("compensating", f"undo {step.call.describe()}" + (f" of {step.run_id}" if step.run_id else ""))
             try:
                 result = await workflow.execute_activity_method(
                     ToolActivities.compensate,
-                    CompensationInput(run_id=self.run_id, agent=self.input.agent, step=step, options=self._options),
+                    CompensationInput(
+                        run_id=step.run_id or self.run_id,
+                        agent=step.agent or self.input.agent,
+                        step=step,
+                        options=step.options if step.agent else self._options,
+                    ),
                     start_to_close_timeout=timedelta(
                         seconds=self.input.timeouts.tool_seconds + self.input.timeouts.heartbeat_seconds
                     ),
@@ -460,7 +602,15 @@ class AgentWorkflow:
             not_compensable=self.not_compensable,
             compensations_remaining=self.remaining,
             audit=self.book.audit,
+            undo=self._undo(),
         )
+
+    def _undo(self) -> CompensationPlan | None:
+        """A delegated run that answered: what undoing it would take, for its parent's saga."""
+        state = self.loop.state
+        if self.input.delegation is None or state.stop is not Stop.ANSWERED:
+            return None
+        return undo_plan(self.run_id, self.input.agent, self._options, state.records, self.loop.specs)
 
 
 def _record(step: CompensationStep, status: str, result: str) -> CompensationRecord:
@@ -473,6 +623,19 @@ def _failure_type(exc: BaseException) -> str | None:
     """The type of the ApplicationError an activity failed with, if that is how it failed."""
     cause = exc.__cause__
     return cause.type if isinstance(cause, ApplicationError) else None
+
+
+def _partial_result(exc: BaseException) -> AgentResult | None:
+    """The result a failed child carried in its failure (a `CompensationFailed` run's details), if any."""
+    inner: BaseException | None = exc
+    while inner is not None:
+        if isinstance(inner, ApplicationError) and inner.details:
+            try:
+                return AgentResult.model_validate(inner.details[0])
+            except ValidationError:
+                return None
+        inner = inner.__cause__ or getattr(inner, "cause", None)
+    return None
 
 
 def _cause(exc: BaseException) -> str:
