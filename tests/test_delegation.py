@@ -5,6 +5,7 @@ is the judge of what was done, undone, and in which order."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +13,6 @@ from typing import Any
 
 import pytest
 from temporalio.client import WorkflowExecutionStatus
-from temporalio.common import SearchAttributeKey
 
 from agentic import Agent, Budget, FakeModel, Registry, Stop, ToolStatus, Usage, tool_call
 from agentic.agent_set import AgentSet
@@ -124,6 +124,7 @@ async def test_a_two_level_delegation_is_answered_and_charged_to_the_root(skippi
         child = await child_result(agents, f"{root}~2.1")
         grandchild = await child_result(agents, f"{root}~2.1~2.1")
         description = await handle.describe()
+        history = await handle.workflow.fetch_history()
 
     assert result.status == "completed" and result.output == "Desk: Accounts: Clerk: posted E-1."
     assert (child.output, grandchild.output) == ("Accounts: Clerk: posted E-1.", "Clerk: posted E-1.")
@@ -135,6 +136,15 @@ async def test_a_two_level_delegation_is_answered_and_charged_to_the_root(skippi
     attributes = description.typed_search_attributes
     assert attributes.get(sa.AGENT_TOKENS) == result.input_tokens + result.output_tokens
     assert attributes.get(sa.AGENT_COST) == result.cost
+    # As soon as the child ends (before the root's next step), the root shows its tokens, the child's included.
+    events = list(history.events)
+    ended = next(i for i, e in enumerate(events) if e.HasField("child_workflow_execution_completed_event_attributes"))
+    shown = next(
+        e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+        for e in events[ended:]
+        if e.HasField("upsert_workflow_search_attributes_event_attributes")
+    )
+    assert json.loads(shown["AgentTokens"].data) > child.usage.input_tokens + child.usage.output_tokens
     # Each effect once, under a key of the run that made it: the child's id derives from its parent's key.
     assert [(e.key, e.tool) for e in ledger.effects()] == [
         (f"{root}:1.1", "open_ticket"),

@@ -439,6 +439,7 @@ class AgentWorkflow:
             return
         outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
         self._answer(ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail)))
+        self._show("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
 
     async def _run_child(self, child_id: str, child: AgentInput, call: ToolCall) -> AgentResult:
         """The child workflow for `call`, under the id derived from this run's key for it. A replay or a new
@@ -579,9 +580,9 @@ class AgentWorkflow:
 
     # -- reporting --------------------------------------------------------------------------------
 
-    def _show(self, status: RunStatus, label: str) -> None:
+    def _show(self, status: RunStatus, label: str, *, charged: bool = False) -> None:
         self.status, self.label = status, label
-        self.publish(status, self.input.agent, self.loop.state, self.book, label)
+        self.publish(status, self.input.agent, self.loop.state, self.book, label, charged=charged)
 
     def _result(self) -> AgentResult:
         state = self.loop.state
