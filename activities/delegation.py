@@ -41,8 +41,10 @@ class DelegationActivities:
                 non_retryable=True,
             )
 
+        cancelling: list[asyncio.Future[None]] = []  # kept, so the request is not garbage-collected mid-flight
+
         def cancel() -> None:  # the parent is being cancelled: so is its child, which then compensates
-            asyncio.ensure_future(handle.cancel(reason="the delegating run was cancelled"))
+            cancelling.append(asyncio.ensure_future(handle.cancel(reason="the delegating run was cancelled")))
 
         try:
             return await heartbeating(handle.result(), cancel)

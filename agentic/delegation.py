@@ -158,7 +158,9 @@ def reply_text(tool: str, stop: Stop, output: str | None, detail: str | None) ->
     return f"Error: {tool} stopped without an answer ({why})."
 
 
-def owned(steps: Sequence[CompensationStep], run_id: str, agent: str, options: dict[str, object]) -> list[CompensationStep]:
+def owned(
+    steps: Sequence[CompensationStep], run_id: str, agent: str, options: dict[str, object]
+) -> list[CompensationStep]:
     """A child's planned undos, each naming the run, agent and options it belongs to (a grandchild's are
     already named), so the parent can execute them with the right tools."""
     return [

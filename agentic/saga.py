@@ -17,7 +17,6 @@ from agentic.budget import Stop, Usage
 from agentic.compact import Compact
 from agentic.delegation import Delegated, owned
 from agentic.loop import GIVE_UP, ToolRecord, idempotency_key
-from agentic.messages import ToolCall
 from agentic.results import ToolStatus
 from agentic.tools import ToolSpec
 from agentic.undo import CompensationStep, undo_key
@@ -104,9 +103,7 @@ def undo_plan(
     return plan.model_copy(update={"steps": owned(plan.steps, run_id, agent, options)})
 
 
-def delegated(
-    run_id: str, agent: str, stop: Stop, usage: Usage, undo: CompensationPlan | None
-) -> Delegated:
+def delegated(run_id: str, agent: str, stop: Stop, usage: Usage, undo: CompensationPlan | None) -> Delegated:
     """A child run's outcome as its parent records it. Only a child that answered leaves undos to its
     parent: one that stopped without an answer was abandoned, and undid its own effects."""
     keep = undo is not None and stop is Stop.ANSWERED

@@ -14,7 +14,7 @@ import time
 from agentic import Budget, ToolCall, ToolResult, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.budget import Stop
-from agentic.delegation import DelegateRef, Delegated, Delegation, failed_text, reply_text
+from agentic.delegation import Delegated, DelegateRef, Delegation, failed_text, reply_text
 from agentic.saga import delegated, undo_plan
 from baseline.errors import BadInput, LeaseHeld
 from baseline.options import RunOptions

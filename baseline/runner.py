@@ -28,9 +28,6 @@ from agentic import (
 from agentic.agent import effective_settings
 from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
-from agentic.loop import initial_messages, tool_schemas
-from agentic.mcp import MCPToolsError
-from agentic.models.base import ask
 from agentic.delegation import (
     child_delegation,
     child_run_id,
@@ -39,10 +36,13 @@ from agentic.delegation import (
     reserve,
     task_of,
 )
+from agentic.loop import initial_messages, tool_schemas
+from agentic.mcp import MCPToolsError
+from agentic.models.base import ask
 from agentic.saga import CompensationStep, abandons, compensation_plan
 from baseline import approvals, compensation, steps
-from baseline.delegation import run_child
 from baseline.crash import CrashHook
+from baseline.delegation import run_child
 from baseline.errors import CheckpointMismatch, RunFailed
 from baseline.journal import Journal
 from baseline.lease import LeaseKeeper
@@ -263,9 +263,7 @@ class Runner:
             attempts = self.journal.intend(spec)
             child_id = child_run_id(self.run_id, call.identity)
             where = child_delegation(self.delegation, self.run_id, call)
-            result = run_child(
-                self.store, self.agents, call, child_id, ref, task, reservation, where, self.options
-            )
+            result = run_child(self.store, self.agents, call, child_id, ref, task, reservation, where, self.options)
             consumed = self.loop.state.consumed.plus(result.delegation.usage) if result.delegation else None
             body = {"result": result.model_dump(mode="json"), "stop": None}
             self.journal.complete(spec, body, started_at=started, attempts=attempts, consumed=consumed)

@@ -29,7 +29,7 @@ from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
 from workflows.client import AgentClient, RunHandle
-from workflows.inputs import AgentInput, AgentResult
+from workflows.inputs import AgentInput, AgentResult, ContinueAsNewPolicy
 
 AGENTS: list[Agent] = [*TEST_AGENTS, *delegation_agents.agents]
 
@@ -86,7 +86,9 @@ def test_the_recorded_spec_says_the_tool_delegates_and_to_which_agent():
 
 
 def test_a_worker_not_serving_a_sub_agent_is_a_configuration_error(tmp_path: Path):
-    with pytest.raises(ValueError, match="agent 'd-desk' delegates to 'd-accounts' \\(tool 'accounts'\\), which is not"):
+    with pytest.raises(
+        ValueError, match="agent 'd-desk' delegates to 'd-accounts' \\(tool 'accounts'\\), which is not"
+    ):
         AgentSet([agent("d-desk"), agent("d-clerk")], where="on task queue 'q'")
     AgentSet([agent("d-desk"), agent("d-accounts"), agent("d-clerk")])  # the whole tree: fine
 
@@ -317,7 +319,7 @@ def checkpointed(name: str, root: str, tmp_path: Path, ledger: EffectsLedger, ru
     store = Store(tmp_path / "baseline.db")
     agents = AgentSet(AGENTS, DemoDeps(ledger))
     jobs.start(store, agents, root, name, RunOptions())
-    with pytest.raises(RunNotResumable, match="resume .*, which resumes it"):
+    with pytest.raises(RunNotResumable, match=r"resume .*, which resumes it"):
         jobs.resume(store, agents, runs[-1])  # a child answers to its parent, never on its own
     return {r: transcript(store, agents, r).messages for r in runs}
 
@@ -337,7 +339,27 @@ async def test_the_same_script_gives_the_same_transcripts_in_all_three_runners(
         await (await agents.start(name, run_id=root)).result()
         durable = {r: (await child_result(agents, r)).transcript_messages(transcripts_next_to(ledger)) for r in runs}
     assert durable == checkpoint == local
-    keys = [
-        [(e.key, e.tool) for e in EffectsLedger(tmp_path / f).effects()] for f in ("checkpoint.db", "temporal.db")
-    ]
+    keys = [[(e.key, e.tool) for e in EffectsLedger(tmp_path / f).effects()] for f in ("checkpoint.db", "temporal.db")]
     assert keys[0] == keys[1]  # and the same effects, in the same order, under the same keys
+
+
+async def test_a_tree_whose_runs_continue_as_new_ends_as_one_that_never_did(skipping_env, ledger, task_queue):
+    """Every run of the tree continues as new every few steps (the policy is handed down): the approval still
+    names its path and is approved through the root, and the tree ends with the answer, consumption and
+    effects of one that never continued (test_a_grandchilds_approval_through_the_roots_pending_list)."""
+    root = run_id("continued")
+    async with worker(skipping_env, task_queue, ledger):
+        agents = AgentClient(skipping_env.client, task_queue=task_queue)
+        handle = await agents.start(
+            "d-desk-gated", run_id=root, continue_as_new=ContinueAsNewPolicy(max_history_events=20)
+        )
+        [waiting] = await wait_for_pending(handle)
+        assert waiting.path == [root, f"{root}~2.1", f"{root}~2.1~2.1"]
+        await handle.approve(waiting.address, by="maria", arguments_hash=waiting.arguments_hash)
+        result = await handle.result()
+        child = await child_result(agents, f"{root}~2.1")
+        grandchild = await child_result(agents, f"{root}~2.1~2.1")
+    assert min(result.continued, child.continued, grandchild.continued) >= 1
+    assert result.output == "Desk: Accounts: Payer: paid acme."
+    assert result.usage.steps == 3 + 3 + 3  # each run's own steps, charged up once, across continuations
+    assert [e.tool for e in ledger.effects()] == ["open_ticket", "reserve_funds", "post_entry", "pay"]

@@ -22,7 +22,9 @@ from workflows.inputs import Timeouts
 MODULES = {"AGENT_MODULES": "examples,tests.delegation_agents"}
 
 
-async def test_a_child_survives_sigkill_of_its_worker_with_one_child_and_each_effect_once(dev_env, task_queue, tmp_path):
+async def test_a_child_survives_sigkill_of_its_worker_with_one_child_and_each_effect_once(
+    dev_env, task_queue, tmp_path
+):
     settings = dev_settings(dev_env, task_queue, tmp_path)
     ledger = EffectsLedger(settings.ledger_path)
     root = f"slow-{uuid.uuid4().hex[:8]}"
@@ -42,12 +44,19 @@ async def test_a_child_survives_sigkill_of_its_worker_with_one_child_and_each_ef
     try:
         result = await asyncio.wait_for(handle.result(), 120)
         history = await handle.workflow.fetch_history()
-        runs = [e.id async for e in dev_env.client.list_workflows(f'WorkflowType = "AgentWorkflow" AND TaskQueue = "{task_queue}"')]
+        runs = [
+            e.id
+            async for e in dev_env.client.list_workflows(
+                f'WorkflowType = "AgentWorkflow" AND TaskQueue = "{task_queue}"'
+            )
+        ]
     finally:
         second.stop()
 
     assert result.stop is Stop.ANSWERED and result.output == "Parent: Migrated 3 records."
-    started = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED]
+    started = [
+        e for e in history.events if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    ]
     assert [e.start_child_workflow_execution_initiated_event_attributes.workflow_id for e in started] == [child]
     assert sorted(runs) == sorted([root, child])  # one child, never a second
     effects = ledger.effects()

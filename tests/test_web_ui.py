@@ -86,7 +86,11 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
         client = await connect(settings)
         suffix = uuid.uuid4().hex[:6]
         runs = UiRuns(
-            f"http://127.0.0.1:{ui_port}", f"billing-{suffix}", f"trip-{suffix}", f"refund-{suffix}", f"support-{suffix}"
+            f"http://127.0.0.1:{ui_port}",
+            f"billing-{suffix}",
+            f"trip-{suffix}",
+            f"refund-{suffix}",
+            f"support-{suffix}",
         )
         async with new_worker(client, settings.task_queue, EffectsLedger(settings.ledger_path)):
             agents = AgentClient(client, settings=settings)

@@ -438,7 +438,9 @@ class AgentWorkflow:
             self._answer(failed.model_copy(update={"delegation": outcome}))
             return
         outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
-        self._answer(ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail)))
+        self._answer(
+            ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail))
+        )
         self._show("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
 
     async def _run_child(self, child_id: str, child: AgentInput, call: ToolCall) -> AgentResult:
