@@ -1,4 +1,5 @@
-"""`bench delegation`: what a delegation costs next to an inline tool call, on a real dev server.
+"""`bench delegation`: what a delegation costs next to an inline tool call, on a real dev server with our
+worker in its own process (the bench's stack, bench/stack.py).
 
     python -m bench delegation --reps 20
 
@@ -25,49 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
-from agentic import Agent, Budget, FakeModel, Message, Registry, tool, tool_call
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts
 from bench.cli import Command, register
+from bench.delegation_agents import DELEGATING, INLINE
+from bench.stack import temporal_stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
-from examples.effects import tool_results
-from worker import build_worker
-from workflows import search_attributes
+from ops.cli.run_options import positive_int
 from workflows.client import AgentClient
-
-QUEUE = "bench-delegation"
-
-
-@tool(description="Do nothing; read-only.", i="Anything.")
-def noop(i: int) -> str:
-    return f"ok {i}"
-
-
-CHILD = Agent(FakeModel(["Done."] * 2, name="bench-child-script"), name="bench-child", task="Answer.")
-
-
-def _one_call(call: str, arguments: dict[str, Any]) -> FakeModel:
-    def reply(messages: Sequence[Message]) -> object:
-        results = tool_results(messages)
-        return tool_call(call, arguments) if not results else f"Got: {results[-1]}"
-
-    return FakeModel([reply] * 3, name=f"bench-{call}-script")
-
-
-INLINE = Agent(
-    _one_call("noop", {"i": 1}), Registry([noop]), name="bench-inline", task="Go.", budget=Budget(max_steps=3)
-)
-DELEGATING = Agent(
-    _one_call("child", {"task": "Answer."}),
-    Registry([CHILD.as_tool("child", "Ask the child agent.")]),
-    name="bench-delegating",
-    task="Go.",
-    budget=Budget(max_steps=3),
-)
 
 
 def _first(events: Sequence[HistoryEvent], field: str, after: int = 0) -> HistoryEvent:
@@ -127,8 +93,7 @@ def delegation_call(parent: Sequence[HistoryEvent], child: Sequence[HistoryEvent
     }
 
 
-async def measure(client: Client, reps: int, warmup: int) -> dict[str, Any]:
-    agents = AgentClient(client, task_queue=QUEUE)
+async def measure(agents: AgentClient, reps: int, warmup: int) -> dict[str, Any]:
     samples: dict[str, list[dict[str, float]]] = {"inline": [], "delegation": []}
     for rep in range(warmup + reps):
         stamp = uuid.uuid4().hex[:8]
@@ -168,7 +133,8 @@ def markdown(results: dict[str, Any], command: str) -> str:
         return f"{stats['median']:,.0f}"
 
     lines = [
-        f"`{command}`: {results['reps']} runs of each; times median / p99, from the server's event timestamps",
+        f"`{command}`: {results['reps']} runs of each (dev server, our worker in its own process); times median / p99,"
+        " from the server's event timestamps",
         "",
         "| | inline tool call | delegation (child workflow) | delegation ÷ inline |",
         "|---|---:|---:|---:|",
@@ -182,19 +148,10 @@ def markdown(results: dict[str, Any], command: str) -> str:
 async def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
-        search_attributes=search_attributes.ALL,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            transcripts = Transcripts(SqliteTranscriptStore(Path(tmp) / "transcripts.db"))
-            served = [INLINE, DELEGATING, CHILD]
-            async with build_worker(env.client, task_queue=QUEUE, agents=served, transcripts=transcripts):
-                results = await measure(env.client, args.reps, args.warmup)
-    finally:
-        await env.shutdown()
+    with tempfile.TemporaryDirectory(prefix="bench-delegation-") as scratch:
+        # The bench's dev server and our worker in its own process, serving bench/delegation_agents.py.
+        async with temporal_stack(Path(scratch), floor=False) as stack:
+            results = await measure(stack.agents, args.reps, args.warmup)
     results["reps"] = args.reps
     command = "python -m bench delegation " + " ".join(sys.argv[2:])
     text = markdown(results, command.strip())
@@ -210,18 +167,8 @@ async def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reps", type=positive, default=20, help="runs of each agent measured")
+    parser.add_argument("--reps", type=positive_int, default=20, help="runs of each agent measured")
     parser.add_argument("--warmup", type=int, default=2, help="runs of each first, not measured")
     parser.add_argument("--out", default=str(Path("results")))
 

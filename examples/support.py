@@ -11,26 +11,12 @@ reversed first, then the ticket closed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
-from examples.effects import deps_of, record_effect, reference, tool_results
+from examples.effects import record_effect, reference, tool_results, undoing
 from examples.options import DemoOptions
 
 ORDER = "4471"
-
-
-def _undo(kind: str, name: str) -> Any:
-    """The compensation `name` of a `kind` of effect: recorded in the ledger as `name`, once per key."""
-
-    def undo(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
-        # An effect interrupted by a cancellation may never have landed: then there is nothing to undo.
-        if ctx.compensates and deps_of(ctx).ledger.get(ctx.compensates) is None:
-            return f"nothing to undo: no {kind} was made"
-        return record_effect(ctx, name, args, f"{name.replace('_', ' ')}: {result}")
-
-    undo.__name__ = name
-    return undo
 
 
 @tool(
@@ -39,7 +25,7 @@ def _undo(kind: str, name: str) -> Any:
     amount_cents="The amount, in cents.",
     mutating=True,
     requires_confirmation=True,
-    compensation=_undo("refund", "reverse_refund"),
+    compensation=undoing("reverse_refund"),
 )
 def refund_payment(order_id: str, amount_cents: int, ctx: ToolContext) -> str:
     ref = reference(ctx.idempotency_key, "rf")
@@ -74,7 +60,7 @@ billing_desk = Agent(
     description="Open a support ticket.",
     customer="The customer.",
     mutating=True,
-    compensation=_undo("ticket", "close_ticket"),
+    compensation=undoing("close_ticket"),
 )
 def open_ticket(customer: str, ctx: ToolContext) -> str:
     ref = reference(ctx.idempotency_key, "tk")

@@ -12,37 +12,27 @@ from typing import Any
 import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
 from agentic.approvals import ApprovalPolicy
-from examples.effects import deps_of, record_effect, tool_results
+from examples.effects import record_effect, tool_results, undoing
 from examples.options import DemoDeps, DemoOptions
 from ops.settings import Settings
 
 
-def _undo(name: str) -> Any:
-    def undo(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
-        if ctx.compensates and deps_of(ctx).ledger.get(ctx.compensates) is None:
-            return "nothing to undo"
-        return record_effect(ctx, name, args, f"{name}: {result}")
-
-    undo.__name__ = name
-    return undo
-
-
-@tool(description="Open a ticket.", subject="What about.", mutating=True, compensation=_undo("close_ticket"))
+@tool(description="Open a ticket.", subject="What about.", mutating=True, compensation=undoing("close_ticket"))
 def open_ticket(subject: str, ctx: ToolContext) -> str:
     return record_effect(ctx, "open_ticket", {"subject": subject}, f"ticket open: {subject}")
 
 
-@tool(description="Notify the customer.", text="What to say.", mutating=True, compensation=_undo("retract_notice"))
+@tool(description="Notify the customer.", text="What to say.", mutating=True, compensation=undoing("retract_notice"))
 def notify(text: str, ctx: ToolContext) -> str:
     return record_effect(ctx, "notify", {"text": text}, f"notified: {text}")
 
 
-@tool(description="Reserve funds.", amount="Cents.", mutating=True, compensation=_undo("release_funds"))
+@tool(description="Reserve funds.", amount="Cents.", mutating=True, compensation=undoing("release_funds"))
 def reserve_funds(amount: int, ctx: ToolContext) -> str:
     return record_effect(ctx, "reserve_funds", {"amount": amount}, f"reserved {amount}")
 
 
-@tool(description="Post a ledger entry.", entry="The entry.", mutating=True, compensation=_undo("reverse_entry"))
+@tool(description="Post a ledger entry.", entry="The entry.", mutating=True, compensation=undoing("reverse_entry"))
 def post_entry(entry: str, ctx: ToolContext) -> str:
     return record_effect(ctx, "post_entry", {"entry": entry}, f"posted {entry}")
 
@@ -52,7 +42,7 @@ def post_entry(entry: str, ctx: ToolContext) -> str:
     payee="Who.",
     mutating=True,
     requires_confirmation=True,
-    compensation=_undo("refund_payee"),
+    compensation=undoing("refund_payee"),
 )
 def pay(payee: str, ctx: ToolContext) -> str:
     return record_effect(ctx, "pay", {"payee": payee}, f"paid {payee}")
