@@ -23,6 +23,7 @@ from baseline.errors import RunNotResumable
 from baseline.options import RunOptions
 from baseline.runner import transcript
 from baseline.store import Store
+from tests.baseline_helpers import Job, eventually
 from examples.options import DemoDeps
 from tests import delegation_agents
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
@@ -363,3 +364,51 @@ async def test_a_tree_whose_runs_continue_as_new_ends_as_one_that_never_did(skip
     assert result.output == "Desk: Accounts: Payer: paid acme."
     assert result.usage.steps == 3 + 3 + 3  # each run's own steps, charged up once, across continuations
     assert [e.tool for e in ledger.effects()] == ["open_ticket", "reserve_funds", "post_entry", "pay"]
+
+
+def test_the_readmes_delegation_lines_build_the_agent_they_describe():
+    from examples import support
+    from ops.settings import ROOT
+
+    section = (ROOT / "README.md").read_text().split("### Agents that delegate", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {
+        "Agent": Agent,
+        "Budget": Budget,
+        "Registry": Registry,
+        "billing_desk": support.billing_desk,
+        "open_ticket": support.open_ticket,
+        "model": support.agent.model,
+    }
+    exec(code, namespace)
+    spec = namespace["support"].spec()
+    assert spec.tools["billing"] == support.agent.spec().tools["billing"]  # the example's own tool
+    assert spec.tools["billing"].delegate == DelegateRef(agent="billing-desk", limit=Budget(max_steps=3))
+
+
+def test_the_checkpoint_runner_resumes_a_child_through_its_parent_after_kill_9(tmp_path: Path):
+    """A `job run` process dies while the parent's child runs inline; `job recover` resumes the parent only
+    (a child answers to its parent), which resumes the child from its own steps: one child, each effect once."""
+    job = Job(tmp_path)
+    modules = ["--agents", "examples", "--agents", "tests.delegation_agents"]
+    try:
+        worker = job.spawn("run", "--id", "p", "--agent", "d-slow-parent", "--lease-seconds", "1", *modules)
+        eventually(lambda: len(job.effects("p~2.1")) >= 1, what="the child's first record")
+        job.kill(worker)
+        at_kill = EffectsLedger(job.ledger_path).effects()
+        assert len(job.effects("p~2.1")) < 3, "the kill must land while the child runs"
+        job.wait_lease_expired("p")
+        job.wait_lease_expired("p~2.1")
+        recovered = job.run("recover", "--json", *modules)
+        assert recovered.returncode == 0, recovered.stderr
+        assert [r["run_id"] for r in json.loads(recovered.stdout)["resumed"]] == ["p"]
+        status, child = job.status("p"), job.status("p~2.1")
+    finally:
+        job.close()
+    assert (status["status"], status["output"]) == ("completed", "Parent: Migrated 3 records.")
+    assert child["status"] == "completed" and child["attempts"] == 2  # resumed once, by its parent
+    effects = EffectsLedger(job.ledger_path).effects()
+    assert [(e.run_id, e.tool) for e in effects] == [("p", "open_ticket")] + [("p~2.1", "migrate_record")] * 3
+    assert [e.args["record"] for e in effects[1:]] == ["rec-1", "rec-2", "rec-3"]
+    assert effects[: len(at_kill)] == at_kill
+    assert status["consumption"]["steps"] == 3 + 4  # the child's steps charged once, in the parent's row
