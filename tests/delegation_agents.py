@@ -180,6 +180,14 @@ SLOW_PARENT = _agent(
     12,
 )
 
+# A child that fails: the trip's car cannot be booked and undoing the hotel and flight keeps failing.
+TRAVEL = _agent(
+    "d-travel",
+    [examples.trip.agent.as_tool("trip", "Book the trip.", options={"compensation_failures": 99})],
+    [lambda r: tool_call("trip", {"task": "Book trip-42."}), lambda r: f"Travel: {r[-1][:60]}"],
+    12,
+)
+
 agents = [
     CLERK,
     PAYER,
@@ -192,7 +200,8 @@ agents = [
     MANAGER,
     MANAGER_TIGHT,
     SLOW_PARENT,
-]  # SLOW_PARENT's child, `migration`, is a demo agent: serve `examples` with this module
+    TRAVEL,
+]  # the children of SLOW_PARENT and TRAVEL are demo agents: serve `examples` with this module
 
 
 def make_deps(settings: Settings) -> DemoDeps:

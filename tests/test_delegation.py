@@ -23,9 +23,9 @@ from baseline.errors import RunNotResumable
 from baseline.options import RunOptions
 from baseline.runner import transcript
 from baseline.store import Store
-from tests.baseline_helpers import Job, eventually
 from examples.options import DemoDeps
 from tests import delegation_agents
+from tests.baseline_helpers import Job, eventually
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
@@ -178,6 +178,21 @@ async def test_a_child_that_exhausts_its_reservation_is_undone_and_the_parent_go
     assert [e.compensates for e in effects if e.compensates] == [f"{child.run_id}:2.1", f"{child.run_id}:1.1"]
 
 
+async def test_a_child_that_fails_is_reported_and_its_consumption_still_charged(skipping_env, ledger, task_queue):
+    """The trip child cannot book the car, and undoing its bookings keeps failing: it fails
+    (`CompensationFailed`). Its parent is told why, is charged what the child consumed, and records the
+    effects left undone as not compensable."""
+    async with worker(skipping_env, task_queue, ledger):
+        agents = AgentClient(skipping_env.client, task_queue=task_queue)
+        result = await (await agents.start("d-travel", run_id=run_id("travel"))).result()
+    told = result.records[0]
+    assert told.status is ToolStatus.ERROR
+    assert told.content.startswith("Error: trip failed: CompensationFailed: compensation of book_hotel kept failing")
+    assert told.delegation is not None and told.delegation.usage.steps == 3  # flight, hotel, the failed car
+    assert told.delegation.not_compensable == ["book_hotel", "book_flight"]
+    assert result.stop is Stop.ANSWERED and result.usage.steps == 2 + 3
+
+
 async def test_the_roots_budget_bounds_the_whole_tree(skipping_env, ledger, task_queue):
     """The root has 4 steps; after its first, the child gets the 3 left — never more — and the root, with
     nothing left, stops before another model call: 4 steps in all."""
@@ -294,7 +309,8 @@ async def test_a_run_that_took_the_childs_id_is_not_adopted(skipping_env, ledger
         agents = AgentClient(skipping_env.client, task_queue=task_queue)
         result = await (await agents.start("d-desk", run_id=root)).result()
     told = result.records[1]
-    assert told.status is ToolStatus.ERROR and "is taken by a run that call 2.1" in told.content
+    assert told.status is ToolStatus.ERROR and "DelegateIdTaken: the run id" in told.content
+    assert "is taken by a run that call 2.1" in told.content
     assert result.output is not None and result.output.startswith("Desk: Error: accounts failed")
 
 

@@ -12,28 +12,13 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    ChildWorkflowError,
-    WorkflowAlreadyStartedError,
-    is_cancelled_exception,
-)
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.delegation import DELEGATED_BY, DelegationActivities, delegated_by
     from activities.describe import DescribeActivities
-    from activities.inputs import (
-        AttachInput,
-        CompensationInput,
-        DescribeInput,
-        MCPListInput,
-        ModelCallInput,
-        ToolCallInput,
-    )
+    from activities.inputs import CompensationInput, DescribeInput, MCPListInput, ModelCallInput, ToolCallInput
     from activities.mcp import MCPActivities
     from activities.model import ModelActivities
     from activities.stored_here import NOT_IN_THIS_STORE
@@ -50,15 +35,12 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         ToolSchema,
         ToolStatus,
-        Usage,
     )
     from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
     from agentic.delegation import (
-        Delegated,
         child_delegation,
         child_run_id,
-        failed_text,
         invalid_task_text,
         refused_text,
         reply_text,
@@ -80,15 +62,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from agentic.spec import AgentSpec
     from agentic.transcript_store import ref_of
+    from workflows.delegation import failed_child, run_child
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
-    from workflows.policies import (
-        ATTACH_RETRY,
-        DESCRIBE_RETRY,
-        MCP_LIST_RETRY,
-        MODEL_RETRY,
-        TOOL_RETRY,
-        compensation_retry,
-    )
+    from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
 
@@ -418,7 +394,7 @@ class AgentWorkflow:
             delegation=child_delegation(self.input.delegation, self.run_id, call),
         )
         try:
-            result = await self._run_child(child_id, child, call)
+            result = await run_child(child_id, child, self.run_id, call)
         except asyncio.CancelledError:
             # Cancelled while the child was being started: the cancellation reaches it too.
             self._answer(ToolResult.cancelled(call))
@@ -426,56 +402,13 @@ class AgentWorkflow:
         except (ChildWorkflowError, ActivityError) as exc:
             # The child failed (its compensation kept failing, it could not start...): the model is told,
             # and what it consumed before failing is still charged.
-            partial = _partial_result(exc)
-            outcome = Delegated(
-                run_id=child_id,
-                agent=ref.agent,
-                stop=partial.stop if partial else Stop.TOOL_FAILED,
-                usage=partial.usage if partial else Usage(),
-                not_compensable=[s.call.name for s in partial.compensations_remaining] if partial else [],
-            )
-            failed = ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, _cause(exc)))
-            self._answer(failed.model_copy(update={"delegation": outcome}))
+            self._answer(failed_child(call, child_id, ref.agent, exc))
             return
         outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
         self._answer(
             ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail))
         )
         self._show("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
-
-    async def _run_child(self, child_id: str, child: AgentInput, call: ToolCall) -> AgentResult:
-        """The child workflow for `call`, under the id derived from this run's key for it. A replay or a new
-        worker never starts it again (the start is in history); an id already taken is attached to, never
-        duplicated: REJECT_DUPLICATE refuses a second run under that id, open or closed, and the run found
-        there is awaited instead (when this call started it)."""
-        try:
-            handle = await workflow.start_child_workflow(
-                AgentWorkflow.run,
-                child,
-                id=child_id,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                # Cancelling this run cancels the child and waits until it has compensated its effects:
-                # children are undone before their parent's earlier effects.
-                cancellation_type=workflow.ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
-                # A parent terminated or timed out still leaves no child running: each is asked to stop
-                # and undoes its own effects.
-                parent_close_policy=workflow.ParentClosePolicy.REQUEST_CANCEL,
-                memo={DELEGATED_BY: delegated_by(self.run_id, call.identity)},
-                static_summary=f"{child.agent}: {child.task}",
-                static_details=f"agent **{child.agent}**, delegated by {self.run_id} (call {call.identity}, "
-                f"tool {call.name})",
-            )
-        except WorkflowAlreadyStartedError:
-            return await workflow.execute_activity_method(
-                DelegationActivities.attach_delegate,
-                AttachInput(run_id=child_id, parent_run_id=self.run_id, call_id=call.identity),
-                start_to_close_timeout=timedelta(days=3650),
-                heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
-                retry_policy=ATTACH_RETRY,
-                cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=f"attach to {child_id}",
-            )
-        return await handle
 
     def _answer(self, result: ToolResult) -> None:
         self.transcript.add(self.loop.tool_finished(result))
@@ -626,19 +559,6 @@ def _failure_type(exc: BaseException) -> str | None:
     """The type of the ApplicationError an activity failed with, if that is how it failed."""
     cause = exc.__cause__
     return cause.type if isinstance(cause, ApplicationError) else None
-
-
-def _partial_result(exc: BaseException) -> AgentResult | None:
-    """The result a failed child carried in its failure (a `CompensationFailed` run's details), if any."""
-    inner: BaseException | None = exc
-    while inner is not None:
-        if isinstance(inner, ApplicationError) and inner.details:
-            try:
-                return AgentResult.model_validate(inner.details[0])
-            except ValidationError:
-                return None
-        inner = inner.__cause__ or getattr(inner, "cause", None)
-    return None
 
 
 def _cause(exc: BaseException) -> str:
