@@ -409,7 +409,7 @@ def test_the_checkpoint_runner_resumes_a_child_through_its_parent_after_kill_9(t
     modules = ["--agents", "examples", "--agents", "tests.delegation_agents"]
     try:
         worker = job.spawn("run", "--id", "p", "--agent", "d-slow-parent", "--lease-seconds", "1", *modules)
-        eventually(lambda: len(job.effects("p~2.1")) >= 1, what="the child's first record")
+        eventually(lambda: len(job.effects("p~2.1")) >= 1, timeout=120, what="the child's first record")
         job.kill(worker)
         at_kill = EffectsLedger(job.ledger_path).effects()
         assert len(job.effects("p~2.1")) < 3, "the kill must land while the child runs"

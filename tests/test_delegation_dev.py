@@ -33,7 +33,7 @@ async def test_a_child_survives_sigkill_of_its_worker_with_one_child_and_each_ef
     first = WorkerProcess(settings, log=tmp_path / "worker1.log", extra_env=MODULES).wait_ready()
     try:
         handle = await agents.start("d-slow-parent", run_id=root, timeouts=Timeouts(heartbeat_seconds=2.0))
-        await eventually(lambda: len(ledger.effects(child)) >= 1, what="the child's first record")
+        await eventually(lambda: len(ledger.effects(child)) >= 1, timeout=120, what="the child's first record")
     finally:
         first.kill()
     assert first.process.returncode == -signal.SIGKILL
