@@ -22,6 +22,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
+from activities.delegation import DelegationActivities
 from activities.describe import DescribeActivities
 from activities.mcp import MCPActivities
 from activities.model import ModelActivities
@@ -83,12 +84,20 @@ def build_worker(
     model = ModelActivities(served, transcripts)
     tools = ToolActivities(served, transcripts)
     mcp = MCPActivities(served, transcripts)
+    delegation = DelegationActivities()
     return Worker(
         client,
         task_queue=task_queue,
         # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
         workflows=[] if has_plugin(client) else [AgentWorkflow],
-        activities=[describe.describe_agent, model.call_model, tools.run_tool, tools.compensate, mcp.list_mcp_tools],
+        activities=[
+            describe.describe_agent,
+            model.call_model,
+            tools.run_tool,
+            tools.compensate,
+            mcp.list_mcp_tools,
+            delegation.attach_delegate,
+        ],
         max_cached_workflows=max_cached_workflows,
         interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.

@@ -86,3 +86,11 @@ class MCPListInput(BaseModel):
 
 class MCPListing(BaseModel):
     tools: dict[str, ToolSpec] = Field(description="The agent's MCP tools, by prefixed name, as listed now.")
+
+
+class AttachInput(BaseModel):
+    """Attach to a delegated run that already exists under the id a parent derived for its call."""
+
+    run_id: str = Field(description="The child's run id.")
+    parent_run_id: str
+    call_id: str

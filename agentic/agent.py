@@ -9,6 +9,7 @@ allowance.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 import uuid
@@ -20,6 +21,20 @@ from pydantic import BaseModel, ValidationError
 
 from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget, Usage
+from agentic.delegation import (
+    TASK,
+    DelegateRef,
+    Delegation,
+    child_delegation,
+    child_run_id,
+    failed_text,
+    invalid_task_text,
+    limit_of,
+    refused_text,
+    reply_text,
+    reserve,
+    task_of,
+)
 from agentic.errors import AgenticError, ModelError
 from agentic.loop import (
     AgentLoop,
@@ -38,12 +53,14 @@ from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, as
 from agentic.registry import Registry, run_sync
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
-from agentic.saga import SagaPolicy
+from agentic.saga import SagaPolicy, delegated, undo_plan
 from agentic.spec import AgentSpec
-from agentic.tools import ToolContext, ToolSpec
+from agentic.tools import Tool, ToolContext, ToolSpec, tool
 
 # A name becomes part of run ids, search attributes and activity labels: keep it plain.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# What model providers accept as a function name.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def effective_settings(agent: ModelSettings | None, run: ModelSettings | None) -> ModelSettings | None:
@@ -152,6 +169,55 @@ class Agent:
     def label(self) -> str:
         return self.name or "(unnamed)"
 
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        max_steps: int | None = None,
+        max_input_tokens: int | None = None,
+        max_output_tokens: int | None = None,
+        max_cost: float | None = None,
+        options: Mapping[str, Any] | BaseModel | None = None,
+        requires_confirmation: bool = False,
+        approval_timeout: float | None = None,
+    ) -> Tool:
+        """This agent as a tool of another agent: the model calls it with a task string, and a run of this
+        agent answers it (in-process and in the checkpoint runner inline; on Temporal as a child workflow).
+
+        The child's whole budget is reserved out of what the calling run has left, capped by this agent's
+        own budget and by `max_*` here; what it consumes is charged to the calling run. `options` are the
+        options its runs get (validated now)."""
+        if self.name is None:
+            raise ValueError("an agent used as a tool needs a name: Agent(..., name='billing')")
+        tool_name = name or self.name.replace(".", "_")
+        if not _TOOL_NAME.match(tool_name):
+            raise ValueError(f"tool name {tool_name!r}: use 1-64 letters, digits, '_' or '-'")
+        parsed = self.parse_options(options)
+        cap = Budget(max_steps, max_input_tokens, max_output_tokens, max_cost)
+        ref = DelegateRef(
+            agent=self.name,
+            limit=limit_of(self.budget, cap),
+            options=parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {},
+        )
+        child = self
+
+        def delegate(task: str, ctx: ToolContext) -> str:
+            # Dispatched by a registry outside any runner: the child runs with its cap alone. The runners
+            # reserve out of the calling run's budget and charge the child's consumption to it instead.
+            run = child.run(task, run_id=child_run_id(ctx.run_id or "local", ctx.call_id), budget=ref.limit)
+            return reply_text(tool_name, run.stop, run.output, run.stop_detail)
+
+        declared = tool(
+            description or self.description or f"Hand a task to the agent {self.name}; it answers with its result.",
+            name=tool_name,
+            mutating=True,  # the other agent may change things; undoing it is undoing its effects
+            requires_confirmation=requires_confirmation,
+            approval_timeout=approval_timeout,
+            docs={TASK: f"The task for {self.name}, with everything it needs to know."},
+        )(delegate)
+        return dataclasses.replace(declared, delegate=ref, agent=self)
+
     def schemas(self, recorded: Sequence[ToolSchema] = ()) -> list[ToolSchema]:
         """What the model is offered: the registry's tools, the MCP tools the run `recorded`, and `give_up`."""
         return tool_schemas(self.registry.specs(), recorded)
@@ -219,7 +285,11 @@ class Agent:
         run_id: str | None = None,
         options: Mapping[str, Any] | BaseModel | None = None,
         model_settings: ModelSettings | None = None,
+        budget: Budget | None = None,
+        delegation: Delegation | None = None,
     ) -> Run:
+        """Run to the end. `budget` overrides the agent's (a delegated run gets its reservation); `delegation`
+        says which run delegated this one (set by the parent's runner)."""
         task = task if task is not None else self.task
         if task is None:
             raise ValueError(f"agent {self.label} has no default task: pass one to run()")
@@ -228,16 +298,23 @@ class Agent:
         specs = self.registry.specs()
         if self.mcp:  # listed once: the run keeps this tool set, whatever the servers list later
             specs = {**specs, **self.list_mcp_tools()}
-        loop = AgentLoop(self.budget, specs, LoopState(consumed=consumed or Usage()))
+        loop = AgentLoop(budget or self.budget, specs, LoopState(consumed=consumed or Usage()))
         messages = initial_messages(self.system, task, history)
         schemas = tool_schemas(loop.specs)
         settings = effective_settings(self.model_settings, model_settings)
+        children: dict[str, Run] = {}
         while True:
             step = loop.next_step()
             if isinstance(step, Finish):
-                return Run.from_loop(messages, loop.state)
+                undo = None
+                if delegation is not None and step.stop.answered:
+                    raw = parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {}
+                    undo = undo_plan(run_id, self.label, raw, loop.state.records, loop.specs)
+                return Run.from_loop(messages, loop.state, undo=undo, children=children)
             if isinstance(step, CallModel):
                 messages += loop.model_replied(self._complete(messages, schemas, step.call_index, settings))
+            elif isinstance(step, RunTool) and step.spec is not None and step.spec.delegate is not None:
+                messages += loop.tool_finished(self._delegate(step, run_id, loop, delegation, children))
             elif isinstance(step, RunTool):
                 messages += loop.tool_finished(self._dispatch(step, run_id, parsed))
 
@@ -256,6 +333,44 @@ class Agent:
                 wait = exc.retry_after if exc.retry_after is not None else 2 ** (attempt - 1)
                 time.sleep(min(wait, self.max_retry_wait))
         raise AssertionError("unreachable")
+
+    def _delegate(
+        self,
+        step: RunTool,
+        run_id: str,
+        loop: AgentLoop,
+        delegation: Delegation | None,
+        children: dict[str, Run],
+    ) -> ToolResult:
+        """A delegation, inline: a run of the other agent with a reservation out of this run's budget."""
+        call, ref = step.call, step.spec.delegate if step.spec else None
+        assert ref is not None
+        declared = self.registry.get(call.name)
+        task = task_of(call)
+        if task is None:
+            return ToolResult.of(call, ToolStatus.INVALID_ARGUMENTS, invalid_task_text(call.name))
+        if step.needs_approval and (denied := self.registry.denied(call, None)) is not None:
+            return denied
+        reservation = reserve(loop.budget, loop.state.consumed, ref.limit)
+        if isinstance(reservation, str):
+            return ToolResult.of(call, ToolStatus.ERROR, refused_text(call.name, reservation))
+        child: Agent | None = declared.agent if declared is not None else None
+        if child is None:
+            return ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, f"no agent {ref.agent!r} here"))
+        child_id = child_run_id(run_id, call.identity)
+        try:
+            run = child.run(
+                task,
+                run_id=child_id,
+                budget=reservation,
+                options=ref.options,
+                delegation=child_delegation(delegation, run_id, call),
+            )
+        except AgenticError as exc:  # its model failed for good: the durable runners report a failed child
+            return ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, str(exc)))
+        children[child_id] = run
+        outcome = delegated(child_id, ref.agent, run.stop, run.usage, run.undo)
+        return ToolResult.delegated(call, outcome, reply_text(call.name, run.stop, run.output, run.stop_detail))
 
     def _dispatch(self, step: RunTool, run_id: str, options: BaseModel | None) -> ToolResult:
         call = step.call

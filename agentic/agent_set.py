@@ -52,8 +52,22 @@ class AgentSet:
             self._agents[agent.name] = ServedAgent(agent, agent.deps if own is None else own)
         self.models = models or ModelCatalog()
         self.where = where
+        self._check_delegates()
         # Whose signature makes a decision count (agentic.signing): the runner's configuration, never a run's.
         self.approver_keys = dict(approver_keys or {})
+
+    def _check_delegates(self) -> None:
+        """Every agent an agent delegates to must be served here too: its runs are started on the same task
+        queue (a child workflow, or inline), so a missing one is a configuration error, said at once."""
+        for served in self._agents.values():
+            for declared in served.agent.registry:
+                ref = declared.delegate
+                if ref is not None and ref.agent not in self._agents:
+                    where = f" {self.where}" if self.where else ""
+                    raise ValueError(
+                        f"agent {served.agent.label!r} delegates to {ref.agent!r} (tool {declared.name!r}), which is "
+                        f"not served{where}: serve it too (agents=[..., {ref.agent}])"
+                    )
 
     @property
     def names(self) -> list[str]:

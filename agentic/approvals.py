@@ -87,6 +87,23 @@ class PendingApproval(BaseModel):
     arguments_hash: str
     requested_at: datetime
     deadline: datetime
+    # A delegated run's approvals name the tree they belong to; unset on a run nobody delegated (its own
+    # root), so such a run publishes what it always did. Clients fill both in (`in_tree`).
+    root_run_id: str | None = Field(None, exclude_if=lambda v: v is None, description="The run at the top.")
+    path: list[str] = Field(
+        default_factory=list, exclude_if=lambda v: not v, description="Run ids from the root down to this run."
+    )
+
+    def in_tree(self) -> PendingApproval:
+        """With `root_run_id` and `path` filled in: a run nobody delegated is its own root."""
+        if self.path:
+            return self
+        return self.model_copy(update={"root_run_id": self.run_id, "path": [self.run_id]})
+
+    @property
+    def address(self) -> str:
+        """`run_id/call_id`: names this approval among all those of a delegation tree."""
+        return f"{self.run_id}/{self.call_id}"
 
 
 class AuditEntry(BaseModel):
@@ -117,6 +134,11 @@ class ApprovalBook(BaseModel):
     approver_keys: dict[str, str] = Field(
         default_factory=dict, description="name -> Ed25519 public key; when set, only signed decisions count."
     )
+    path: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        description="A delegated run: run ids from the root down to it, which its requests carry.",
+    )
 
     def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
         """Open (or return the already open) request for `call`, applying a decision that came early.
@@ -134,6 +156,8 @@ class ApprovalBook(BaseModel):
             arguments_hash=arguments_hash(call),
             requested_at=now,
             deadline=now + timedelta(seconds=timeout_seconds),
+            root_run_id=self.path[0] if self.path else None,
+            path=self.path,
         )
         self.pending[uid] = pending
         early = self.early.pop(uid, None)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentic.budget import Budget, Stop, Usage
 from agentic.compact import Compact
+from agentic.delegation import Delegated
 from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ToolSchema
 from agentic.results import ToolResult, ToolStatus
@@ -95,6 +96,7 @@ class ToolRecord(Compact):
     content: str = ""
     mutating: bool = False
     content_ref: str | None = None  # the full output, when `content` is a claim-check preview
+    delegation: Delegated | None = None  # a delegation: the child's run, consumption and planned undo
 
 
 def trajectory(records: Sequence[ToolRecord]) -> list[str]:
@@ -172,6 +174,9 @@ class AgentLoop:
             raise LoopError(f"a result for call {result.call_id!r} arrived when it was not requested")
         call = s.queue.pop(0)
         self._record(call, result)
+        if result.delegation is not None:
+            # The child's consumption is the parent's: one budget, whatever the depth.
+            s.consumed = s.consumed.plus(result.delegation.usage)
         s.seen.append(_repeat_key(call))
         if result.status is ToolStatus.FATAL:
             s.stop, s.stop_detail = Stop.TOOL_FAILED, result.content
@@ -223,6 +228,7 @@ class AgentLoop:
                 content=result.content,
                 mutating=bool(spec and spec.mutating),
                 content_ref=result.content_ref,
+                delegation=result.delegation,
             )
         )
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from agentic.budget import Stop
+from agentic.delegation import Delegated
 from agentic.messages import Message, ToolCall
 
 DECLINED_TEXT = "Error: the user declined this action."
@@ -45,6 +47,9 @@ class ToolResult(BaseModel):
     content: str
     status: ToolStatus = ToolStatus.OK
     content_ref: str | None = None  # the full output, when `content` is only a preview (claim check)
+    delegation: Delegated | None = Field(
+        None, exclude_if=lambda v: v is None, description="A delegation's child run: charged to this run's budget."
+    )
 
     @property
     def ok(self) -> bool:
@@ -100,6 +105,15 @@ class ToolResult(BaseModel):
     @classmethod
     def cancelled(cls, call: ToolCall) -> ToolResult:
         return cls.of(call, ToolStatus.CANCELLED, f"Error: {call.name} was interrupted by a cancellation.")
+
+    @classmethod
+    def delegated(cls, call: ToolCall, outcome: Delegated, content: str) -> ToolResult:
+        """A delegation's result: the child's answer (ok), or why it has none (cancelled, or an error)."""
+        if outcome.stop is Stop.ANSWERED:
+            status = ToolStatus.OK
+        else:
+            status = ToolStatus.CANCELLED if outcome.stop is Stop.CANCELLED else ToolStatus.ERROR
+        return cls(call_id=call.id, name=call.name, content=content, status=status, delegation=outcome)
 
     @classmethod
     def skipped(cls, call: ToolCall, why: str) -> ToolResult:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentic.budget import Stop, Usage
 from agentic.loop import LoopState, ToolRecord, trajectory
 from agentic.messages import Message
-from agentic.saga import CompensationRecord
+from agentic.saga import CompensationPlan, CompensationRecord
 
 
 class Run(BaseModel):
@@ -21,6 +21,16 @@ class Run(BaseModel):
     records: list[ToolRecord] = Field(default_factory=list)
     compensations: list[CompensationRecord] = Field(default_factory=list)
     not_compensable: list[str] = Field(default_factory=list)
+    undo: CompensationPlan | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="A delegated run that answered: what undoing it would take, should its parent be abandoned.",
+    )
+    children: dict[str, Run] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="In-process: the runs this run delegated to, by run id (durable runners keep them as runs).",
+    )
 
     @classmethod
     def from_loop(cls, messages: list[Message], state: LoopState, **extra: object) -> Run:

@@ -17,12 +17,25 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
-from agentic.budget import Stop
+from agentic.budget import Stop, Usage
 from agentic.compact import Compact
+from agentic.delegation import Delegated, owned
 from agentic.loop import GIVE_UP, ToolRecord, idempotency_key
-from agentic.messages import ToolCall
 from agentic.results import ToolStatus
 from agentic.tools import ToolSpec
+from agentic.undo import CompensationStep, undo_key
+
+__all__ = [
+    "CompensationPlan",
+    "CompensationRecord",
+    "CompensationStep",
+    "SagaPolicy",
+    "abandons",
+    "compensation_plan",
+    "delegated",
+    "undo_key",
+    "undo_plan",
+]
 
 # A mutating call in these states may have changed the world.
 _MAY_HAVE_EFFECT = (ToolStatus.OK, ToolStatus.CANCELLED)
@@ -43,21 +56,6 @@ def abandons(stop: Stop) -> bool:
     return stop is not Stop.ANSWERED
 
 
-def undo_key(original_key: str) -> str:
-    return f"{original_key}:undo"
-
-
-class CompensationStep(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    call: ToolCall
-    result: str
-    result_ref: str | None = None  # the full result, when `result` is a claim-check preview
-    original_key: str
-    key: str
-    uncertain: bool = False  # the original was interrupted: its effect may not exist
-
-
 class CompensationPlan(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -66,12 +64,22 @@ class CompensationPlan(BaseModel):
 
 
 def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping[str, ToolSpec]) -> CompensationPlan:
+    """The undos of an abandoned run, newest first. A delegation is undone as a unit at the position of its
+    call: the child's own planned undos (its effects newest first, its children's at their positions),
+    recorded when it answered; a child that stopped without an answer undid its effects itself."""
     steps: list[CompensationStep] = []
     not_compensable: list[str] = []
     for record in records:
+        spec = specs.get(record.call.name)
+        if record.delegation is not None or (spec is not None and spec.delegate is not None):
+            # No outcome: the call never reached a child, or was cut short while it started one (that child
+            # was cancelled with it, and undid its own effects).
+            if record.delegation is not None:
+                steps.extend(reversed(record.delegation.undo))  # reversed twice: the child's order is kept
+                not_compensable += record.delegation.not_compensable
+            continue
         if not record.mutating or record.status not in _MAY_HAVE_EFFECT or record.call.name == GIVE_UP:
             continue
-        spec = specs.get(record.call.name)
         if spec is None or not spec.compensable:
             if record.call.name not in not_compensable:
                 not_compensable.append(record.call.name)
@@ -88,6 +96,30 @@ def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping
             )
         )
     return CompensationPlan(steps=steps[::-1], not_compensable=not_compensable)
+
+
+def undo_plan(
+    run_id: str, agent: str, options: dict[str, object], records: Sequence[ToolRecord], specs: Mapping[str, ToolSpec]
+) -> CompensationPlan:
+    """What undoing a delegated run that answered would take, should its parent be abandoned later: its
+    compensation plan, each step naming this run, agent and options (so the parent executes them with the
+    child's tools, under the child's keys)."""
+    plan = compensation_plan(run_id, records, specs)
+    return plan.model_copy(update={"steps": owned(plan.steps, run_id, agent, options)})
+
+
+def delegated(run_id: str, agent: str, stop: Stop, usage: Usage, undo: CompensationPlan | None) -> Delegated:
+    """A child run's outcome as its parent records it. Only a child that answered leaves undos to its
+    parent: one that stopped without an answer was abandoned, and undid its own effects."""
+    keep = undo is not None and stop is Stop.ANSWERED
+    return Delegated(
+        run_id=run_id,
+        agent=agent,
+        stop=stop,
+        usage=usage,
+        undo=undo.steps if keep and undo is not None else [],
+        not_compensable=undo.not_compensable if keep and undo is not None else [],
+    )
 
 
 class CompensationRecord(BaseModel):

@@ -18,6 +18,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentic.delegation import DelegateRef
 from agentic.errors import AgenticError, ToolDefinitionError
 from agentic.models.base import ToolSchema
 
@@ -94,6 +95,9 @@ class ToolSpec(BaseModel):
     compensable: bool = False
     # Left out of the payload when unset, so the specs of an agent's own tools serialise as they always did.
     mcp: MCPToolRef | None = Field(None, exclude_if=lambda v: v is None, description="Set: a tool of an MCP server.")
+    delegate: DelegateRef | None = Field(
+        None, exclude_if=lambda v: v is None, description="Set: another agent, called with a task (`Agent.as_tool`)."
+    )
 
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
@@ -117,6 +121,8 @@ class Tool:
     timeout: float | None = None
     approval_timeout: float | None = None
     compensation: Compensation | None = None
+    delegate: DelegateRef | None = None  # set by `Agent.as_tool`: this tool hands a task to another agent
+    agent: Any = None  # that agent (an `agentic.Agent`), which in-process runs execute inline
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
@@ -139,7 +145,8 @@ class Tool:
             requires_confirmation=self.requires_confirmation,
             timeout=self.timeout,
             approval_timeout=self.approval_timeout,
-            compensable=self.compensation is not None,
+            compensable=self.compensation is not None or self.delegate is not None,
+            delegate=self.delegate,
         )
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:

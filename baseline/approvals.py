@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +46,7 @@ def await_decision(
     poll: float,
     lease: LeaseKeeper | None,
     progress: Progress,
+    ancestors: Sequence[str] = (),
 ) -> Answer:
     timeout = policy.timeout_for(call.name, declared_timeout)
     _open(store, run_id, owner, call, timeout, progress)
@@ -54,7 +56,7 @@ def await_decision(
         row = _row(store.query("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.identity)))
         if row["status"] in _DECIDED:
             break
-        cancel = store.pending_cancel(run_id)
+        cancel = store.pending_cancel(run_id, *ancestors)  # a delegated run's wait ends with its parent's
         if row["status"] == "withdrawn":  # also found on resume, if the worker died right after withdrawing
             detail = cancel["detail"] if cancel is not None else ""
             return Answer(None, "", row["timeout_s"], cancel_detail=detail or "cancelled by request")

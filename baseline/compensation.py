@@ -4,6 +4,8 @@ checkpointed mutating step, so a worker killed mid-walk resumes the walk without
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentic import Registry, ToolContext, ToolResult, ToolStatus
@@ -13,12 +15,21 @@ from baseline.journal import Journal
 from baseline.options import RunOptions
 
 
+@dataclass(frozen=True)
+class Undoer:
+    """What executes one undo: the run whose effect it is (its key's run), and that agent's tools, services
+    and options — the walking run's own, or a delegated run's for the effects of a child it planned."""
+
+    run_id: str
+    registry: Registry
+    deps: Any
+    agent_options: Any
+
+
 def walk(
     journal: Journal,
     plan: list[CompensationStep],
-    registry: Registry,
-    deps: Any,
-    agent_options: Any,
+    undoer: Callable[[CompensationStep], Undoer],
     options: RunOptions,
 ) -> tuple[list[CompensationStep], str]:
     """Run the plan's undos in order; returns those not done (the failed one and everything after it)
@@ -35,7 +46,7 @@ def walk(
         if row is not None and row.status == "failed":
             journal.advance()
             return plan[index:], journal.output(row)["result"]["content"]
-        result = _undo(journal, spec, plan_step, registry, deps, agent_options, options)
+        result = _undo(journal, spec, plan_step, undoer(plan_step), options)
         if not result.ok:
             return plan[index:], result.content
     return [], ""
@@ -45,24 +56,22 @@ def _undo(
     journal: Journal,
     spec: steps.StepSpec,
     plan_step: CompensationStep,
-    registry: Registry,
-    deps: Any,
-    agent_options: Any,
+    by: Undoer,
     options: RunOptions,
 ) -> ToolResult:
     started = journal.before(spec)
     context = ToolContext(
-        run_id=journal.run_id,
+        run_id=by.run_id,
         call_id=plan_step.call.identity,
         idempotency_key=plan_step.key,
-        deps=deps,
-        options=agent_options,
+        deps=by.deps,
+        options=by.agent_options,
         compensates=plan_step.original_key,
     )
     result: ToolResult | None = None
     for retry in range(options.compensation_attempts):
         context.attempt = journal.intend(spec)  # attempts are counted in the store, across workers
-        result = registry.compensate(plan_step.call, plan_step.result, context)
+        result = by.registry.compensate(plan_step.call, plan_step.result, context)
         if result.status is not ToolStatus.RETRYABLE:
             break
         if retry + 1 < options.compensation_attempts:

@@ -59,9 +59,14 @@ def resume(
     *,
     lease_seconds: float | None = None,
     crash: CrashHook | None = None,
+    by_parent: bool = False,
 ) -> RunRow:
-    """Continue `run_id` from the store alone, once its previous worker's lease expired."""
+    """Continue `run_id` from the store alone, once its previous worker's lease expired. A delegated run is
+    resumed by its parent only (`by_parent`), which then goes on with what it answered."""
     options = RunOptions.model_validate_json(store.require(run_id).options)
+    if options.delegation is not None and not by_parent:
+        parent = options.delegation.parent
+        raise RunNotResumable(f"run {run_id} was delegated by run {parent}: resume {parent}, which resumes it")
     lease_seconds = lease_seconds or options.lease_seconds
     owner = new_owner()
     try:
@@ -116,10 +121,12 @@ def recover(
     stale = [
         r["run_id"]
         for r in store.query(
-            f"SELECT run_id FROM runs WHERE status IN ({placeholders})"
+            f"SELECT run_id, options FROM runs WHERE status IN ({placeholders})"
             " AND (lease_owner IS NULL OR lease_expires <= ?) ORDER BY created_at",
             (*ACTIVE, time.time()),
         )
+        # A delegated run is resumed by its parent's worker, which then goes on with its answer.
+        if RunOptions.model_validate_json(r["options"]).delegation is None
     ]
     workers = []
     for run_id in stale:

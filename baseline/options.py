@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
-from agentic import ModelSettings
+from agentic import Budget, ModelSettings
 from agentic.approvals import ApprovalPolicy
+from agentic.delegation import Delegation
 
 
 class RunOptions(BaseModel):
@@ -23,6 +24,10 @@ class RunOptions(BaseModel):
     model_settings: ModelSettings | None = Field(None, description="Overrides fields of the agent's model settings.")
     task: str | None = Field(None, description="Overrides the agent's task.")
     max_steps: PositiveInt | None = Field(None, description="Overrides the agent's step budget.")
+    budget: Budget | None = Field(
+        None, description="Overrides the agent's whole budget (a delegated run's reservation)."
+    )
+    delegation: Delegation | None = Field(None, description="Set on a delegated run: the run and call above it.")
     approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")
     lease_seconds: PositiveFloat = Field(15.0, description="Lease length; renewed every third of it.")
     max_attempts: PositiveInt = Field(5, description="Workers that may take the run before it is dead-lettered.")

@@ -28,12 +28,21 @@ from agentic import (
 from agentic.agent import effective_settings
 from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
+from agentic.delegation import (
+    child_delegation,
+    child_run_id,
+    invalid_task_text,
+    refused_text,
+    reserve,
+    task_of,
+)
 from agentic.loop import initial_messages, tool_schemas
 from agentic.mcp import MCPToolsError
 from agentic.models.base import ask
-from agentic.saga import abandons, compensation_plan
+from agentic.saga import CompensationStep, abandons, compensation_plan
 from baseline import approvals, compensation, steps
 from baseline.crash import CrashHook
+from baseline.delegation import run_child
 from baseline.errors import CheckpointMismatch, RunFailed
 from baseline.journal import Journal
 from baseline.lease import LeaseKeeper
@@ -64,9 +73,13 @@ class Runner:
         agent = served.agent
         self.agent_options = agents.options(served, self.options.options)
         self.approval_policy = self.options.approvals or agent.approvals
-        budget = agent.budget
+        budget = self.options.budget or agent.budget  # a delegated run's whole budget is its reservation
         if self.options.max_steps:
             budget = budget.model_copy(update={"max_steps": self.options.max_steps})
+        self.agents = agents
+        self.delegation = self.options.delegation
+        # The runs above this one (a delegated run stops when any of them is cancelled).
+        self.ancestors = self.delegation.path if self.delegation is not None else []
         self.agent = agent
         self.registry = agent.registry
         self.loop = AgentLoop(budget, self.registry.specs())
@@ -151,7 +164,7 @@ class Runner:
             row = self.journal.peek()
 
     def _cancel_requested(self) -> bool:
-        event = self.store.pending_cancel(self.run_id)
+        event = self.store.pending_cancel(self.run_id, *self.ancestors)
         if event is None:
             return False
         self._going_live()
@@ -217,6 +230,7 @@ class Runner:
                 poll=self.options.poll_seconds,
                 lease=self.lease,
                 progress=self.journal.progress(spec.step, f"awaiting approval: {spec.label}"),
+                ancestors=self.ancestors,
             )
             if answer.outcome is None:
                 self._stop(Stop.CANCELLED, answer.cancel_detail)
@@ -225,8 +239,38 @@ class Runner:
                 self._refuse(spec, call, answer)
                 return
             approved = True
+        if action.spec is not None and action.spec.delegate is not None:
+            self._delegate(spec, action)
+            return
         mutating = action.spec is not None and action.spec.mutating
         self._execute(spec, action, approved, mutating)
+
+    def _delegate(self, spec: steps.StepSpec, action: RunTool) -> None:
+        """Another agent answers this call: a run of its own in this store, driven inline, its budget
+        reserved out of this run's; its consumption is charged here, in the same step."""
+        call, ref = action.call, action.spec.delegate if action.spec else None
+        assert ref is not None
+        started = self.journal.before(spec)
+        task = task_of(call)
+        reservation = reserve(self.loop.budget, self.loop.state.consumed, ref.limit)
+        if task is None:
+            result = ToolResult.of(call, ToolStatus.INVALID_ARGUMENTS, invalid_task_text(call.name))
+        elif isinstance(reservation, str):
+            result = ToolResult.of(call, ToolStatus.ERROR, refused_text(call.name, reservation))
+        else:
+            # The intent (and the key the child's id derives from) is durable before the child starts: a
+            # resumed run comes back here and finds the child instead of starting another.
+            attempts = self.journal.intend(spec)
+            child_id = child_run_id(self.run_id, call.identity)
+            where = child_delegation(self.delegation, self.run_id, call)
+            result = run_child(self.store, self.agents, call, child_id, ref, task, reservation, where, self.options)
+            consumed = self.loop.state.consumed.plus(result.delegation.usage) if result.delegation else None
+            body = {"result": result.model_dump(mode="json"), "stop": None}
+            self.journal.complete(spec, body, started_at=started, attempts=attempts, consumed=consumed)
+            self._apply(result, None)
+            return
+        self.journal.complete(spec, {"result": result.model_dump(mode="json"), "stop": None}, started_at=started)
+        self._apply(result, None)
 
     def _execute(self, spec: steps.StepSpec, action: RunTool, approved: bool | None, mutating: bool) -> None:
         call = action.call
@@ -297,14 +341,24 @@ class Runner:
             journal.store.set_status(
                 self.run_id, self.owner, "compensating", journal.progress(journal.cursor, "compensating")
             )
-        remaining, why = compensation.walk(
-            journal, plan.steps, self.registry, self.deps, self.agent_options, self.options
-        )
+        remaining, why = compensation.walk(journal, plan.steps, self._undoer, self.options)
         if remaining:
             result["remaining"] = [f"{s.call.name} ({s.original_key})" for s in remaining]
             result["error"] = f"compensation of {remaining[0].call.name} kept failing: {why}"
             return self._finish("compensation_failed", result)
         return self._finish("compensated", result)
+
+    def _undoer(self, step: CompensationStep) -> compensation.Undoer:
+        """Whose tools undo `step`: this run's, or — a delegated run's effect — that agent's, with its options."""
+        if step.agent is None:
+            return compensation.Undoer(self.run_id, self.registry, self.deps, self.agent_options)
+        served = self.agents.get(step.agent)
+        return compensation.Undoer(
+            step.run_id or self.run_id,
+            served.agent.registry,
+            served.deps,
+            self.agents.options(served, step.options),
+        )
 
     def _finish(self, status: str, result: dict[str, Any]) -> None:
         self.journal.leftover()

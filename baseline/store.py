@@ -302,10 +302,15 @@ class Store:
                 (run_id, detail, iso()),
             )
 
-    def pending_cancel(self, run_id: str) -> sqlite3.Row | None:
+    def pending_cancel(self, run_id: str, *ancestors: str) -> sqlite3.Row | None:
+        """The cancel request not handled yet of `run_id` — or of a run above it (a delegated run stops when
+        any run it answers to is cancelled; that run handles its own request once the child returned)."""
+        runs = (run_id, *ancestors)
+        placeholders = ", ".join("?" for _ in runs)
         rows = self.query(
-            "SELECT * FROM events WHERE run_id = ? AND kind = 'cancel' AND handled_at IS NULL ORDER BY id LIMIT 1",
-            (run_id,),
+            f"SELECT * FROM events WHERE run_id IN ({placeholders}) AND kind = 'cancel' AND handled_at IS NULL"
+            " ORDER BY id LIMIT 1",
+            runs,
         )
         return rows[0] if rows else None
 

@@ -1,4 +1,5 @@
-"""What the bench serves, and where: `bench-noop` (bench/agents.py) and the demo agents (examples/).
+"""What the bench serves, and where: `bench-noop` (bench/agents.py), the delegation bench's agents
+(bench/delegation_agents.py) and the demo agents (examples/).
 
 The same two agents modules everywhere: in our worker processes (through `AGENT_MODULES`, as
 `python worker.py --agents bench.agents --agents examples` would), in the `job` processes the bench starts
@@ -14,7 +15,7 @@ from agentic.agent_set import AgentSet
 from ops.agent_modules import load_agents_and_deps
 from ops.settings import Settings
 
-MODULES = ("bench.agents", "examples")
+MODULES = ("bench.agents", "bench.delegation_agents", "examples")
 
 # `job run|resume` arguments that make a baseline process serve them.
 JOB_AGENTS = [arg for module in MODULES for arg in ("--agents", module)]

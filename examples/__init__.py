@@ -7,11 +7,11 @@ one is such a module; the engine never imports it.
 
 from __future__ import annotations
 
-from examples import billing, courier, migration, refund, trip
+from examples import billing, courier, migration, refund, support, trip
 from examples.options import DemoDeps, DemoOptions
 from ops.settings import Settings
 
-agents = [billing.agent, migration.agent, refund.agent, trip.agent, courier.agent]
+agents = [billing.agent, migration.agent, refund.agent, trip.agent, courier.agent, *support.agents]
 
 
 def make_deps(settings: Settings) -> DemoDeps:

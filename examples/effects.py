@@ -60,3 +60,17 @@ def record_effect(ctx: ToolContext, tool: str, args: Mapping[str, Any], result: 
 def tool_results(messages: Any) -> list[str]:
     """Contents of the tool messages of a transcript, in order — what scripted models read."""
     return [m.content for m in messages if m.role == "tool"]
+
+
+def undoing(name: str) -> Any:
+    """A compensation recorded in the ledger as the effect `name`, once per key (`ctx.idempotency_key` is the
+    undo's own key; `ctx.compensates` the original's). An original interrupted by a cancellation may never
+    have landed: then there is nothing to undo, and recording an undo would be a lie in the ledger."""
+
+    def undo(args: dict[str, Any], result: str, ctx: ToolContext) -> str:
+        if ctx.compensates and deps_of(ctx).ledger.get(ctx.compensates) is None:
+            return f"nothing to undo: {ctx.compensates} made no effect"
+        return record_effect(ctx, name, args, f"{name.replace('_', ' ')}: {result}")
+
+    undo.__name__ = name
+    return undo

@@ -45,7 +45,9 @@ def assert_one_clear_line(err: str, expected: str) -> None:
 async def test_unknown_agent_is_one_line_and_exit_2():
     code, _, err = await starter("run", "no-such-agent")
     assert code == 2
-    assert_one_clear_line(err, "unknown agent 'no-such-agent'; known: billing, courier, migration, refund, trip")
+    assert_one_clear_line(
+        err, "unknown agent 'no-such-agent'; known: billing, billing-desk, courier, migration, refund, support, trip"
+    )
 
 
 async def test_unreachable_server_is_one_line_and_nonzero(tmp_path):
@@ -128,6 +130,8 @@ async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path
     assert runs["refund"]["output"] == "Refunded order 4471." and runs["refund"]["effects"] == 1
     assert runs["refund"]["audit"][0]["approver"] == "demo-approver"
     assert (runs["trip"]["status"], runs["trip"]["stop"], runs["trip"]["effects"]) == ("compensated", "tool_failed", 4)
+    assert runs["support"]["output"].startswith("Ticket opened; the billing desk says: Refunded order 4471")
+    assert runs["support"]["note"] == f"delegated to billing-desk: run {runs['support']['run_id']}~2.1"
     assert Path(settings.ledger_path).exists()
 
 

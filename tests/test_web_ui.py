@@ -59,15 +59,20 @@ class UiRuns:
     billing: str
     trip: str
     refund: str
+    support: str  # delegated a refund to billing-desk: a child workflow
 
     def run_url(self, run_id: str) -> str:
         return f"{self.ui_url}/namespaces/default/workflows/{run_id}"
 
+    @property
+    def child(self) -> str:
+        return f"{self.support}~2.1"
+
 
 @pytest_asyncio.fixture(scope="module")
 async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiRuns]:
-    """A dev server with its Web UI on free ports, a worker, a finished `billing` and `trip` run and a `refund`
-    run waiting for its approval."""
+    """A dev server with its Web UI on free ports, a worker, a finished `billing`, `trip` and `support` run (with
+    its child, `billing-desk`) and a `refund` run waiting for its approval."""
     tmp = tmp_path_factory.mktemp("web-ui")
     ui_port = devserver.free_port()
     server = devserver.start(devserver.free_port(), ui_port, tmp / "dev.db", log=tmp / "server.log")
@@ -80,17 +85,28 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
         settings = Settings(address=server.address, task_queue=f"tq-{uuid.uuid4().hex[:8]}", ledger_path=tmp / "l.db")
         client = await connect(settings)
         suffix = uuid.uuid4().hex[:6]
-        runs = UiRuns(f"http://127.0.0.1:{ui_port}", f"billing-{suffix}", f"trip-{suffix}", f"refund-{suffix}")
+        runs = UiRuns(
+            f"http://127.0.0.1:{ui_port}",
+            f"billing-{suffix}",
+            f"trip-{suffix}",
+            f"refund-{suffix}",
+            f"support-{suffix}",
+        )
         async with new_worker(client, settings.task_queue, EffectsLedger(settings.ledger_path)):
+            agents = AgentClient(client, settings=settings)
             for scenario, run_id in (("billing", runs.billing), ("trip", runs.trip), ("refund", runs.refund)):
-                await AgentClient(client, settings=settings).start(agent_named(scenario), run_id=run_id)
-            for run_id in (runs.billing, runs.trip):
+                await agents.start(agent_named(scenario), run_id=run_id)
+            support = await agents.start(agent_named("support"), run_id=runs.support)
+            [refund] = await support.wait_for_approval()  # the billing desk's, approved through the support run
+            await support.approve(refund.address, by="maria", arguments_hash=refund.arguments_hash)
+            for run_id in (runs.billing, runs.trip, runs.support):
                 await client.get_workflow_handle(run_id).result()
 
             async def indexed() -> bool:
                 waiting = [w.id async for w in client.list_workflows('AgentStatus = "awaiting_approval"')]
                 closed = [w.id async for w in client.list_workflows('ExecutionStatus = "Completed"')]
-                return waiting == [runs.refund] and sorted(closed) == sorted([runs.billing, runs.trip])
+                done = [runs.billing, runs.trip, runs.support, runs.child]
+                return waiting == [runs.refund] and sorted(closed) == sorted(done)
 
             await eventually(indexed, timeout=20, what="visibility to index the three runs")
             yield runs
@@ -203,5 +219,20 @@ async def test_search_attribute_filter_lists_only_the_waiting_run(ui_runs, brows
         await expect(current.locator("body")).to_contain_text(
             "awaiting_approval — step 1: awaiting approval: refund(order_id=4471)"
         )
+    finally:
+        await page.context.close()
+
+
+async def test_a_delegating_run_links_its_child_workflow(ui_runs, browser):
+    """Temporal links child workflows from their parent: the support run's Relationships tab shows the
+    billing desk's run, and following it opens that run, whose page names its parent."""
+    page = await new_page(browser)
+    try:
+        await page.goto(ui_runs.run_url(ui_runs.support))
+        await page.get_by_role("tab", name=re.compile(r"^Relationships 1")).click()
+        await page.get_by_role("link", name=ui_runs.child, exact=True).first.click()
+        await expect(page.get_by_role("heading", name=ui_runs.child)).to_be_visible()
+        await page.get_by_role("tab", name=re.compile(r"^Relationships")).click()
+        await expect(page.get_by_role("link", name=ui_runs.support, exact=True).first).to_be_visible()
     finally:
         await page.context.close()

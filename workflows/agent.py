@@ -12,7 +12,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -38,12 +38,31 @@ with workflow.unsafe.imports_passed_through():
     )
     from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
+    from agentic.delegation import (
+        child_delegation,
+        child_run_id,
+        invalid_task_text,
+        refused_text,
+        reply_text,
+        reserve,
+        task_of,
+    )
     from agentic.loop import idempotency_key, initial_messages, trajectory
     from agentic.mcp.toolset import schemas_document, schemas_of
     from agentic.messages import ToolCall
-    from agentic.saga import CompensationRecord, CompensationStep, SagaPolicy, abandons, compensation_plan
+    from agentic.saga import (
+        CompensationPlan,
+        CompensationRecord,
+        CompensationStep,
+        SagaPolicy,
+        abandons,
+        compensation_plan,
+        delegated,
+        undo_plan,
+    )
     from agentic.spec import AgentSpec
     from agentic.transcript_store import ref_of
+    from workflows.delegation import failed_child, run_child
     from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
     from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
@@ -131,6 +150,8 @@ class AgentWorkflow:
         if carry is None:
             # Whose signature makes a decision count comes from the worker's record, never from the input.
             self.book.run_id, self.book.approver_keys = self.run_id, dict(spec.approver_keys)
+            if input.delegation is not None:  # its approvals name the tree they belong to
+                self.book.path = input.delegation.lineage(self.run_id)
             system = spec.system if input.system is None else input.system
             task = input.task or spec.task
             if task is None:
@@ -270,6 +291,9 @@ class AgentWorkflow:
                 self._refuse(call, outcome, waited)
                 return
             approved = True
+        if step.spec is not None and step.spec.delegate is not None:
+            await self._delegate(step)
+            return
         self._show("running", call.describe())
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
@@ -340,6 +364,55 @@ class AgentWorkflow:
         self._show("running", self.label)
         return self.book.outcomes[call.identity], timeout
 
+    # -- delegation ---------------------------------------------------------------------------------
+
+    async def _delegate(self, step: RunTool) -> None:
+        """Another agent answers this call, as a child workflow with a reservation out of this run's budget;
+        its consumption is charged here when it ends (the loop adds it)."""
+        call, spec = step.call, step.spec
+        assert spec is not None and spec.delegate is not None
+        ref = spec.delegate
+        task = task_of(call)
+        if task is None:
+            self._answer(ToolResult.of(call, ToolStatus.INVALID_ARGUMENTS, invalid_task_text(call.name)))
+            return
+        reservation = reserve(self.loop.budget, self.loop.state.consumed, ref.limit)
+        if isinstance(reservation, str):
+            self._answer(ToolResult.of(call, ToolStatus.ERROR, refused_text(call.name, reservation)))
+            return
+        child_id = child_run_id(self.run_id, call.identity)
+        self._show("running", f"delegated to {ref.agent}: run {child_id}")
+        child = AgentInput(
+            agent=ref.agent,
+            task=task,
+            budget=reservation,
+            options=dict(ref.options),
+            timeouts=self.input.timeouts,
+            transcript=self.transcript.mode,
+            limits=self.input.limits,
+            continue_as_new=self.input.continue_as_new,
+            delegation=child_delegation(self.input.delegation, self.run_id, call),
+        )
+        try:
+            result = await run_child(child_id, child, self.run_id, call)
+        except asyncio.CancelledError:
+            # Cancelled while the child was being started: the cancellation reaches it too.
+            self._answer(ToolResult.cancelled(call))
+            raise
+        except (ChildWorkflowError, ActivityError) as exc:
+            # The child failed (its compensation kept failing, it could not start...): the model is told,
+            # and what it consumed before failing is still charged.
+            self._answer(failed_child(call, child_id, ref.agent, exc))
+            return
+        outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
+        self._answer(
+            ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail))
+        )
+        self._show("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
+
+    def _answer(self, result: ToolResult) -> None:
+        self.transcript.add(self.loop.tool_finished(result))
+
     def _refuse(self, call: ToolCall, outcome: Outcome, waited: float) -> None:
         policy = self.approval_policy
         if outcome is Outcome.DECLINED:
@@ -402,11 +475,16 @@ class AgentWorkflow:
         self.remaining = list(plan.steps)
         while self.remaining:
             step = self.remaining[0]
-            self._show("compensating", f"undo {step.call.describe()}")
+            self._show("compensating", f"undo {step.call.describe()}" + (f" of {step.run_id}" if step.run_id else ""))
             try:
                 result = await workflow.execute_activity_method(
                     ToolActivities.compensate,
-                    CompensationInput(run_id=self.run_id, agent=self.input.agent, step=step, options=self._options),
+                    CompensationInput(
+                        run_id=step.run_id or self.run_id,
+                        agent=step.agent or self.input.agent,
+                        step=step,
+                        options=step.options if step.agent else self._options,
+                    ),
                     start_to_close_timeout=timedelta(
                         seconds=self.input.timeouts.tool_seconds + self.input.timeouts.heartbeat_seconds
                     ),
@@ -437,9 +515,9 @@ class AgentWorkflow:
 
     # -- reporting --------------------------------------------------------------------------------
 
-    def _show(self, status: RunStatus, label: str) -> None:
+    def _show(self, status: RunStatus, label: str, *, charged: bool = False) -> None:
         self.status, self.label = status, label
-        self.publish(status, self.input.agent, self.loop.state, self.book, label)
+        self.publish(status, self.input.agent, self.loop.state, self.book, label, charged=charged)
 
     def _result(self) -> AgentResult:
         state = self.loop.state
@@ -460,7 +538,15 @@ class AgentWorkflow:
             not_compensable=self.not_compensable,
             compensations_remaining=self.remaining,
             audit=self.book.audit,
+            undo=self._undo(),
         )
+
+    def _undo(self) -> CompensationPlan | None:
+        """A delegated run that answered: what undoing it would take, for its parent's saga."""
+        state = self.loop.state
+        if self.input.delegation is None or state.stop is not Stop.ANSWERED:
+            return None
+        return undo_plan(self.run_id, self.input.agent, self._options, state.records, self.loop.specs)
 
 
 def _record(step: CompensationStep, status: str, result: str) -> CompensationRecord:

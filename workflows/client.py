@@ -213,15 +213,16 @@ class AgentClient:
             raise _rpc_error(exc, "cannot list runs") from exc
         return found
 
-    async def pending(self) -> list[PendingApproval]:
-        """Every approval waiting, across all runs: from visibility and each run's memo (no worker needed)."""
+    async def pending(self, *, root: str | None = None) -> list[PendingApproval]:
+        """Every approval waiting, across all runs: from visibility and each run's memo (no worker needed).
+        A delegated run's approvals name their root run and the path to it; `root` keeps one tree's."""
         found: list[PendingApproval] = []
         try:
             async for execution in self.client.list_workflows(PENDING_QUERY):
                 found += _from_memo(await execution.memo_value("pending_approvals", default=[]))
         except RPCError as exc:
             raise _rpc_error(exc, "cannot list pending approvals") from exc
-        return sorted(found, key=lambda p: p.deadline)
+        return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
         return self.settings.run_url(run_id)
@@ -277,17 +278,38 @@ class RunHandle:
         return _ended_progress(self.run_id, description, await self._failure())
 
     async def pending(self) -> list[PendingApproval]:
-        """The approvals this run waits for, from its memo (no worker needed)."""
-        description = await self.describe()
-        return _from_memo(await description.memo_value("pending_approvals", default=[]))
+        """The approvals this run waits for, and those of the runs it delegated to, at any depth (each names
+        its run, root and path): from each run's memo and the server's list of its open children (no worker
+        needed)."""
+        return await self._tree_pending(await self.describe())
+
+    async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
+        found = _from_memo(await description.memo_value("pending_approvals", default=[]))
+        children = [
+            child.workflow_id
+            for child in description.raw_description.pending_children
+            if child.workflow_type_name == "AgentWorkflow"
+        ]
+        for below in await asyncio.gather(*(self._child_pending(child) for child in children)):
+            found += below
+        return found
+
+    async def _child_pending(self, run_id: str) -> list[PendingApproval]:
+        try:
+            description = await self.agents.client.get_workflow_handle(run_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return []  # it closed (and was removed) since its parent was described
+            raise _rpc_error(exc, f"cannot look up run {run_id!r}") from exc
+        return await self._tree_pending(description)
 
     async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
-        """The approvals this run waits for, once there is at least one (polling its memo, no worker
-        needed). RunClosed if the run ends first; TimeoutError after `timeout` seconds."""
+        """The approvals this run (or a run it delegated to) waits for, once there is at least one (polling
+        memos, no worker needed). RunClosed if the run ends first; TimeoutError after `timeout` seconds."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             description = await self.describe()
-            waiting = _from_memo(await description.memo_value("pending_approvals", default=[]))
+            waiting = await self._tree_pending(description)
             if waiting:
                 return waiting
             if description.status != WorkflowExecutionStatus.RUNNING:
@@ -384,6 +406,10 @@ class RunHandle:
         """Approve or deny one pending call. `arguments_hash` is the hash of the arguments the approver saw
         (`PendingApproval.arguments_hash`); when omitted, the hash of the call pending now is used.
 
+        The call may be one a run this run delegated to waits for (any depth): `call_id` is then that call's
+        id, or its `address` (`run_id/call_id`) when several runs of the tree have the same one. The decision
+        goes to the run that waits, whose own rules (deadline, hash, signatures) judge it.
+
         Sent as an update, answered at once (ApprovalRejected with the reason); when no worker answers within
         `wait`, sent as a signal that the run applies when a worker picks it up (`via="signal"`). With `key`
         (the approver's private key), the decision is signed: required where workers configure approver keys."""
@@ -392,7 +418,12 @@ class RunHandle:
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             raise _closed(self.run_id, description)
-        target = choose(_from_memo(await description.memo_value("pending_approvals", default=[])), self.run_id, call_id)
+        target = choose(await self._tree_pending(description), self.run_id, call_id)
+        if target.run_id != self.run_id:  # routed by its path: the run that waits receives the decision
+            waiting = self.agents.handle(target.run_id)
+            return await waiting.decide(
+                approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+            )
         decision = Decision(
             call_id=target.call_id,
             approve=approve,
@@ -497,16 +528,19 @@ class RunHandle:
 
 
 def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> PendingApproval:
-    """The pending approval a decision is for: the named call, or the only one waiting."""
+    """The pending approval a decision is for: the named call (its id, or its `address` `run_id/call_id`
+    among a delegation tree's), or the only one waiting."""
     if call_id is not None:
-        for p in waiting:
-            if p.call_id == call_id:
-                return p
-        raise NoPendingApproval(f"run {run_id} has no pending approval for call {call_id!r}")
+        named = [p for p in waiting if call_id in (p.call_id, p.address)]
+        if len(named) == 1:
+            return named[0]
+        if not named:
+            raise NoPendingApproval(f"run {run_id} has no pending approval for call {call_id!r}")
+        waiting = named
     if not waiting:
         raise NoPendingApproval(f"run {run_id} has no pending approval")
     if len(waiting) > 1:
-        ids = [p.call_id for p in waiting]
+        ids = [p.call_id if p.run_id == run_id else p.address for p in waiting]
         raise AmbiguousApproval(f"run {run_id} has several pending approvals; choose one: {', '.join(ids)}", ids)
     return waiting[0]
 
@@ -606,7 +640,7 @@ def _rpc_error(exc: RPCError, what: str) -> Exception:
 
 
 def _from_memo(rows: Any) -> list[PendingApproval]:
-    return [PendingApproval.model_validate(row) for row in rows or []]
+    return [PendingApproval.model_validate(row).in_tree() for row in rows or []]
 
 
 def _summary(execution: Any) -> RunSummary:

@@ -9,6 +9,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, 
 from agentic import Budget, LoopState, Message, ModelSettings, Run, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
 from agentic.compact import Compact
+from agentic.delegation import Delegation
 from agentic.saga import CompensationStep, SagaPolicy
 from agentic.spec import AgentSpec
 from agentic.transcript_store import Transcripts
@@ -100,6 +101,11 @@ class AgentInput(BaseModel):
     limits: PayloadLimits = Field(default_factory=PayloadLimits)
     continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
     carry: Carried | None = Field(None, description="Set by the run itself when it continues as new.")
+    delegation: Delegation | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Set on a child run by the run that delegated to it: the tree above it, and which call.",
+    )
 
 
 class Progress(BaseModel):

@@ -59,3 +59,13 @@ def compensation_retry(policy: SagaPolicy) -> RetryPolicy:
         maximum_attempts=policy.max_attempts,
         non_retryable_error_types=["CompensationImpossible"],
     )
+
+
+# Waiting for a delegated run found under the id a call derived (agent.py, `_run_child`): as long as it takes,
+# on any worker; an id taken by another run, or the run's own failure, is final.
+ATTACH_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=["DelegateIdTaken", "DelegateFailed"],
+)

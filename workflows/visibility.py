@@ -23,16 +23,21 @@ class Publisher:
     def __init__(self) -> None:
         self.pending: list[dict[str, object]] | None = None
 
-    def __call__(self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str) -> None:
-        publish(status, agent, state, book, label)
+    def __call__(
+        self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
+    ) -> None:
+        publish(status, agent, state, book, label, charged=charged)
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
             workflow.upsert_memo({"pending_approvals": pending})
             self.pending = pending
 
 
-def publish(status: str, agent: str, state: LoopState, book: ApprovalBook, label: str) -> None:
-    """Upsert only what changed: each upsert is a history event."""
+def publish(
+    status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
+) -> None:
+    """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption was
+    just added to this run's, so its tokens and cost are shown now, children included."""
     current = workflow.info().typed_search_attributes
     wanted = {
         sa.AGENT_STATUS: status,
@@ -41,7 +46,7 @@ def publish(status: str, agent: str, state: LoopState, book: ApprovalBook, label
         sa.AGENT_STOP: state.stop.value if state.stop else "",
     }
     changed = any(current.get(key) != value for key, value in wanted.items())
-    if changed or state.consumed.steps % PROGRESS_EVERY == 0:
+    if changed or charged or state.consumed.steps % PROGRESS_EVERY == 0:
         wanted |= {
             sa.AGENT_STEP: state.consumed.steps,
             sa.AGENT_TOKENS: state.consumed.input_tokens + state.consumed.output_tokens,

@@ -38,11 +38,18 @@ def call_text(p: PendingApproval) -> str:
     return printable(f"{p.tool}({arguments})")
 
 
+def tree_text(p: PendingApproval) -> str:
+    """For a delegated run's approval: its root and the path down to it (approve it there, or at the root)."""
+    if len(p.path) < 2:
+        return ""
+    return f"  root {printable(p.root_run_id or '')}  path {' → '.join(printable(r) for r in p.path)}"
+
+
 async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
     waiting = await (await agent_client(settings)).pending()
     lines = [
         f"{printable(p.run_id)}  call {printable(p.call_id)}  {call_text(p)}  hash {p.arguments_hash[:HASH_SHOWN]}  "
-        f"deadline {p.deadline.isoformat(timespec='seconds')}"
+        f"deadline {p.deadline.isoformat(timespec='seconds')}" + tree_text(p)
         for p in waiting
     ]
     emit(args.json, [p.model_dump(mode="json") for p in waiting], "\n".join(lines) if lines else "no approvals pending")
@@ -65,8 +72,8 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     except NoPendingApproval as exc:
         raise CliError(f"{exc}{await _decided_already(handle, args.call)}") from None
     arguments_hash = _confirmed_hash(args, target, approve)
-    deciding = asyncio.ensure_future(
-        handle.decide(approve, target.call_id, by=args.by, reason=args.reason, arguments_hash=arguments_hash, key=key)
+    deciding = asyncio.ensure_future(  # by address: the call may be a delegated run's, below this one
+        handle.decide(approve, target.address, by=args.by, reason=args.reason, arguments_hash=arguments_hash, key=key)
     )
     done, _ = await asyncio.wait({deciding}, timeout=NOTICE_AFTER)
     if not done:  # no worker has answered yet: say what this pause is
@@ -79,7 +86,7 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     outcome = await deciding
     data: dict[str, Any] = outcome.model_dump(mode="json")
     what = (
-        f"{call_text(target)} in {printable(args.run_id)} (call {printable(target.call_id)}, by {printable(args.by)})"
+        f"{call_text(target)} in {printable(target.run_id)} (call {printable(target.call_id)}, by {printable(args.by)})"
     )
     if outcome.via == "update":
         text = f"{outcome.decision}: {what}"
@@ -153,7 +160,9 @@ def _signing_key(args: argparse.Namespace) -> ApproverKey | None:
 
 def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_id(parser)
-    parser.add_argument("--call", help="the call to decide, when several wait")
+    parser.add_argument(
+        "--call", help="the call to decide, when several wait (RUN_ID/CALL_ID for a run this one delegated to)"
+    )
     parser.add_argument(
         "--by", type=approver, help="who decides (recorded in the audit trail; default: the key file's name)"
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentic.approvals import PendingApproval
 from ops import devserver, stores
+from ops.cli.demo_delegation import support_with_delegation
 from ops.cli.output import emit
 from ops.cli.runs import result_summary
 from ops.settings import Settings
@@ -46,6 +47,9 @@ class Demo:
         self.worker: WorkerProcess | None = None
         self.results: list[dict[str, Any]] = []
         self.stamp = f"{time.strftime('%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+    def say(self, text: str) -> None:
+        say(self.as_json, text)
 
     def start_worker(self) -> WorkerProcess:
         self.worker = WorkerProcess(self.settings, log=self.settings.data_dir / "demo-worker.log").wait_ready()
@@ -130,6 +134,7 @@ class Demo:
         await self.migration_with_crash(client)
         await self.refund_with_approval(client)
         await self.trip_with_saga(client)
+        await support_with_delegation(self, client)
 
 
 def demo_for(args: argparse.Namespace) -> type[Demo]:
