@@ -168,7 +168,7 @@ def test_the_schema_is_created_once_even_by_workers_starting_together(server, ur
     assert errors == []
     with psycopg.connect(url) as db:
         tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit"}
+    assert tables == {"transcript_blobs", "transcript_nodes", "transcript_owners", "effects", "facts", "fact_audit"}
 
 
 def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
@@ -195,6 +195,7 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
         assert stores.migrate(url).created == [
             "transcript_blobs",
             "transcript_nodes",
+            "transcript_owners",
             "effects",
             "facts",
             "fact_audit",
