@@ -26,26 +26,49 @@ class ArchiveUnreadable(ValueError):
     """Not a gzip JSONL archive (or a truncated one: a `.partial` file, a copy cut short)."""
 
 
+class ArchiveWriter:
+    """`with ArchiveWriter(path) as out: out.write(record)`: the file appears under `path`, complete and
+    durable, when the block ends normally having written a record; on any error (or a kill) nothing is
+    left under `path`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self.count = 0
+
+    def __enter__(self) -> ArchiveWriter:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._raw = open(self.partial, "wb")  # closed in __exit__
+        self._gzip = gzip.GzipFile(fileobj=self._raw, mode="wb")
+        return self
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._gzip.write((json.dumps(record, sort_keys=True, default=str) + "\n").encode())
+        self.count += 1
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            self._gzip.close()
+            if kind is None:
+                self._raw.flush()
+                os.fsync(self._raw.fileno())
+        finally:
+            self._raw.close()
+            if kind is not None:
+                self.partial.unlink(missing_ok=True)
+        if kind is None and self.count == 0:
+            self.partial.unlink(missing_ok=True)  # nothing to keep: no empty archive either
+        elif kind is None:
+            os.replace(self.partial, self.path)
+            _fsync_directory(self.path.parent)  # the rename itself survives a power cut
+
+
 def write_archive(path: Path, records: Iterable[dict[str, Any]]) -> int:
-    """Write `records` to `path` durably; returns how many. On any error the partial file is removed and
-    nothing is left under `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    count = 0
-    try:
-        with open(partial, "wb") as raw:
-            with gzip.GzipFile(fileobj=raw, mode="wb") as out:
-                for record in records:
-                    out.write((json.dumps(record, sort_keys=True, default=str) + "\n").encode())
-                    count += 1
-            raw.flush()
-            os.fsync(raw.fileno())
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, path)
-    _fsync_directory(path.parent)  # the rename itself survives a power cut
-    return count
+    """Write `records` to `path` durably; returns how many."""
+    with ArchiveWriter(path) as out:
+        for record in records:
+            out.write(record)
+    return out.count
 
 
 def iter_archive(path: Path) -> Iterator[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The tables of the stores (transcripts, effects, facts), created on first use or by `Database.migrate`.
+"""The tables of the stores (transcripts, effects, the prune journal, facts), created on first use or by
+`Database.migrate`.
 
 `CREATE ... IF NOT EXISTS` alone is not safe when two workers start at once (both may try to create the
 same catalog rows and one fails), so creation runs in a transaction holding an advisory lock.
@@ -42,10 +43,24 @@ CREATE TABLE IF NOT EXISTS effects (
     compensates TEXT
 );
 CREATE INDEX IF NOT EXISTS effects_run ON effects (run_id, seq);
+CREATE TABLE IF NOT EXISTS prune_journal (
+    run_id     TEXT PRIMARY KEY,
+    executions TEXT NOT NULL,
+    archive    TEXT NOT NULL,
+    at         TEXT NOT NULL
+);
 """ + facts_schema(serial="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", time="TIMESTAMPTZ")
 
 
-TABLES = ("transcript_blobs", "transcript_nodes", "transcript_owners", "effects", "facts", "fact_audit")
+TABLES = (
+    "transcript_blobs",
+    "transcript_nodes",
+    "transcript_owners",
+    "effects",
+    "prune_journal",
+    "facts",
+    "fact_audit",
+)
 
 
 def create(db: psycopg.Connection) -> list[str]:
