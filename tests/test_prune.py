@@ -27,7 +27,7 @@ import psycopg
 import pytest
 import pytest_asyncio
 from google.protobuf.duration_pb2 import Duration
-from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
@@ -37,6 +37,7 @@ from temporalio.worker import Worker
 from agentic.saga import SagaPolicy
 from agentic.transcript_store import Released, TranscriptNotFound, Transcripts, releasable
 from examples.options import DemoDeps
+from ops import devserver
 from ops.archive import read_archive
 from ops.prune import Pass, RunStores, prune
 from ops.prune_journal import PostgresPruneJournal, SqlitePruneJournal
@@ -68,22 +69,24 @@ async def prune_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
-@pytest_asyncio.fixture
-async def client(prune_env: WorkflowEnvironment) -> Client:
-    """A namespace of this test's own: a prune sees the whole namespace, and no other test's runs."""
+async def fresh_namespace(env: WorkflowEnvironment) -> Client:
+    """A namespace of the test's own: a prune sees a whole namespace, and so no other test's runs."""
     namespace = f"prune-{uuid.uuid4().hex[:8]}"
     retention = Duration()
     retention.FromTimedelta(NAMESPACE_RETENTION)
-    await prune_env.client.workflow_service.register_namespace(
+    await env.client.workflow_service.register_namespace(
         RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=retention)
     )
     client = await Client.connect(
-        prune_env.client.service_client.config.target_host,
-        namespace=namespace,
-        data_converter=pydantic_data_converter,
+        env.client.service_client.config.target_host, namespace=namespace, data_converter=pydantic_data_converter
     )
     await search_attributes.register(client)
     return client
+
+
+@pytest_asyncio.fixture
+async def client(prune_env: WorkflowEnvironment) -> Client:
+    return await fresh_namespace(prune_env)
 
 
 @dataclass
@@ -358,6 +361,14 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
     now = (datetime.now(UTC) + timedelta(days=31)).isoformat()
     prune_yes = ("prune", "--yes", "--now", now, "--json")
 
+    if point == "after_archive":  # without --yes (or with --dry-run) prune only says what it would do
+        code, out, err = await starter("prune", "--dry-run", "--now", now, "--json", env=cli_env(client, backend))
+        assert code == 0, err
+        assert json.loads(out)["archived"] == [run_id] and json.loads(out)["dry_run"] is True
+        code, out, _ = await starter("prune", "--now", now, env=cli_env(client, backend))
+        assert code == 0 and out.startswith("would archive and delete 1 run(s) (a dry run: add --yes to do it):")
+        assert not stack.archive_dir.exists() and not await gone(client, run_id)
+
     code, _, _ = await starter(*prune_yes, env=cli_env(client, backend, AGENT_PRUNE_CRASH_AT=point))
     assert code == -signal.SIGKILL
     [first] = sorted(stack.archive_dir.glob("*.jsonl.gz"))
@@ -392,3 +403,56 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
     code, out, _ = await starter("archive", "show", str(first), run_id, env=cli_env(client, backend))
     assert code == 0 and "transcript (5 messages):" in out and "assistant: -> refund({'order_id': '4471'})" in out
     assert effects[0]["key"] in out and "approved  refund  by maria" in out
+
+
+async def test_a_deletion_temporal_finishes_later_is_finished_by_the_next_prune(
+    dev_env: WorkflowEnvironment, tmp_path: Path, task_queue: str
+) -> None:
+    """On a server with its default configuration Temporal deletes a closed run some 30 s after being asked.
+    A prune that stops waiting first leaves the run in its journal; the next pass — which still sees the run
+    in visibility meanwhile — does not archive it again, and drops the entry once the run is gone."""
+    client = await fresh_namespace(dev_env)
+    stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
+    async with serving(stack, task_queue):
+        run_id = (await (await stack.agents.start("billing")).result()).run_id
+    await eventually(lambda: visible_as_closed(client, {run_id}), what="visibility to list the run as closed")
+
+    first = await stack.prune(31, wait_seconds=0.5)
+    assert first.archived == [run_id] and first.pending == [run_id] and first.deleted == []
+    assert [entry.run_id for entry in stack.stores.journal.entries()] == [run_id]
+    dry = await stack.prune(31, dry_run=True)
+    assert dry.unfinished == [run_id] and dry.due == []  # listed by visibility, yet not due again
+
+    second = await stack.prune(31, wait_seconds=120)
+    assert second.archived == [] and second.unfinished == [run_id] and second.deleted == [run_id]
+    assert await gone(client, run_id) and stack.stores.journal.entries() == []
+    assert len(list(stack.archive_dir.glob("*.jsonl.gz"))) == 1
+
+
+async def test_a_prune_pointed_at_another_store_keeps_the_run(client: Client, tmp_path: Path, task_queue: str) -> None:
+    """The workers' stores are not the prune's (another data directory, another database): a run whose
+    transcript is not there is neither archived without it nor deleted — it is kept, saying why."""
+    workers = stack_on(Backend("sqlite", tmp_path / "workers"), client, task_queue, tmp_path / "workers")
+    async with serving(workers, task_queue):
+        run_id = (await (await workers.agents.start("billing")).result()).run_id
+    await eventually(lambda: visible_as_closed(client, {run_id}), what="visibility to list the run as closed")
+    elsewhere = stack_on(Backend("sqlite", tmp_path / "elsewhere"), client, task_queue, tmp_path / "elsewhere")
+    done = await elsewhere.prune(31)
+    assert done.archived == [] and done.archive is None
+    [kept] = done.skipped
+    assert kept.run_id == run_id and "its transcript is not in this store" in kept.why
+    assert "AGENT_DATA_DIR" in kept.why
+    assert not await gone(client, run_id) and workers.stores.ledger.effects(run_id)
+    assert not list(elsewhere.archive_dir.glob("*"))
+
+
+async def test_the_embedded_server_keeps_closed_runs_longer_than_any_policy(tmp_path: Path) -> None:
+    """`starter.py server` (and the demo): the namespace retention is set once the server serves."""
+    server = devserver.start(devserver.free_port(), None, tmp_path / "dev.db", log=tmp_path / "server.log")
+    try:
+        await devserver.wait_until_serving(server.address)
+        client = await Client.connect(server.address)
+        described = await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace="default"))
+        assert described.config.workflow_execution_retention_ttl.ToTimedelta() == NAMESPACE_RETENTION
+    finally:
+        server.stop()
