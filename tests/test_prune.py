@@ -49,7 +49,7 @@ from worker import build_worker
 from workflows import search_attributes
 from workflows.client import AgentClient
 from workflows.errors import RunFailed
-from workflows.inputs import AgentResult
+from workflows.inputs import AgentResult, ContinueAsNewPolicy
 
 FAST_DELETE = ["--dynamic-config-value", "history.transferProcessorEnsureCloseBeforeDelete=false"]
 
@@ -456,3 +456,33 @@ async def test_the_embedded_server_keeps_closed_runs_longer_than_any_policy(tmp_
         assert described.config.workflow_execution_retention_ttl.ToTimedelta() == NAMESPACE_RETENTION
     finally:
         server.stop()
+
+
+async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
+    client: Client, tmp_path: Path, task_queue: str
+) -> None:
+    """Every execution of a continue-as-new chain: all their histories in the record, all of them deleted —
+    visibility lists only the chain's last one as due."""
+    stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
+    async with serving(stack, task_queue):
+        handle = await stack.agents.start(
+            "migration", options={"records": 6}, continue_as_new=ContinueAsNewPolicy(max_history_events=40)
+        )
+        result = await handle.result()
+    assert result.continued >= 2
+    await eventually(lambda: visible_as_closed(client, {handle.run_id}), what="visibility to list the run as closed")
+    executions = [history.run_id for history in await handle.histories()]
+    assert len(executions) == result.continued + 1
+    transcript = transcript_of(result, stack.fresh_transcripts())
+
+    done = await stack.prune(31)
+    assert done.archived == [handle.run_id] and done.deleted == [handle.run_id]
+    [record] = read_archive(done.archive)  # type: ignore[arg-type]
+    assert record["executions"] == executions
+    assert [h["run_id"] for h in record["histories"]] == executions and all(h["events"] for h in record["histories"])
+    assert record["transcript"] == transcript and len([m for m in transcript if m["role"] == "tool"]) == 6
+    for execution in executions:
+        with pytest.raises(RPCError) as missing:
+            await client.get_workflow_handle(handle.run_id, run_id=execution).describe()
+        assert missing.value.status == RPCStatusCode.NOT_FOUND
+    assert stack.stores.ledger.effects(handle.run_id) == [] and stack.owners() == set()
