@@ -323,20 +323,8 @@ async def test_setup_job_registers_the_search_attributes_on_a_real_server(
 ) -> None:
     """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server,
     for a namespace that does not exist yet: it creates the namespace and exactly our search attributes."""
-    [script] = services["temporal-setup"]["command"]
     namespace = f"setup-{uuid.uuid4().hex[:8]}"
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": namespace,
-    }
-    done = subprocess.run(
-        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_setup_job(services, dev_env, namespace)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = await dev_env.client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace)
@@ -346,13 +334,7 @@ async def test_setup_job_registers_the_search_attributes_on_a_real_server(
     # The namespace keeps closed runs longer than the longest retention policy: prune ends them, not the server.
     assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION >= timedelta(days=FAILED_DAYS)
     # Running it again (every `docker compose up`) changes nothing and still succeeds.
-    again = subprocess.run(
-        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = run_setup_job(services, dev_env, namespace)
     assert again.returncode == 0, again.stderr
 
 
@@ -382,25 +364,32 @@ async def test_setup_job_lengthens_the_retention_of_an_existing_namespace(
     services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment
 ) -> None:
     """A namespace created earlier with a shorter retention (720h, as this file once did) gets the long one."""
-    [script] = services["temporal-setup"]["command"]
     namespace = f"setup-{uuid.uuid4().hex[:8]}"
     await dev_env.client.workflow_service.register_namespace(
         RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=Duration(seconds=30 * 86400))
     )
+    done = run_setup_job(services, dev_env, namespace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION
+
+
+def run_setup_job(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment, namespace: str
+) -> subprocess.CompletedProcess[str]:
+    """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server."""
+    [script] = services["temporal-setup"]["command"]
     env = os.environ | {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
         "TEMPORAL_NAMESPACE": namespace,
     }
-    done = subprocess.run(
+    return subprocess.run(
         [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION
 
 
 async def retention_of(client: Client, namespace: str) -> timedelta:

@@ -10,12 +10,10 @@ the shared dev server with its defaults, where the wait is real.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import sqlite3
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -42,9 +40,9 @@ from ops.archive import read_archive
 from ops.prune import Pass, RunStores, prune
 from ops.prune_journal import PostgresPruneJournal, SqlitePruneJournal
 from ops.retention import NAMESPACE_RETENTION, Policy, keep_closed_runs
-from ops.settings import ROOT
 from tests.backends import Backend
 from tests.conftest import DEV_SERVER, TEST_AGENTS, eventually
+from tests.test_cli import starter
 from worker import build_worker
 from workflows import search_attributes
 from workflows.client import AgentClient
@@ -300,20 +298,6 @@ def test_release_of_a_run_that_owns_nothing_is_nothing(tmp_path: Path) -> None:
 
 
 # -- the command line, and a prune killed half-way ------------------------------------------------------
-
-
-async def starter(*args: str, env: dict[str, str], timeout: float = 120) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(ROOT / "starter.py"),
-        *args,
-        env=env,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout)
-    return process.returncode if process.returncode is not None else 0, out.decode(), err.decode()
 
 
 def cli_env(client: Client, backend: Backend, **extra: str) -> dict[str, str]:
