@@ -67,13 +67,13 @@ async def prune_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
-async def fresh_namespace(env: WorkflowEnvironment) -> Client:
+async def fresh_namespace(env: WorkflowEnvironment, retention: timedelta = NAMESPACE_RETENTION) -> Client:
     """A namespace of the test's own: a prune sees a whole namespace, and so no other test's runs."""
     namespace = f"prune-{uuid.uuid4().hex[:8]}"
-    retention = Duration()
-    retention.FromTimedelta(NAMESPACE_RETENTION)
+    ttl = Duration()
+    ttl.FromTimedelta(retention)
     await env.client.workflow_service.register_namespace(
-        RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=retention)
+        RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=ttl)
     )
     client = await Client.connect(
         env.client.service_client.config.target_host, namespace=namespace, data_converter=pydantic_data_converter
@@ -260,7 +260,7 @@ async def test_the_namespace_keeps_closed_runs_longer_than_any_policy_or_prune_w
 ) -> None:
     """The dev server keeps closed runs one day; set longer, prune is what ends them. A policy longer than the
     namespace's retention is named: Temporal would delete those runs unarchived."""
-    client = prune_env.client
+    client = await fresh_namespace(prune_env, retention=timedelta(days=1))  # as the dev server's `default`
     stores = RunStores(
         ledger=Backend("sqlite", tmp_path).ledger(),
         transcripts=Transcripts(Backend("sqlite", tmp_path).transcript_store()),
