@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentic import Message
 from agentic.ledger import PrunableLedger
-from agentic.transcript_store import EMPTY, TranscriptNotFound, Transcripts, encode, ref_of, releasable
+from agentic.transcript_store import EMPTY, TranscriptNotFound, Transcripts, encode, releasable
 from ops.retention import ClosedRun
 from workflows.client import AgentClient, RunHandle
 from workflows.errors import UnknownRun
@@ -96,7 +96,8 @@ def _transcript(
     try:
         stubs = transcripts.load(head, expand=False) if head and head != EMPTY else []
         tail = ended.messages if ended and ended.transcript_ref is not None else []
-        used = {ref_of(encode(m)) for m in stubs} | {m.content_ref for m in [*stubs, *tail] if m.content_ref}
+        contents = {m.content_ref for m in [*stubs, *tail] if m.content_ref}
+        used = {transcripts.refs.of(encode(m)) for m in stubs} | contents
         if ended is not None:
             return ended.transcript_messages(transcripts), used
         return transcripts.load(head) if head and head != EMPTY else [], used

@@ -16,7 +16,15 @@ from agentic.postgres import describe
 from ops.devserver import free_port
 from ops.settings import ROOT
 
-ALL_TABLES = ("transcript_blobs", "transcript_nodes", "transcript_owners", "effects", "facts", "fact_audit")
+ALL_TABLES = (
+    "transcript_blobs",
+    "transcript_nodes",
+    "transcript_owners",
+    "effects",
+    "prune_journal",
+    "facts",
+    "fact_audit",
+)
 
 PASSWORD = "s3cret-never-shown"
 

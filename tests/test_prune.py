@@ -37,6 +37,8 @@ from agentic.transcript_store import Released, TranscriptNotFound, Transcripts, 
 from examples.options import DemoDeps
 from ops import devserver
 from ops.archive import read_archive
+from ops.codec import AesGcmCodec, KeyRing, new_key
+from ops.codec.store import EncryptedTranscriptStore
 from ops.prune import Pass, RunStores, prune
 from ops.prune_journal import PostgresPruneJournal, SqlitePruneJournal
 from ops.retention import NAMESPACE_RETENTION, Policy, keep_closed_runs
@@ -470,3 +472,27 @@ async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
             await client.get_workflow_handle(handle.run_id, run_id=execution).describe()
         assert missing.value.status == RPCStatusCode.NOT_FOUND
     assert stack.stores.ledger.effects(handle.run_id) == [] and stack.owners() == set()
+
+
+async def test_a_run_from_an_encrypted_store_is_archived_readable(
+    client: Client, tmp_path: Path, task_queue: str
+) -> None:
+    """With codec keys the store holds ciphertext under keyed refs; the archive holds the transcript in clear
+    (for a postmortem without the keys), and no message twice."""
+    stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
+    sealed = EncryptedTranscriptStore(stack.backend.transcript_store(), AesGcmCodec(KeyRing.parse(f"k1:{new_key()}")))
+    stack.stores.transcripts = Transcripts(sealed)
+    async with build_worker(
+        client, task_queue=task_queue, agents=TEST_AGENTS, deps=DemoDeps(ledger=stack.stores.ledger),
+        transcripts=Transcripts(sealed),
+    ):  # fmt: skip
+        result = await (await stack.agents.start("t-big-output", options={"output_bytes": 2000})).result()
+    await eventually(lambda: visible_as_closed(client, {result.run_id}), what="visibility to list the run as closed")
+    transcript = transcript_of(result, stack.stores.transcripts)
+    assert b"x" * 2000 not in Backend("sqlite", tmp_path).raw_bodies()
+
+    done = await stack.prune(31)
+    [record] = read_archive(done.archive)  # type: ignore[arg-type]
+    assert record["transcript"] == transcript and record["transcript"][-2]["content"] == "x" * 2000
+    assert record["blobs"] == {}  # every stored blob is one of the transcript's
+    assert stack.owners() == set()

@@ -168,7 +168,15 @@ def test_the_schema_is_created_once_even_by_workers_starting_together(server, ur
     assert errors == []
     with psycopg.connect(url) as db:
         tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"transcript_blobs", "transcript_nodes", "transcript_owners", "effects", "facts", "fact_audit"}
+    assert tables == {
+        "transcript_blobs",
+        "transcript_nodes",
+        "transcript_owners",
+        "effects",
+        "prune_journal",
+        "facts",
+        "fact_audit",
+    }
 
 
 def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
@@ -197,6 +205,7 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
             "transcript_nodes",
             "transcript_owners",
             "effects",
+            "prune_journal",
             "facts",
             "fact_audit",
         ]  # opening is lazy
