@@ -1,5 +1,6 @@
-"""`starter.py prune` and `starter.py archive` on bad input: one clear line, exit 2, nothing touched — and the
-retention policy itself. No server: every one of these is refused before a connection is made."""
+"""`starter.py archive` reading runs back and refusing what it cannot read, `prune` refusing to run from a
+directory that holds no worker stores (nothing created), and the retention policy. No server needed. (Every
+bad flag's one line and exit code: tests/test_cli_bad_input.py.)"""
 
 from __future__ import annotations
 
@@ -47,24 +48,6 @@ def one_error_line(err: str) -> str:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
-
-
-@pytest.mark.parametrize(
-    ("argv", "expected"),
-    [
-        (["--all"], "--all prunes every closed run, whatever its age: add --yes to do it"),
-        (["--dry-run", "--yes"], "--dry-run and --yes contradict each other"),
-        (["--now", "yesterday"], "--now: not an ISO time: 'yesterday'"),
-        (["--completed-days", "0"], "argument --completed-days: must be more than 0, got 0"),
-        (["--failed-days", "-1"], "argument --failed-days: must be more than 0, got -1"),
-        (["--wait", "soon"], "argument --wait: "),
-    ],
-)
-def test_prune_refuses_bad_flags_before_touching_anything(data_dir, capsys, argv, expected) -> None:
-    code, out, err = run(capsys, "prune", *argv)
-    assert code == 2 and out == ""
-    assert expected in err.splitlines()[-1] and "Traceback" not in err  # (argparse's also print the usage)
-    assert not (data_dir / "archive").exists() and not (data_dir / "retention.db").exists()
 
 
 def test_prune_without_the_workers_stores_says_where_it_looked(data_dir, capsys) -> None:

@@ -52,7 +52,7 @@ async def cmd_prune(args: argparse.Namespace, settings: Settings) -> int:
     if args.dry_run and args.yes:
         raise CliError("--dry-run and --yes contradict each other: choose one", code=2)
     if args.all and not args.yes:
-        raise CliError("--all prunes every closed run, whatever its age: add --yes to do it", code=2)
+        raise CliError("--all prunes every finished run, whatever its age: add --yes to do it", code=2)
     now = _now(args.now)
     policy = Policy(0.0, 0.0) if args.all else Policy(args.completed_days, args.failed_days)
     run_stores = _stores(settings)
