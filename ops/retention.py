@@ -141,14 +141,21 @@ def closed_run(execution: Any, policy: Policy) -> ClosedRun | None:
         run_id=execution.id,
         execution=execution.run_id,
         agent=execution.typed_search_attributes.get(sa.AGENT_NAME),
-        # A run that ended outside the loop (failed, terminated) may still show the status it last published.
-        status=ours if temporal_status == "completed" or ours == "compensation_failed" else temporal_status,
+        status=_shown_status(temporal_status, ours),
         temporal_status=temporal_status,
         started_at=execution.start_time,
         closed_at=execution.close_time,
         kept_days=policy.days_for(temporal_status, ours),
         parent_id=execution.parent_id or None,
     )
+
+
+def _shown_status(temporal_status: str, ours: str | None) -> str:
+    """Ours when the loop ended the run (it returned, or a compensation kept failing); Temporal's when it ended
+    outside the loop (a failure, a termination), where ours would be the stale one it last published."""
+    if temporal_status == "completed" or ours == "compensation_failed":
+        return ours or temporal_status
+    return temporal_status
 
 
 async def _reason_to_keep(
