@@ -17,6 +17,18 @@ from agentic.transcript_store import SqliteTranscriptStore, TranscriptStore
 
 BACKENDS = ["sqlite", "postgres"]
 
+# The stores' PostgreSQL tables, in the order `migrate` reports them: spelled out here, not read from the
+# schema, so a table added or lost there fails the tests that check them.
+POSTGRES_TABLES = (
+    "transcript_blobs",
+    "transcript_nodes",
+    "transcript_owners",
+    "effects",
+    "prune_journal",
+    "facts",
+    "fact_audit",
+)
+
 
 @dataclass
 class Backend:

@@ -27,6 +27,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from ops.retention import FAILED_DAYS, NAMESPACE_RETENTION
 from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
+from tests.backends import POSTGRES_TABLES
 from tests.postgres_server import LocalPostgres
 from workflows import search_attributes
 
@@ -261,15 +262,7 @@ def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
         timeout=60,
     )
     assert migrate.returncode == 0, migrate.stderr
-    tables = (
-        "transcript_blobs",
-        "transcript_nodes",
-        "transcript_owners",
-        "effects",
-        "prune_journal",
-        "facts",
-        "fact_audit",
-    )
+    tables = POSTGRES_TABLES
     assert migrate.stdout.startswith(f"created {', '.join(tables)} in PostgreSQL at 127.0.0.1:")
     with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
         owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
