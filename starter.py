@@ -9,6 +9,7 @@
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
+    python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
@@ -28,6 +29,7 @@ from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.migrate import cmd_migrate
+from ops.cli.prune import add_archive_arguments, add_prune_arguments, cmd_archive, cmd_prune
 from ops.cli.run_options import positive_int
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
 from ops.cli.waits import add_timeout
@@ -106,6 +108,8 @@ def parser() -> argparse.ArgumentParser:
     commands.choices["demo"].add_argument(
         "--model", choices=["local"], help="answered by the real local model (starts a model server)"
     )
+    add_prune_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
+    add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
     return root
 
 

@@ -38,19 +38,12 @@ from ops.approver_keys import approver_public_keys
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.connection import require_namespace
 from ops.cli.output import CliError
-from ops.codec import load_keyring
 from ops.connection import connect
 from ops.models import declared_models
 from ops.settings import Settings
+from ops.stores import transcripts_for
 from workflows.agent import AgentWorkflow
 from workflows.plugin import has_plugin
-
-
-def transcripts_for(settings: Settings) -> Transcripts:
-    """The transcript store: AGENT_DATABASE_URL's PostgreSQL (shared by worker hosts), else SQLite in the
-    data directory; encrypted at rest when codec keys are configured."""
-    keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
-    return stores.open_transcripts(settings.database_url, settings.data_dir, keyring)
 
 
 def build_worker(

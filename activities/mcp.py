@@ -38,5 +38,5 @@ class MCPActivities:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
         if input.keep_schemas and self.transcripts is not None:
             # The model activity reads them by this document's hash, which the workflow computes itself.
-            await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)))
+            await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
         return MCPListing(tools=tools)

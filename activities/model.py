@@ -43,11 +43,15 @@ class ModelActivities:
             return ModelStep(reply=reply)
         transcripts = self._store()
         with stored_here():
-            head = await asyncio.to_thread(transcripts.append, input.transcript.head, input.transcript.unsaved)
+            # Written as the run's own rows: retention deletes them with the run, never while it is kept.
+            head = await asyncio.to_thread(
+                transcripts.append, input.transcript.head, input.transcript.unsaved, input.run_id
+            )
             messages = await asyncio.to_thread(transcripts.load, head)
         reply = await self._complete(model, messages, schemas, input.call_index, input.settings)
-        stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, input.limits or PayloadLimits())
-        head = await asyncio.to_thread(transcripts.append, head, [stub])
+        limits = input.limits or PayloadLimits()
+        stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, limits, input.run_id)
+        head = await asyncio.to_thread(transcripts.append, head, [stub], input.run_id)
         return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
 
     async def _complete(
@@ -94,10 +98,10 @@ class ModelActivities:
         return self.transcripts
 
 
-def _claim_checked(transcripts: Transcripts, message: Message, limits: PayloadLimits) -> Message:
+def _claim_checked(transcripts: Transcripts, message: Message, limits: PayloadLimits, run_id: str) -> Message:
     try:
         content, ref = transcripts.claim_check(
-            message.content, limits.model_reply_bytes, limits.hard_cap_bytes, "the model's reply"
+            message.content, limits.model_reply_bytes, limits.hard_cap_bytes, "the model's reply", run_id
         )
     except PayloadTooLarge as exc:
         raise ApplicationError(str(exc), type="PayloadTooLarge", non_retryable=True) from exc

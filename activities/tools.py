@@ -51,10 +51,10 @@ class ToolActivities:
             return ToolStep(result=result)
         # By reference, the tool's message is stored here, so its content enters history at most once
         # (as this result; as a preview when large) and the next model call carries only a head.
-        result = await asyncio.to_thread(self._claim_checked, result, input.limits or PayloadLimits())
+        result = await asyncio.to_thread(self._claim_checked, result, input.limits or PayloadLimits(), input.run_id)
         transcripts = self._store()
         head = await asyncio.to_thread(
-            transcripts.append, input.transcript.head, [*input.transcript.unsaved, result.to_message()]
+            transcripts.append, input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
         )
         return ToolStep(result=result, head=head)
 
@@ -82,10 +82,10 @@ class ToolActivities:
             raise ApplicationError("this worker has no transcript store", type="ConfigurationError", non_retryable=True)
         return self.transcripts
 
-    def _claim_checked(self, result: ToolResult, limits: PayloadLimits) -> ToolResult:
+    def _claim_checked(self, result: ToolResult, limits: PayloadLimits, run_id: str) -> ToolResult:
         try:
             content, ref = self._store().claim_check(
-                result.content, limits.tool_output_bytes, limits.hard_cap_bytes, f"the output of {result.name}"
+                result.content, limits.tool_output_bytes, limits.hard_cap_bytes, f"the output of {result.name}", run_id
             )
         except PayloadTooLarge as exc:
             # The effect (if any) is recorded under its key; retrying would only make the same output again.

@@ -72,6 +72,14 @@ class Ledger(Protocol):
     def effects(self, run_id: str | None = None) -> list[Effect]: ...
 
 
+class PrunableLedger(Ledger, Protocol):
+    """A ledger whose rows retention can delete, one run at a time, once they are archived."""
+
+    def purge(self, run_id: str) -> int:
+        """Delete every row of `run_id` (a closed run's, archived first: `starter.py prune`); returns how many."""
+        ...
+
+
 def args_json(args: Mapping[str, Any]) -> str:
     return json.dumps(dict(args), sort_keys=True)
 
@@ -146,6 +154,10 @@ class EffectsLedger(ReadsEffects):
                 (key, run_id, tool, args_json(args), result, timestamp(now()), compensates),
             )
             return result, True
+
+    def purge(self, run_id: str) -> int:
+        with self.file.transaction() as db:
+            return db.execute("DELETE FROM effects WHERE run_id = ?", (run_id,)).rowcount
 
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
         with self.file.connect() as db:

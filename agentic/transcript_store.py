@@ -16,6 +16,14 @@ Large contents are *claim-checked*: a tool output or model reply over a threshol
 the message carries a preview plus `content_ref`; readers expand it back. The store is an interface:
 `SqliteTranscriptStore` is the embedded one (next to the effects ledger); workers on several hosts share
 `agentic.postgres.PostgresTranscriptStore` (`AGENT_DATABASE_URL`; ops/stores.py chooses).
+
+Rows are shared: two runs that start alike (the same system prompt and task) share their first nodes and
+blobs. So a write names its *owner* (the run id) and the store records `(ref, owner)` next to the row, in the
+same transaction; `release(owner)` (retention, `starter.py prune`) drops one run's ownerships and deletes only
+the rows nobody owns any more. Every node on a run's chain was written by that run (a chain starts at EMPTY
+in every run and a continuation keeps its run id), so a run that is kept keeps its whole transcript. Rows
+written without an owner — and rows stored before owners were recorded — belong to `UNOWNED` and are never
+released: every row has at least one owner row, always.
 """
 
 from __future__ import annotations
@@ -23,9 +31,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -33,14 +43,40 @@ from agentic.messages import Message, canonical_json
 from agentic.sqlite_file import SqliteFile
 
 EMPTY = "empty"  # the head of a transcript with no messages
+UNOWNED = ""  # the owner of rows written without one: nobody can release them
 PREVIEW_CHARS = 80
 
 
 class TranscriptStore(Protocol):
-    def put_blobs(self, blobs: dict[str, str]) -> None: ...
+    """`owner`: the run the rows are written for (None: `UNOWNED`, never released)."""
+
+    def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None: ...
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]: ...
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None: ...  # (node, previous, message ref)
+    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None: ...
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]: ...  # node -> (previous, message)
+
+
+@dataclass(frozen=True)
+class Released:
+    """What `release(owner)` did: rows deleted (owned by nobody else) and rows kept (another run owns them)."""
+
+    nodes: int = 0
+    blobs: int = 0
+    shared: int = 0
+
+
+class ReleasableStore(TranscriptStore, Protocol):
+    """A store that records owners, so one run's rows can be deleted without touching another's."""
+
+    def owned_blobs(self, owner: str) -> list[str]: ...
+    def release(self, owner: str) -> Released: ...
+
+
+def releasable(store: TranscriptStore) -> ReleasableStore:
+    """`store`, if it records owners (the SQLite and PostgreSQL stores, and the encrypted wrapper of either)."""
+    if not (hasattr(store, "release") and hasattr(store, "owned_blobs")):
+        raise TypeError(f"{type(store).__name__} does not record owners: its rows cannot be released by run")
+    return store  # type: ignore[return-value]
 
 
 class PayloadTooLarge(ValueError):
@@ -111,7 +147,9 @@ class Transcripts:
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
-    def claim_check(self, text: str, threshold: int, hard_cap: int, what: str) -> tuple[str, str | None]:
+    def claim_check(
+        self, text: str, threshold: int, hard_cap: int, what: str, owner: str | None = None
+    ) -> tuple[str, str | None]:
         """(text, None) when small; (preview, blob ref) when over `threshold`; PayloadTooLarge over the cap."""
         size = len(text.encode())
         if size > hard_cap:
@@ -119,19 +157,21 @@ class Transcripts:
         if size <= threshold:
             return text, None
         ref = self.refs.of(text)
-        self.store.put_blobs({ref: text})
+        self.store.put_blobs({ref: text}, owner)
         preview = text[:PREVIEW_CHARS] + f"… [{size:,} bytes, stored as {ref[:19]}…]"
         return preview, ref
 
-    def keep(self, text: str) -> str:
+    def keep(self, text: str, owner: str | None = None) -> str:
         """Store `text` as a blob and return its ref: the same text always has the same ref. Unkeyed SHA-256
         even with keyed refs: the workflow names this document itself (deterministic code holds no key), and
         what it keeps (recorded tool schemas) is not secret."""
         ref = ref_of(text)
-        self.store.put_blobs({ref: text})
+        self.store.put_blobs({ref: text}, owner)
         return ref
 
-    def append(self, head: str, messages: Sequence[Message]) -> str:
+    def append(self, head: str, messages: Sequence[Message], owner: str | None = None) -> str:
+        """`head` plus `messages`, stored; returns the new head. `owner`: the run that writes them (it must
+        own `head` too: a run only ever appends to its own transcript)."""
         base = head
         blobs: dict[str, str] = {}
         nodes: list[tuple[str, str, str]] = []
@@ -143,8 +183,8 @@ class Transcripts:
             nodes.append((node, head, message_ref))
             head = node
         if nodes:
-            self.store.put_blobs(blobs)  # blobs before nodes: a node never points at nothing
-            self.store.put_nodes(nodes)
+            self.store.put_blobs(blobs, owner)  # blobs before nodes: a node never points at nothing
+            self.store.put_nodes(nodes, owner)
             self._remember_longer(base, head, messages)
         return head
 
@@ -229,19 +269,35 @@ class Transcripts:
 
 
 class SqliteTranscriptStore:
-    """The embedded store: one SQLite file next to the effects ledger."""
+    """The embedded store: one SQLite file next to the effects ledger. Writers and `release` each take the
+    file's write lock (`BEGIN IMMEDIATE`), so a release and a write are never interleaved: a write before it
+    leaves an owner row the release sees; a write after it inserts again what the release deleted."""
 
     SCHEMA = (
         "CREATE TABLE IF NOT EXISTS blobs (ref TEXT PRIMARY KEY, body TEXT NOT NULL);"
         "CREATE TABLE IF NOT EXISTS nodes (ref TEXT PRIMARY KEY, previous TEXT NOT NULL, message TEXT NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS owners (ref TEXT NOT NULL, run_id TEXT NOT NULL, PRIMARY KEY (ref, run_id))"
+        " WITHOUT ROWID;"
+        "CREATE INDEX IF NOT EXISTS owners_run ON owners (run_id);"
     )
+    OWNERS_VERSION = 1  # PRAGMA user_version once the rows stored before owners existed were given one
 
     def __init__(self, path: str | Path, busy_timeout: float = 30.0) -> None:
         self.file = SqliteFile(path, self.SCHEMA, busy_timeout)
+        with self.file.connect() as db:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+        if current < self.OWNERS_VERSION:
+            with self.file.transaction() as db:  # once per file: the check is repeated under the write lock
+                if db.execute("PRAGMA user_version").fetchone()[0] < self.OWNERS_VERSION:
+                    # Rows written before owners were recorded: whose they are is unknown, so they are kept.
+                    for table in ("blobs", "nodes"):
+                        db.execute(f"INSERT OR IGNORE INTO owners (ref, run_id) SELECT ref, ? FROM {table}", (UNOWNED,))
+                    db.execute(f"PRAGMA user_version = {self.OWNERS_VERSION}")
 
-    def put_blobs(self, blobs: dict[str, str]) -> None:
+    def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
         with self.file.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
+            _own(db, blobs, owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -251,15 +307,49 @@ class SqliteTranscriptStore:
                 found |= dict(db.execute(f"SELECT ref, body FROM blobs WHERE ref IN ({marks})", chunk).fetchall())
         return require_all(refs, found)
 
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None:
+    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None:
         with self.file.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
+            _own(db, [node for node, _, _ in nodes], owner)
 
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
         with self.file.connect() as db:
             marks = ",".join("?" * len(refs))
             rows = db.execute(f"SELECT ref, previous, message FROM nodes WHERE ref IN ({marks})", list(refs))
             return {ref: (previous, message) for ref, previous, message in rows.fetchall()}
+
+    def owned_blobs(self, owner: str) -> list[str]:
+        with self.file.connect() as db:
+            rows = db.execute(
+                "SELECT o.ref FROM owners o JOIN blobs b ON b.ref = o.ref WHERE o.run_id = ? ORDER BY o.ref", (owner,)
+            )
+            return [ref for (ref,) in rows.fetchall()]
+
+    def release(self, owner: str) -> Released:
+        check_releasable(owner)
+        with self.file.transaction() as db:
+            refs = [ref for (ref,) in db.execute("SELECT ref FROM owners WHERE run_id = ?", (owner,)).fetchall()]
+            db.execute("DELETE FROM owners WHERE run_id = ?", (owner,))
+            nodes = blobs = shared = 0
+            for chunk in _chunks(refs, 500):
+                marks = ",".join("?" * len(chunk))
+                shared += db.execute(
+                    f"SELECT COUNT(DISTINCT ref) FROM owners WHERE ref IN ({marks})", chunk
+                ).fetchone()[0]
+                unowned = f"ref IN ({marks}) AND NOT EXISTS (SELECT 1 FROM owners o WHERE o.ref = {{table}}.ref)"
+                nodes += db.execute(f"DELETE FROM nodes WHERE {unowned.format(table='nodes')}", chunk).rowcount
+                blobs += db.execute(f"DELETE FROM blobs WHERE {unowned.format(table='blobs')}", chunk).rowcount
+        return Released(nodes=nodes, blobs=blobs, shared=shared)
+
+
+def _own(db: sqlite3.Connection, refs: Iterable[str], owner: str | None) -> None:
+    mine = owner or UNOWNED
+    db.executemany("INSERT OR IGNORE INTO owners(ref, run_id) VALUES (?, ?)", ((ref, mine) for ref in refs))
+
+
+def check_releasable(owner: str) -> None:
+    if not owner:
+        raise ValueError("rows without an owner are never released: name the run whose rows to release")
 
 
 def require_all(refs: Sequence[str], found: dict[str, str]) -> dict[str, str]:

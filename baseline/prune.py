@@ -8,9 +8,6 @@ twice (the next prune writes it again), never zero times. `dry_run` only says wh
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,6 +15,9 @@ from typing import Any
 
 from baseline.schema import FAILED, RUN_TABLES, SUCCEEDED
 from baseline.store import Store
+from ops.archive import read_archive, write_archive
+
+__all__ = ["prune", "read_archive"]
 
 
 def prune(
@@ -43,7 +43,7 @@ def prune(
     if not run_ids or dry_run:
         return {"archived": run_ids, "archive": None, "dry_run": dry_run}
     archive = archive_dir / f"baseline-runs-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}.jsonl.gz"
-    _write_archive(archive, [_dump(store, run_id) for run_id in run_ids])
+    write_archive(archive, [_dump(store, run_id) for run_id in run_ids])
     with store.transaction() as db:
         for run_id in run_ids:
             for table in RUN_TABLES:
@@ -61,20 +61,3 @@ def _dump(store: Store, run_id: str) -> dict[str, Any]:
     for table in reversed(RUN_TABLES):
         record[table] = [dict(r) for r in store.query(f"SELECT * FROM {table} WHERE run_id = ?", (run_id,))]
     return record
-
-
-def _write_archive(path: Path, records: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "wb") as raw:
-        with gzip.GzipFile(fileobj=raw, mode="wb") as out:
-            for record in records:
-                out.write((json.dumps(record, sort_keys=True) + "\n").encode())
-        raw.flush()
-        os.fsync(raw.fileno())
-    os.replace(partial, path)
-
-
-def read_archive(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt") as lines:
-        return [json.loads(line) for line in lines]

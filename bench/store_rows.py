@@ -1,8 +1,8 @@
 """What a batch of runs wrote to the stores, counted in the storage itself: rows added to the transcript store
 and the effects ledger (both backends), and on PostgreSQL also the write statements the server executed
 (`pg_stat_statements`: every INSERT, an `ON CONFLICT DO NOTHING` of a row already there included) — the
-round trips a step costs. Rows are content-addressed and never deleted, so a difference of counts is what
-was added."""
+round trips a step costs. Rows are content-addressed and only `starter.py prune` deletes them, so a difference
+of counts is what was added. Owner rows (which run wrote a row, for retention) count as rows."""
 
 from __future__ import annotations
 
@@ -12,8 +12,13 @@ from pathlib import Path
 
 import psycopg
 
-TABLES = {"transcript_blobs": "transcripts", "transcript_nodes": "transcripts", "effects": "ledger"}
-SQLITE_TABLES = {"blobs": "transcripts.db", "nodes": "transcripts.db"}
+TABLES = {
+    "transcript_blobs": "transcripts",
+    "transcript_nodes": "transcripts",
+    "transcript_owners": "transcripts",
+    "effects": "ledger",
+}
+SQLITE_TABLES = {"blobs": "transcripts.db", "nodes": "transcripts.db", "owners": "transcripts.db"}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from agentic.sqlite_file import private_dir
 from ops import child_process
 from ops.connection import connect
+from ops.retention import NAMESPACE_RETENTION, keep_closed_runs
 from ops.settings import Settings, data_dir, ui_record
 from ops.signals import stop_on_signals
 from workflows.search_attributes import dev_server_flags
@@ -178,17 +179,20 @@ def record_ui(server: DevServer) -> Path | None:
 
 
 async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
-    """The port opens before the frontend answers; poll until a client can connect."""
+    """The port opens before the frontend answers; poll until a client can connect. Then make the `default`
+    namespace keep closed runs longer than any retention policy (the dev server's own is one day, and takes
+    no flag for it): `starter.py prune` archives a run before it goes, never the server (ops/retention.py)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client = await connect(Settings(address=address))
+            client = await connect(Settings(address=address, namespace="default"))
             await client.workflow_service.get_system_info(GetSystemInfoRequest())
-            return
+            break
         except Exception:
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.3)
+    await keep_closed_runs(client)
 
 
 def main_foreground(port: int, ui_port: int, db: Path, *, as_json: bool = False) -> int:
@@ -215,23 +219,29 @@ def _foreground(port: int, ui_port: int, db: Path, as_json: bool) -> int:
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
-        record_ui(server)
-        if as_json:
-            print(
-                json.dumps(
-                    {"address": server.address, "pid": server.process.pid, "ui_url": server.ui_url, "db": str(db)}
-                ),
-                flush=True,
-            )
-        else:
-            print(
-                f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
-                f" database {db}",
-                flush=True,
-            )
-            if port != 7233:
-                print(f"  other shells: export TEMPORAL_ADDRESS=127.0.0.1:{port}", flush=True)
         try:
+            try:  # serving, and keeping closed runs for `prune` to end (ops/retention.py), before saying so
+                asyncio.run(wait_until_serving(server.address))
+            except Exception as exc:
+                print(f"error: the Temporal dev server did not start serving: {exc}", file=sys.stderr, flush=True)
+                return 1
+            record_ui(server)
+            if as_json:
+                print(
+                    json.dumps(
+                        {"address": server.address, "pid": server.process.pid, "ui_url": server.ui_url, "db": str(db)}
+                    ),
+                    flush=True,
+                )
+            else:
+                print(
+                    f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
+                    f" database {db}; closed runs kept {NAMESPACE_RETENTION.days} days (`starter.py prune` ends"
+                    " them)",
+                    flush=True,
+                )
+                if port != 7233:
+                    print(f"  other shells: export TEMPORAL_ADDRESS=127.0.0.1:{port}", flush=True)
             while server.process.poll() is None:
                 time.sleep(0.5)
         except KeyboardInterrupt:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentic.facts import DurableFactStore, SqliteFactStore
-from agentic.ledger import EffectsLedger, Ledger
+from agentic.ledger import EffectsLedger, PrunableLedger
 from agentic.store_unavailable import StoreUnavailable
 from agentic.transcript_store import SqliteTranscriptStore, Transcripts, TranscriptStore
-from ops.codec import AesGcmCodec, KeyRing
+from ops.codec import AesGcmCodec, KeyRing, load_keyring
 from ops.codec.store import EncryptedTranscriptStore
+from ops.prune_journal import JOURNAL_FILE, PruneJournal, SqlitePruneJournal
 from ops.settings import Settings
 
 if TYPE_CHECKING:  # psycopg is imported only by processes that use PostgreSQL
@@ -35,7 +36,9 @@ __all__ = [
     "migrate",
     "open_facts",
     "open_ledger",
+    "open_prune_journal",
     "open_transcripts",
+    "transcripts_for",
 ]
 
 TRANSCRIPTS_FILE = "transcripts.db"
@@ -55,7 +58,7 @@ def database(url: str) -> Database:
         return _databases[url]
 
 
-def open_ledger(database_url: str | None, ledger_path: Path) -> Ledger:
+def open_ledger(database_url: str | None, ledger_path: Path) -> PrunableLedger:
     if database_url:
         from agentic.postgres import PostgresLedger
 
@@ -75,6 +78,22 @@ def open_transcripts(database_url: str | None, directory: Path, keyring: KeyRing
     if keyring is not None:
         store = EncryptedTranscriptStore(store, AesGcmCodec(keyring))
     return Transcripts(store)
+
+
+def transcripts_for(settings: Settings) -> Transcripts:
+    """The transcript store the workers configured like this process use: AGENT_DATABASE_URL's PostgreSQL
+    (shared by worker hosts), else SQLite in the data directory; encrypted at rest when codec keys are set."""
+    keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
+    return open_transcripts(settings.database_url, settings.data_dir, keyring)
+
+
+def open_prune_journal(database_url: str | None, directory: Path) -> PruneJournal:
+    """`starter.py prune`'s journal (ops/prune_journal.py): next to the stores it prunes."""
+    if database_url:
+        from ops.prune_journal import PostgresPruneJournal
+
+        return PostgresPruneJournal(database(database_url))
+    return SqlitePruneJournal(directory / JOURNAL_FILE)
 
 
 def open_facts(database_url: str | None, directory: Path) -> DurableFactStore:

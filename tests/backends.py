@@ -17,6 +17,18 @@ from agentic.transcript_store import SqliteTranscriptStore, TranscriptStore
 
 BACKENDS = ["sqlite", "postgres"]
 
+# The stores' PostgreSQL tables, in the order `migrate` reports them: spelled out here, not read from the
+# schema, so a table added or lost there fails the tests that check them.
+POSTGRES_TABLES = (
+    "transcript_blobs",
+    "transcript_nodes",
+    "transcript_owners",
+    "effects",
+    "prune_journal",
+    "facts",
+    "fact_audit",
+)
+
 
 @dataclass
 class Backend:
@@ -48,9 +60,11 @@ class Backend:
         return SqliteFactStore(self.directory / "facts.db")
 
     def rows(self, kind: str) -> int:
-        """Rows of `blobs`, `nodes`, `effects`, `facts` or `fact_audit`, counted in the storage itself."""
+        """Rows of `blobs`, `nodes`, `owners`, `effects`, `facts` or `fact_audit`, counted in the storage itself."""
         if self.url:
-            table = {"blobs": "transcript_blobs", "nodes": "transcript_nodes"}.get(kind, kind)
+            table = {"blobs": "transcript_blobs", "nodes": "transcript_nodes", "owners": "transcript_owners"}.get(
+                kind, kind
+            )
             with psycopg.connect(self.url) as db:
                 return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])  # type: ignore[index]
         file = {"effects": "ledger.db", "facts": "facts.db", "fact_audit": "facts.db"}.get(kind, "transcripts.db")

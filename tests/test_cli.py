@@ -13,8 +13,12 @@ from ops.settings import ROOT, Settings
 from tests.conftest import dev_settings, eventually, new_worker
 
 
-async def starter(*args: str, settings: Settings | None = None, timeout: float = 120) -> tuple[int, str, str]:
-    env = dict(os.environ)
+async def starter(
+    *args: str, settings: Settings | None = None, timeout: float = 120, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """`starter.py` in a subprocess: (exit code, stdout, stderr). `env`: its whole environment (default ours,
+    with `settings` on top)."""
+    env = dict(os.environ) if env is None else env
     if settings is not None:
         env |= {
             "TEMPORAL_ADDRESS": settings.address,

@@ -92,6 +92,21 @@ CASES = [
     starter("facts forget without namespace", "facts", "forget", says="facts forget needs --namespace"),
     starter("facts namespace not utf-8", "facts", "--namespace", NOT_UTF8, says="--namespace is not valid UTF-8"),
     starter("migrate extra argument", "migrate", "extra", says="unrecognized arguments: extra"),
+    starter("prune negative", "prune", "--completed-days", "-1", says="--completed-days: must be more than 0, got -1"),
+    starter("prune zero", "prune", "--failed-days", "0", says="--failed-days: must be more than 0, got 0"),
+    starter("prune all without yes", "prune", "--all", says="add --yes"),
+    starter("prune dry-run and yes", "prune", "--dry-run", "--yes", says="--dry-run and --yes contradict each other"),
+    starter("prune now not a time", "prune", "--now", "soon", says="--now: not an ISO time: 'soon'"),
+    starter(
+        "prune missing stores",
+        *("prune", "--yes"),
+        says="no worker stores here",
+        AGENT_DATA_DIR="/nonexistent/data",
+        AGENT_LEDGER="/nonexistent/ledger.db",
+    ),
+    starter("archive missing file", "archive", "list", "/nonexistent/a.jsonl.gz", says="no archive at /nonexistent"),
+    starter("archive show no run", "archive", "show", "/etc/hostname", says="archive show needs the run id"),
+    starter("archive not an archive", "archive", "list", "/etc/hostname", says="is not a complete gzip JSONL archive"),
     starter("search-attributes flag", "search-attributes", "--bogus", says="unrecognized arguments"),
     starter("demo flag", "demo", "--bogus", says="unrecognized arguments"),
     starter("TEMPORAL_TLS=maybe", "pending", says="TEMPORAL_TLS='maybe': expected true or false", TEMPORAL_TLS="maybe"),
@@ -206,5 +221,14 @@ def test_the_same_bad_flag_gets_the_same_message_in_both_command_lines(outcomes)
     def said(case_id: str) -> str:
         return outcomes[case_id].stderr.strip().split(" (see ")[0]
 
-    for case in ("run max-steps 0", "run task not utf-8", "run id too long", "run base-url", "TEMPORAL_TLS=maybe"):
+    for case in (
+        "run max-steps 0",
+        "run task not utf-8",
+        "run id too long",
+        "run base-url",
+        "TEMPORAL_TLS=maybe",
+        "prune negative",
+        "prune zero",
+        "prune all without yes",
+    ):
         assert said(f"starter {case}") == said(f"job {case}"), case

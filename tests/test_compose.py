@@ -11,17 +11,23 @@ import re
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 import yaml
+from google.protobuf.duration_pb2 import Duration
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from ops.retention import FAILED_DAYS, NAMESPACE_RETENTION
 from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
+from tests.backends import POSTGRES_TABLES
 from tests.postgres_server import LocalPostgres
 from workflows import search_attributes
 
@@ -256,7 +262,7 @@ def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
         timeout=60,
     )
     assert migrate.returncode == 0, migrate.stderr
-    tables = ("transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit")
+    tables = POSTGRES_TABLES
     assert migrate.stdout.startswith(f"created {', '.join(tables)} in PostgreSQL at 127.0.0.1:")
     with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
         owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
@@ -318,34 +324,18 @@ async def test_setup_job_registers_the_search_attributes_on_a_real_server(
 ) -> None:
     """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server,
     for a namespace that does not exist yet: it creates the namespace and exactly our search attributes."""
-    [script] = services["temporal-setup"]["command"]
     namespace = f"setup-{uuid.uuid4().hex[:8]}"
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": namespace,
-    }
-    done = subprocess.run(
-        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_setup_job(services, dev_env, namespace)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = await dev_env.client.operator_service.list_search_attributes(
         ListSearchAttributesRequest(namespace=namespace)
     )
     expected = {key.name: key.indexed_value_type for key in search_attributes.ALL}
     assert dict(listed.custom_attributes) == expected
+    # The namespace keeps closed runs longer than the longest retention policy: prune ends them, not the server.
+    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION >= timedelta(days=FAILED_DAYS)
     # Running it again (every `docker compose up`) changes nothing and still succeeds.
-    again = subprocess.run(
-        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = run_setup_job(services, dev_env, namespace)
     assert again.returncode == 0, again.stderr
 
 
@@ -369,3 +359,40 @@ def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: 
     doc = (ROOT / "docs/operations.md").read_text()
     assert "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
     assert "## Trust model" in doc and "who may signal is who may approve" in doc
+
+
+async def test_setup_job_lengthens_the_retention_of_an_existing_namespace(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment
+) -> None:
+    """A namespace created earlier with a shorter retention (720h, as this file once did) gets the long one."""
+    namespace = f"setup-{uuid.uuid4().hex[:8]}"
+    await dev_env.client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=Duration(seconds=30 * 86400))
+    )
+    done = run_setup_job(services, dev_env, namespace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION
+
+
+def run_setup_job(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment, namespace: str
+) -> subprocess.CompletedProcess[str]:
+    """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server."""
+    [script] = services["temporal-setup"]["command"]
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": namespace,
+    }
+    return subprocess.run(
+        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def retention_of(client: Client, namespace: str) -> timedelta:
+    described = await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    return described.config.workflow_execution_retention_ttl.ToTimedelta()

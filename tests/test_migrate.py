@@ -15,6 +15,7 @@ from psycopg.conninfo import make_conninfo
 from agentic.postgres import describe
 from ops.devserver import free_port
 from ops.settings import ROOT
+from tests.backends import POSTGRES_TABLES
 
 PASSWORD = "s3cret-never-shown"
 
@@ -36,19 +37,16 @@ def test_migrate_creates_the_tables_once_and_says_what_it_did(postgres_url: str,
 
     first = migrate(env)
     assert first.returncode == 0, first.stderr
-    assert (
-        first.stdout
-        == f"created transcript_blobs, transcript_nodes, effects, facts, fact_audit in PostgreSQL at {describe(url)}\n"
-    )
+    assert first.stdout == f"created {', '.join(POSTGRES_TABLES)} in PostgreSQL at {describe(url)}\n"
     assert first.stderr == "" and PASSWORD not in first.stdout
-    assert tables(postgres_url) == {"transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit"}
+    assert tables(postgres_url) == set(POSTGRES_TABLES)
 
     again = migrate(env, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == {
         "database": describe(url),
         "created": [],
-        "existing": ["transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit"],
+        "existing": list(POSTGRES_TABLES),
     }
     assert migrate(env).stdout == f"the stores' tables were already in PostgreSQL at {describe(url)}: nothing to do\n"
     assert not list(tmp_path.iterdir()), "no SQLite file was made on the side"

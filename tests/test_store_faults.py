@@ -28,6 +28,7 @@ from agentic.transcript_store import EMPTY, Transcripts
 from ops import stores
 from ops.settings import ROOT
 from ops.worker_process import WorkerProcess
+from tests.backends import POSTGRES_TABLES
 from tests.conftest import dev_settings, eventually
 from tests.postgres_server import HOW_TO_GET_ONE, LocalPostgres, scratch_database
 from workflows.agent import AgentWorkflow
@@ -168,7 +169,7 @@ def test_the_schema_is_created_once_even_by_workers_starting_together(server, ur
     assert errors == []
     with psycopg.connect(url) as db:
         tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"transcript_blobs", "transcript_nodes", "effects", "facts", "fact_audit"}
+    assert tables == set(POSTGRES_TABLES)
 
 
 def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
@@ -192,13 +193,7 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
         local_facts = stores.open_facts(None, tmp_path)
         assert isinstance(local_facts, SqliteFactStore) and not (tmp_path / "facts.db").exists()  # until used
         assert not (tmp_path / "unused.db").exists() and not (tmp_path / "unused").exists()
-        assert stores.migrate(url).created == [
-            "transcript_blobs",
-            "transcript_nodes",
-            "effects",
-            "facts",
-            "fact_audit",
-        ]  # opening is lazy
+        assert stores.migrate(url).created == list(POSTGRES_TABLES)  # opening is lazy
         stores.close_all()  # another process, later: the tables are there
         assert str(stores.migrate(url)).endswith(f"PostgreSQL at {describe(url)}: nothing to do")
         stores.check(url)

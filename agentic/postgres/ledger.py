@@ -48,6 +48,10 @@ class PostgresLedger(ReadsEffects):
             )
             return result, True
 
+    def purge(self, run_id: str) -> int:
+        with self.database.connection() as db:
+            return db.execute("DELETE FROM effects WHERE run_id = %s", (run_id,)).rowcount
+
     def _select(self, where: str, params: tuple[Any, ...]) -> list[Effect]:
         with self.database.connection() as db:
             rows = db.execute(f"SELECT {COLUMNS} FROM effects {where} ORDER BY seq", params).fetchall()  # type: ignore[arg-type]

@@ -28,7 +28,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 
-from agentic.transcript_store import SHA256, ContentRefs, TranscriptIntegrityError, TranscriptStore
+from agentic.transcript_store import (
+    SHA256,
+    ContentRefs,
+    Released,
+    TranscriptIntegrityError,
+    TranscriptStore,
+    releasable,
+)
 from ops.codec.aesgcm import AesGcmCodec, DecryptionError
 from ops.codec.keys import KeyRing
 
@@ -68,17 +75,24 @@ class EncryptedTranscriptStore:
         self.codec = codec
         self.refs = KeyedRefs(codec.keyring)  # `Transcripts` on this store makes and checks refs with these
 
-    def put_blobs(self, blobs: dict[str, str]) -> None:
-        self.inner.put_blobs({ref: self._seal(ref, body) for ref, body in blobs.items()})
+    def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
+        self.inner.put_blobs({ref: self._seal(ref, body) for ref, body in blobs.items()}, owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         return {ref: self._open(ref, body) for ref, body in self.inner.get_blobs(refs).items()}
 
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]]) -> None:
-        self.inner.put_nodes(nodes)
+    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None:
+        self.inner.put_nodes(nodes, owner)
 
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
         return self.inner.get_nodes(refs)
+
+    # Owners are plain run ids and refs, like node rows: nothing to encrypt.
+    def owned_blobs(self, owner: str) -> list[str]:
+        return releasable(self.inner).owned_blobs(owner)
+
+    def release(self, owner: str) -> Released:
+        return releasable(self.inner).release(owner)
 
     def _seal(self, ref: str, body: str) -> str:
         kid, data = self.codec.seal(body.encode(), _BLOB_CONTEXT + ref.encode())

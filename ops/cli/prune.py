@@ -1,0 +1,215 @@
+"""`prune` and `archive`: retention for Temporal runs (ops/prune.py), and reading a run back from an archive.
+
+    starter.py prune                          # which closed runs are due, and why others are kept (a dry run)
+    starter.py prune --yes                    # archive them (gzip JSONL), then delete them everywhere
+    starter.py prune --all --yes              # every closed run, whatever its age
+    starter.py archive list FILE              # the runs an archive holds
+    starter.py archive show FILE RUN_ID       # one of them (--json: its whole record)
+    zcat FILE | jq 'select(.run_id == "RUN_ID")'
+
+Like `job prune`, nothing is deleted without `--yes`: a typo in a retention must not delete a history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentic.store_unavailable import StoreUnavailable
+from ops import stores
+from ops.archive import ArchiveUnreadable, iter_archive
+from ops.cli.connection import agent_client
+from ops.cli.output import CliError, emit, printable
+from ops.cli.run_options import positive_float
+from ops.prune import Pass, RunStores, prune
+from ops.retention import COMPLETED_DAYS, FAILED_DAYS, Policy
+from ops.settings import Settings
+
+# -- prune ------------------------------------------------------------------------------------------------
+
+
+def add_prune_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--archive-dir", type=Path, help="where archives go (default: AGENT_DATA_DIR/archive)")
+    parser.add_argument(
+        "--completed-days", type=positive_float, default=COMPLETED_DAYS, help="days a completed run is kept (30)"
+    )
+    parser.add_argument(
+        "--failed-days", type=positive_float, default=FAILED_DAYS, help="days any other closed run is kept (90)"
+    )
+    parser.add_argument("--all", action="store_true", help="every closed run, whatever its age (needs --yes)")
+    parser.add_argument("--yes", action="store_true", help="archive and delete (without it: only list them)")
+    parser.add_argument("--dry-run", action="store_true", help="only list them (the default without --yes)")
+    parser.add_argument("--now", help="ISO time to prune as of (default: now)")
+    parser.add_argument(
+        "--wait", type=positive_float, default=60.0, help="seconds to wait for Temporal to finish deleting (60)"
+    )
+
+
+async def cmd_prune(args: argparse.Namespace, settings: Settings) -> int:
+    if args.dry_run and args.yes:
+        raise CliError("--dry-run and --yes contradict each other: choose one", code=2)
+    if args.all and not args.yes:
+        raise CliError("--all prunes every finished run, whatever its age: add --yes to do it", code=2)
+    now = _now(args.now)
+    policy = Policy(0.0, 0.0) if args.all else Policy(args.completed_days, args.failed_days)
+    run_stores = _stores(settings)
+    client = (await agent_client(settings)).client
+    try:
+        done = await prune(
+            client,
+            run_stores,
+            args.archive_dir or settings.data_dir / "archive",
+            now,
+            policy,
+            dry_run=not args.yes,
+            wait_seconds=args.wait,
+        )
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from exc
+    if not args.json:
+        for warning in done.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    emit(args.json, done.as_dict(), _report(done))
+    return 0
+
+
+def _now(text: str | None) -> datetime:
+    if not text:
+        return datetime.now(UTC)
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"--now: not an ISO time: {text!r}", code=2) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _stores(settings: Settings) -> RunStores:
+    """The workers' stores. Without AGENT_DATABASE_URL, a data directory with neither their ledger nor their
+    transcripts is almost certainly not theirs: refuse, rather than archive runs without their transcripts."""
+    transcripts_file = settings.data_dir / stores.TRANSCRIPTS_FILE
+    if not settings.database_url and not (settings.ledger_path.exists() or transcripts_file.exists()):
+        raise CliError(
+            f"no worker stores here: neither {settings.ledger_path} nor {transcripts_file} exists (set AGENT_DATA_DIR"
+            " and AGENT_LEDGER as the workers have them, or AGENT_DATABASE_URL)",
+            code=2,
+        )
+    try:
+        return RunStores(
+            ledger=stores.open_ledger(settings.database_url, settings.ledger_path),
+            transcripts=stores.transcripts_for(settings),
+            journal=stores.open_prune_journal(settings.database_url, settings.data_dir),
+        )
+    except StoreUnavailable as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _report(done: Pass) -> str:
+    lines: list[str] = []
+    if done.dry_run:
+        if done.due:
+            lines.append(f"would archive and delete {len(done.due)} run(s) (a dry run: add --yes to do it):")
+            lines += [f"  {_run_line(run.summary())}" for run in done.due]
+        else:
+            lines.append(f"no closed run is due as of {done.now:%Y-%m-%d %H:%M} UTC")
+        if done.unfinished:
+            lines.append(
+                f"{len(done.unfinished)} run(s) archived by an earlier prune are not deleted yet (--yes finishes"
+                f" them): {', '.join(done.unfinished)}"
+            )
+    else:
+        lines.append(
+            f"archived {len(done.archived)} run(s)"
+            + (f" to {done.archive}" if done.archive else "")
+            + (f"; deleted {len(done.deleted)}" if done.deleted else "")
+        )
+        released = done.released
+        if any(released.values()):
+            lines.append(
+                f"released {released['effects']} effect row(s), {released['nodes']} transcript node(s) and"
+                f" {released['blobs']} blob(s); {released['shared']} row(s) kept, shared with runs still kept"
+            )
+        if done.pending:
+            lines.append(f"Temporal has not finished deleting {', '.join(done.pending)}: the next prune checks again")
+    lines += [f"kept {s.run_id}: {s.why}" for s in done.skipped]
+    return printable("\n".join(lines))
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    return (
+        f"{run['run_id']}  {run.get('agent') or '-'}  {run['status']}  closed {str(run['closed_at'])[:19]}"
+        f"  (kept {run['kept_days']:g} days)"
+    )
+
+
+# -- archive ----------------------------------------------------------------------------------------------
+
+
+def add_archive_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("list", "show"), help="list: the runs in FILE; show: one of them")
+    parser.add_argument("file", type=Path, help="an archive prune wrote (agent-runs-*.jsonl.gz)")
+    parser.add_argument("run_id", nargs="?", help="show: the run")
+
+
+def cmd_archive(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "show" and not args.run_id:
+        raise CliError("archive show needs the run id: starter.py archive show FILE RUN_ID", code=2)
+    if args.action == "list" and args.run_id:
+        raise CliError("archive list takes only the file", code=2)
+    if not args.file.is_file():
+        raise CliError(f"no archive at {args.file}", code=2)
+    try:
+        if args.action == "list":
+            runs = [_summary(record) for record in iter_archive(args.file)]
+            emit(args.json, runs, printable("\n".join(_run_line(r) for r in runs)) if runs else "no runs")
+            return 0
+        found = None
+        names: list[str] = []
+        for record in iter_archive(args.file):  # one record in memory at a time, however large the file
+            names.append(str(record.get("run_id")))
+            if record.get("run_id") == args.run_id:
+                found = record
+    except ArchiveUnreadable as exc:
+        raise CliError(str(exc), code=2) from None
+    if found is None:
+        held = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        raise CliError(f"run {args.run_id!r} is not in {args.file} (it holds {held or 'no runs'})", code=2)
+    emit(args.json, found, printable(_show(found)))
+    return 0
+
+
+def _summary(record: dict[str, Any]) -> dict[str, Any]:
+    keys = ("run_id", "agent", "status", "temporal_status", "closed_at", "kept_days", "archived_at")
+    return {key: record.get(key) for key in keys}
+
+
+def _show(record: dict[str, Any]) -> str:
+    lines = [
+        _run_line(record),
+        f"temporal status {record.get('temporal_status')}; archived {record.get('archived_at')};"
+        f" executions {len(record.get('executions') or [])},"
+        f" history events {sum(len(h.get('events', [])) for h in record.get('histories') or [])}",
+    ]
+    result = record.get("result") or {}
+    if result.get("output"):
+        lines.append(f"output: {result['output']}")
+    if record.get("failure"):
+        lines.append(f"failure: {record['failure'].get('type')}: {record['failure'].get('message')}")
+    transcript = record.get("transcript") or []
+    lines.append(f"transcript ({len(transcript)} messages):")
+    for message in transcript:
+        calls = ", ".join(f"{c.get('name')}({c.get('arguments')})" for c in message.get("tool_calls") or [])
+        said = " ".join(part for part in (message.get("content") or "", f"-> {calls}" if calls else "") if part)
+        lines.append(f"  {message.get('role')}: {said}")
+    approvals = record.get("approvals")
+    if approvals:
+        lines.append(f"approvals ({len(approvals)}):")
+        lines += [f"  {a.get('at')}  {a.get('event')}  {a.get('tool')}  by {a.get('approver')}" for a in approvals]
+    effects = record.get("effects") or []
+    lines.append(f"effects ({len(effects)}):")
+    lines += [f"  {e.get('at')}  {e.get('tool')}  {e.get('key')}  {e.get('result')}" for e in effects]
+    if record.get("blobs"):
+        lines.append(f"other stored blobs: {len(record['blobs'])} (--json shows them)")
+    return "\n".join(lines)
