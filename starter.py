@@ -9,6 +9,7 @@
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
+    python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
@@ -30,6 +31,8 @@ from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.migrate import cmd_migrate
 from ops.cli.run_options import positive_int
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from ops.cli.serve import add_arguments as add_serve_arguments
+from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
 from ops.observability import quiet_core_logs
@@ -106,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
     commands.choices["demo"].add_argument(
         "--model", choices=["local"], help="answered by the real local model (starts a model server)"
     )
+    add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
     return root
 
 

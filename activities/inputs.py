@@ -86,3 +86,17 @@ class MCPListInput(BaseModel):
 
 class MCPListing(BaseModel):
     tools: dict[str, ToolSpec] = Field(description="The agent's MCP tools, by prefixed name, as listed now.")
+
+
+class WebhookInput(BaseModel):
+    """One terminal-state event of a run, to POST to the run's webhook: the notifier workflow's input, and
+    its delivery activity's."""
+
+    url: str
+    event_id: str = Field(description="The same on every attempt: receivers de-duplicate on it.")
+    payload: dict[str, Any]
+
+
+class WebhookDelivered(BaseModel):
+    status_code: int
+    attempt: int
