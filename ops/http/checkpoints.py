@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentic.agent_set import AgentSet
+from agentic.agent_set import AgentSet, UnknownAgent
 from agentic.approvals import Decision
 from baseline import approvals, jobs
 from baseline.errors import BadInput, DecisionRejected, RunExists, RunNotResumable, UnknownRun
@@ -48,7 +48,7 @@ from ops.http.views import (
 )
 from ops.http_auth import Principal
 from ops.settings import ROOT
-from ops.webhook_signing import redact_url
+from ops.webhook_signing import redact_url, url_problem
 
 
 class CheckpointEngine:
@@ -142,11 +142,17 @@ class CheckpointEngine:
 
     async def start(self, request: StartRequest) -> str:
         try:
+            self.agents.get(request.agent)
+        except UnknownAgent as exc:
+            raise InvalidRequest(str(exc), "agent") from None
+        try:
             options = RunOptions(options=request.options, model=request.model, task=request.task)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise InvalidRequest(first["msg"], "options." + ".".join(map(str, first["loc"]))) from None
         if request.webhook is not None:
+            if problem := url_problem(request.webhook):
+                raise InvalidRequest(problem, "webhook")
             try:
                 check_webhook(request.webhook)
             except BadInput as exc:
@@ -156,8 +162,8 @@ class CheckpointEngine:
             await asyncio.to_thread(
                 jobs.create, self.store, self.agents, run_id, request.agent, options, webhook_url=request.webhook
             )
-        except BadInput as exc:
-            raise InvalidRequest(str(exc)) from None
+        except BadInput as exc:  # the agent is known: its options, model or task are not usable
+            raise InvalidRequest(str(exc), "options") from None
         except RunExists as exc:
             raise Conflict(str(exc)) from None
         self._start_worker(run_id)
@@ -259,6 +265,7 @@ def run_view(view: dict[str, Any]) -> RunView:
             if s.step_name.startswith("compensate:")
         ],
         lease=LeaseView(**view["lease"]),
+        options=view["options"].get("options", {}),  # the agent's own options (RunOptions holds the rest)
         webhooks=[
             WebhookView(
                 url=redact_url(h["url"]),
@@ -288,7 +295,6 @@ _SAME_NAMES = (
     "cancel_requested",
     "remaining_compensations",
     "not_compensable",
-    "options",
 )
 
 

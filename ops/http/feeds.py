@@ -5,7 +5,8 @@ server answers the moment an event is appended, or after its long-poll interval 
 with nothing. Every action is an activity, so the events say when a step is scheduled (with its label, the
 activity's summary) and when it finishes, in order — no step is skipped however fast they come. Only when
 a workflow task ends with no activity in flight (an approval wait, the end) does the follower ask the
-workflow itself (the `progress` query) for its label and estimate.
+workflow itself (the `progress` query) for its label and estimate. A stream joining late gets the current
+state first (the history so far is read at once, and only its end is news).
 
 An idle run (a 24 h approval wait) costs 3 long polls a minute per run, whatever the number of streams, and
 adds nothing to its history: long polls and queries are never recorded. (A long-poll *update* would add
@@ -150,12 +151,14 @@ class Follower:
                 continue
             stats.history_polls += 1
             closed = None
-            task_ended = False
+            catching_up = not token  # the history so far: its final state is news, its steps are not
+            task_ended = catching_up
             for event in response.history.events:
                 if await log.add(event):
                     running = log.in_flight
                     label = running.label if running is not None else label
-                    self._show(log.done, total, label)
+                    if not catching_up:
+                        self._show(log.done, total, label)
                 if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
                     task_ended = True
                 if event.event_type in RUN_CLOSED:
@@ -169,6 +172,8 @@ class Follower:
                 self._show(log.done, log.done, f"{finished}: {end['stop']}" if end.get("stop") else finished)
                 self._publish("end", end)
                 return
+            if catching_up and closed is None:
+                self._show(log.done, total, label)
             if task_ended and (log.in_flight is None or total is None):
                 progress = await self._query(handle)
                 stats.queries += 1

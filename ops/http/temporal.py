@@ -150,7 +150,9 @@ class TemporalEngine:
             audit, answered = [], False
         in_flight = log.in_flight
         return {
-            "status": progress.status,
+            # Finished but not yet closed (handlers finishing, the webhook handed over): its result is moments
+            # away; a terminal status is only ever shown with the result.
+            "status": "running" if progress.status in TERMINAL else progress.status,
             "stop": progress.stop,
             "percent_complete": percent(log.done, _total(progress.total, log.done), False),
             "progress": ProgressView(
@@ -268,8 +270,8 @@ class TemporalEngine:
                     arguments_hash=request.arguments_hash,
                     key=self.signing_keys.get(by.name),
                 )
-            except ApprovalRejected as exc:
-                raise Conflict(exc.reason) from None
+            except ApprovalRejected as exc:  # the workflow's validator said why (raised there as a ValueError)
+                raise Conflict(exc.reason.removeprefix("ValueError: ")) from None
             except (RunClosed, NoPendingApproval) as exc:
                 raise Conflict(await self._not_waiting(handle, call_id, str(exc))) from None
         if outcome.entry is None:  # no worker answered: sent as a signal, applied when one picks the run up
