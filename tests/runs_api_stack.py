@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from agentic.ledger import Effect, EffectsLedger
 from ops import devserver
 from ops.settings import ROOT, Settings
 from ops.worker_process import WorkerProcess
+from tests.baseline_helpers import eventually as poll_until
 from tests.baseline_helpers import free_port
 
 APPROVER = "approver-token-0123456789abcdef"
@@ -68,14 +68,7 @@ class ApiStack:
 
 
 def eventually(check: Callable[[], Any], timeout: float = 60.0, what: str = "", interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        outcome = check()
-        if outcome:
-            return outcome
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
-        time.sleep(interval)
+    return poll_until(check, timeout, what, interval)
 
 
 def _serve(stack: ApiStack, command: list[str], env: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from ops.webhook_signing import TIMESTAMP_HEADER, verify
 from tests.baseline_helpers import Job, eventually, finish, free_port, one_line_error, open_job
+from tests.runs_api_stack import read_events
 
 
 @pytest.fixture
@@ -51,20 +52,6 @@ def api(job: Job) -> Iterator[httpx.Client]:
     server.wait(timeout=10)
     assert server.stdout is not None
     assert f"listening on http://127.0.0.1:{port}" in server.stdout.read()
-
-
-def read_events(client: httpx.Client, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-    events: list[tuple[str, dict[str, Any]]] = []
-    with client.stream("GET", f"/runs/{run_id}/events", timeout=30) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        name = ""
-        for line in response.iter_lines():
-            if line.startswith("event: "):
-                name = line.removeprefix("event: ")
-            elif line.startswith("data: "):
-                events.append((name, json.loads(line.removeprefix("data: "))))
-    return events
 
 
 def test_unknown_runs_are_404_json(api: httpx.Client, job: Job) -> None:
