@@ -167,3 +167,35 @@ def test_serve_refuses_to_start_without_tokens_unless_insecure_on_loopback():
     assert refused.returncode == 2 and "AGENT_API_TOKENS" in refused.stderr and "--insecure-no-auth" in refused.stderr
     off_loopback = serve("--host", "0.0.0.0", "--insecure-no-auth")
     assert off_loopback.returncode == 2 and "loopback" in off_loopback.stderr
+
+
+def test_the_progress_benchmark_runs_and_idle_streams_add_no_history(tmp_path):
+    """`python -m bench http-progress`, tiny: its line parses, idle streams grew no history, and every streamed
+    action was seen (the numbers themselves are the benchmark's business, not a test's)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "http-progress",
+            "--runs",
+            "3",
+            "--idle-seconds",
+            "3",
+            "--records",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.stdout.strip().splitlines()[-1]
+    assert line.startswith("http-progress temporal: streams=3 ") and "history_events_per_hour=0.0 " in line, line
+    measured = json.loads((tmp_path / "http-progress.json").read_text())
+    assert measured["history_events_added"] == 0
+    assert measured["queries_per_minute"] * 3 / 60 <= 3  # at most the one a follower asks as it joins
+    assert measured["step_to_sse_ms"]["n"] == 5  # 2 records: 5 actions, each reported
