@@ -225,7 +225,7 @@ def _login_page(message: str, status: int = 200) -> HTMLResponse:
     document = (
         "<!doctype html><html lang=en><meta charset=utf-8><title>Sign in — approvals inbox</title>"
         f"<style nonce='{nonce}'>{STYLE}</style><h1>Approvals inbox</h1>"
-        + (f"<p class=outcome.rejected>{_e(message)}</p>" if message else "")
+        + (f"<p class='outcome rejected'>{_e(message)}</p>" if message else "")
         + "<form method=post action=/login><label>Token <input type=password name=token autofocus></label> "
         "<button>Sign in</button></form>"
     )
