@@ -165,7 +165,10 @@ def test_cancel_stops_the_run_and_a_second_cancel_is_a_conflict(stack, api):
     assert (done["status"], done["stop"]) == ("abandoned", "cancelled")
     assert done["cancel_requested"] in (True, False)  # handled by now on the checkpoint engine
     assert 1 <= len(stack.effects(run_id)) < 30
-    assert done["not_compensable"] == ["migrate_record"] * len(stack.effects(run_id))
+    # Completed records have no undo; a record the cancellation interrupted may have landed too (its call
+    # is then answered as cancelled, so it is not listed).
+    effects = len(stack.effects(run_id))
+    assert done["not_compensable"] in (["migrate_record"] * effects, ["migrate_record"] * (effects - 1))
     again = api.post(f"/runs/{run_id}/cancel", json={})
     assert again.status_code == 409 and "ended" in again.json()["error"]
 
