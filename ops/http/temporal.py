@@ -97,7 +97,7 @@ class TemporalEngine:
 
     async def get_run(self, run_id: str) -> RunView:
         handle = await self._handle(run_id)
-        with _translated():
+        with _translated(run_id):
             description = await handle.describe()
             log = StepLog(self.agents.client.data_converter)
             for history in await handle.histories():
@@ -120,7 +120,7 @@ class TemporalEngine:
         elif description.status == WorkflowExecutionStatus.COMPLETED:
             view |= _finished(await handle.result(), log)
         else:
-            with _translated():
+            with _translated(run_id):
                 ended = await handle.progress()  # failed, terminated, timed out: from visibility and the failure
             view |= _ended(ended, log)
         return RunView(**view)
@@ -252,7 +252,7 @@ class TemporalEngine:
 
     async def cancel(self, run_id: str, by: Principal) -> None:
         handle = await self._handle(run_id)
-        with _translated():
+        with _translated(run_id):
             try:
                 await handle.cancel(f"cancelled over HTTP by {by.name}")
             except RunClosed as exc:
@@ -260,7 +260,7 @@ class TemporalEngine:
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         handle = await self._handle(run_id)
-        with _translated():
+        with _translated(run_id):
             try:
                 outcome = await handle.decide(
                     request.approve,
