@@ -10,6 +10,7 @@
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
+    python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
@@ -32,6 +33,8 @@ from ops.cli.migrate import cmd_migrate
 from ops.cli.prune import add_archive_arguments, add_prune_arguments, cmd_archive, cmd_prune
 from ops.cli.run_options import positive_int
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from ops.cli.serve import add_arguments as add_serve_arguments
+from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
 from ops.observability import quiet_core_logs
@@ -110,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_prune_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
+    add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
     return root
 
 

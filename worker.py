@@ -28,6 +28,7 @@ from activities.mcp import MCPActivities
 from activities.model import ModelActivities
 from activities.served import ServedAgents
 from activities.tools import ToolActivities
+from activities.webhook import WebhookActivities
 from agentic import Agent
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
@@ -42,8 +43,10 @@ from ops.connection import connect
 from ops.models import declared_models
 from ops.settings import Settings
 from ops.stores import transcripts_for
+from ops.webhook_signing import load_secret
 from workflows.agent import AgentWorkflow
 from workflows.plugin import has_plugin
+from workflows.webhook import WebhookWorkflow
 
 
 def build_worker(
@@ -58,6 +61,7 @@ def build_worker(
     max_cached_workflows: int = 1000,
     interceptors: Sequence[Interceptor] = (),
     sticky_timeout: timedelta = timedelta(seconds=5),
+    webhook_secret: bytes | None = None,
 ) -> Worker:
     """A worker that serves `agents` on `task_queue`.
 
@@ -66,7 +70,8 @@ def build_worker(
     (default: `ops.models.declared_models(Settings())`). `transcripts` is where runs keep their transcript
     by reference (default: `transcripts.db` in the data directory; on several hosts, a shared database).
     `approver_keys` (name -> Ed25519 public key; default: `AGENT_APPROVER_KEYS`) make only signed decisions
-    count (agentic/signing.py).
+    count (agentic/signing.py). `webhook_secret` signs the deliveries of runs started with a webhook
+    (default: `AGENT_WEBHOOK_SECRET`).
     """
     settings = Settings()
     catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
@@ -78,11 +83,12 @@ def build_worker(
     tools = ToolActivities(served, transcripts)
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
+    webhooks = WebhookActivities(webhook_secret if webhook_secret is not None else load_secret())
     return Worker(
         client,
         task_queue=task_queue,
         # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
-        workflows=[] if has_plugin(client) else [AgentWorkflow],
+        workflows=[] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
         activities=[
             describe.describe_agent,
             model.call_model,
@@ -90,6 +96,7 @@ def build_worker(
             tools.compensate,
             mcp.list_mcp_tools,
             delegation.attach_delegate,
+            webhooks.deliver_webhook,
         ],
         max_cached_workflows=max_cached_workflows,
         interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],

@@ -94,3 +94,17 @@ class AttachInput(BaseModel):
     run_id: str = Field(description="The child's run id.")
     parent_run_id: str
     call_id: str
+
+
+class WebhookInput(BaseModel):
+    """One terminal-state event of a run, to POST to the run's webhook: the notifier workflow's input, and
+    its delivery activity's."""
+
+    url: str
+    event_id: str = Field(description="The same on every attempt: receivers de-duplicate on it.")
+    payload: dict[str, Any]
+
+
+class WebhookDelivered(BaseModel):
+    status_code: int
+    attempt: int

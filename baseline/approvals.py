@@ -171,6 +171,22 @@ def decide(
     return entry
 
 
+def rejection(store: Store, run_id: str, decision: Decision) -> str | None:
+    """Why `decision` would be rejected now, without recording anything (the HTTP API answers 409 and
+    changes nothing, as Temporal's update validator does); None if `decide` would apply it."""
+    with store.transaction() as db:  # one consistent read
+        run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if run is None:
+            raise UnknownRun(f"unknown run id {run_id!r}")
+        row = db.execute(
+            "SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, decision.call_id)
+        ).fetchone()
+        book, _ = _book(db, run_id)
+    if run["status"] in TERMINAL and (row is None or row["status"] == "pending"):
+        return f"run {run_id} has already ended ({run['status']}); nothing waits for this decision"
+    return _outside_the_book(run["status"], row) or book.rejection(decision, datetime.now(UTC))
+
+
 def _outside_the_book(run_status: str, row: sqlite3.Row | None) -> str | None:
     """Rejections the pure rules cannot know: the run stopped waiting."""
     if row is not None and row["status"] == "withdrawn":

@@ -30,7 +30,7 @@ from baseline.options import RunOptions
 from baseline.schema import ACTIVE, FAILED
 from baseline.store import Store
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
-from ops.cli.arguments import add_run_id, approver, port_number, run_id
+from ops.cli.arguments import add_run_id, approver, run_id
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.facts import add_facts_arguments, cmd_job_facts
 from ops.cli.output import CliError, printable
@@ -41,6 +41,7 @@ from ops.cli.run_options import (
     positive_int,
     run_request,
 )
+from ops.http.serve import add_serve_arguments
 from ops.models import declared_models
 from ops.signals import stop_on_signals
 
@@ -132,18 +133,10 @@ def build_parser() -> Parser:
     serve = command(
         "serve",
         cmd_serve,
-        "HTTP API: GET /runs/{id}, GET /runs/{id}/events (SSE), POST cancel; bearer tokens from AGENT_API_TOKENS",
+        "the runs API over HTTP (ops/http/): runs, SSE progress, cancel, approvals, the inbox at /inbox; "
+        "bearer tokens from AGENT_API_TOKENS",
     )
-    serve.add_argument("--port", type=port_number, default=8765)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument(
-        "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
-    )
-    serve.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help="serve without AGENT_API_TOKENS: anyone who reaches the port may read and cancel (loopback only)",
-    )
+    add_serve_arguments(serve)
     return root
 
 
@@ -349,37 +342,25 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import socket
-
-    import uvicorn
-
-    from baseline.server import create_app
-    from ops.http_auth import AuthConfigError, HttpAuth, check_startup, load_tokens
+    from ops.http.app import create_app
+    from ops.http.checkpoints import CheckpointEngine
+    from ops.http.serve import auth_from, listen, listening_line, server
+    from ops.http_auth import AuthConfigError
 
     try:
-        tokens = load_tokens()
-        check_startup(
-            args.host, tokens is not None, args.insecure_no_auth, what="job serve", token_env="AGENT_API_TOKENS"
-        )
+        auth = auth_from(args, "job serve")
     except AuthConfigError as exc:
         raise BadInput(str(exc)) from None
     if not args.db.parent.is_dir():  # a mistyped path would be served as an empty store answering 404s
         raise BadInput(f"no directory {args.db.parent} for the checkpoint store {args.db}")
-    listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind((args.host, args.port))
-        listener.listen(128)  # connections wait in the backlog from now on, so the address printed works
+        listener = listen(args)  # bound before the address is printed: connections wait in the backlog
     except OSError as exc:
-        listener.close()
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
-    auth = HttpAuth(tokens, insecure_no_auth=args.insecure_no_auth, hosts=args.allowed_host)
-    server = uvicorn.Server(uvicorn.Config(create_app(args.db, auth), log_level="warning"))
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    who = f"{len(tokens)} token(s)" if tokens else "NO AUTHENTICATION (--insecure-no-auth)"
     fresh = "" if args.db.exists() else ", empty until a run is started"
-    print(f"job serve: listening on http://{host}:{args.port} ({who}; store {args.db}{fresh})", flush=True)
-    server.run(sockets=[listener])
+    engine = CheckpointEngine(args.db, agent_set(args), ledger=args.ledger, agent_modules=args.agents)
+    print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
+    server(create_app(engine, auth, secure_cookie=args.secure_cookie), args).run(sockets=[listener])
     return 0
 
 

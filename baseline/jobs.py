@@ -31,6 +31,23 @@ def start(
 ) -> RunRow:
     """Check what can be checked before anything is stored (the agent, its options, the model), then
     record the run and drive it."""
+    owner = new_owner()
+    create(store, agents, run_id, agent_name, options, webhook_url=webhook_url, owner=owner)
+    return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
+
+
+def create(
+    store: Store,
+    agents: AgentSet,
+    run_id: str,
+    agent_name: str,
+    options: RunOptions,
+    *,
+    webhook_url: str | None = None,
+    owner: str | None = None,
+) -> None:
+    """Check what can be checked (the agent, its options, the model), then record the run, leased to `owner`
+    (None: to whichever worker resumes it first). BadInput or RunExists, with nothing stored."""
     try:
         served = agents.get(agent_name)
         spec = served.agent.spec(agents.options(served, options.options))
@@ -39,7 +56,6 @@ def start(
         raise BadInput(str(exc)) from None
     if options.task is None and spec.task is None:
         raise BadInput(f"agent {spec.name} has no default task: give one with --task")
-    owner = new_owner()
     store.create_run(
         run_id,
         spec.name,
@@ -49,7 +65,6 @@ def start(
         webhook_url=webhook_url,
         progress=Progress(0, spec.estimated_actions, "starting"),
     )
-    return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
 
 
 def resume(

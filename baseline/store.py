@@ -22,6 +22,7 @@ from agentic import Usage
 from agentic.sqlite_file import create_private
 from baseline import schema
 from baseline.errors import LeaseLost, RunExists, UnknownRun
+from ops.webhook_signing import terminal_event
 
 
 def iso(epoch: float | None = None) -> str:
@@ -163,11 +164,13 @@ class Store:
         scenario: str,
         options: str,
         *,
-        owner: str,
+        owner: str | None,
         lease_seconds: float,
         webhook_url: str | None,
         progress: Progress,
     ) -> None:
+        """Record a new run, leased to `owner` — or to nobody (`owner=None`): a worker started next takes
+        it over as it would resume it (`job serve`'s POST /runs)."""
         now = time.time()
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
@@ -175,7 +178,7 @@ class Store:
             db.execute(
                 "INSERT INTO runs(run_id, scenario, status, options, created_at, updated_at, lease_owner,"
                 " lease_expires, attempts, webhook_url, progress_step, progress_total, progress_label)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     scenario,
@@ -183,7 +186,8 @@ class Store:
                     iso(now),
                     iso(now),
                     owner,
-                    now + lease_seconds,
+                    now + lease_seconds if owner else 0,
+                    1 if owner else 0,
                     webhook_url,
                     progress.step,
                     progress.total,
@@ -351,7 +355,7 @@ def close_run(
     url = db.execute("SELECT webhook_url FROM runs WHERE run_id = ?", (run_id,)).fetchone()[0]
     if url:
         payload = {
-            "event": f"run.{status}",
+            "event": terminal_event(status, stop),
             "run_id": run_id,
             "status": status,
             "stop": stop,

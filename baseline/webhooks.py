@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
-from ops.http_auth import is_loopback
-from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, signed_headers
+from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, signed_headers, url_problem
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5
@@ -61,13 +59,9 @@ def check_webhook(url: str) -> None:
         load_secret_or_fail()
     except WebhookConfigError as exc:
         raise BadInput(f"--webhook: {exc}") from None
-    parts = urlsplit(url)
-    if parts.scheme not in ("https", "http"):
-        raise BadInput("--webhook: the URL must be http(s)")
-    if not parts.hostname:
-        raise BadInput("--webhook: the URL has no host")
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        raise BadInput("--webhook: use https (plain http only to a loopback host, e.g. a local relay)")
+    problem = url_problem(url)
+    if problem is not None:
+        raise BadInput(f"--webhook: {problem}")
 
 
 def load_secret_or_fail() -> bytes:
@@ -124,17 +118,6 @@ def _record(store: Store, row: Any, code: int | None, error: str | None) -> None
         )
         if error is None:
             db.execute("UPDATE webhooks SET status = 'delivered', delivered_at = ? WHERE id = ?", (iso(), row["id"]))
-
-
-def redact_url(url: str) -> str:
-    """The URL without what may be a secret: no user:password, no query string, no fragment."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    return redacted + ("?…" if parts.query else "")
 
 
 def deliveries(store: Store, run_id: str) -> list[dict[str, Any]]:

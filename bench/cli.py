@@ -26,7 +26,14 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 # Modules whose import registers subcommands, in the order `--help` lists them.
-COMMAND_MODULES = ["bench.commands", "bench.chaos.command", "bench.history", "bench.real_model", "bench.delegation"]
+COMMAND_MODULES = [
+    "bench.commands",
+    "bench.chaos.command",
+    "bench.history",
+    "bench.real_model",
+    "bench.delegation",
+    "bench.http_progress",
+]
 
 
 def register(command: Command) -> Command:

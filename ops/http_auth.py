@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +29,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ops.http_sessions import Sessions, cookie_value
+from ops.loopback import is_loopback
 from ops.secret_source import env_or_file
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
@@ -119,15 +120,6 @@ def load_tokens(environ: Mapping[str, str] | None = None) -> TokenTable | None:
 # -- where the server listens, and which Host it answers -------------------------------------------------
 
 
-def is_loopback(host: str) -> bool:
-    if host.strip("[]").lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_startup(host: str, authenticated: bool, insecure_no_auth: bool, *, what: str, token_env: str) -> None:
     """Refuse to serve without authentication, unless explicitly asked to on a loopback address."""
     if authenticated:
@@ -169,13 +161,20 @@ def bearer(authorization: str | None) -> str | None:
 # -- FastAPI ----------------------------------------------------------------------------------------------
 
 
+SESSION_COOKIE = "agent_api_session"
+
+
 class HttpAuth:
-    """The FastAPI side: `install(app)` once, then `Depends(auth.require("viewer"))` on each route."""
+    """The FastAPI side: `install(app)` once, then `Depends(auth.require("viewer"))` on each route.
+
+    A caller is identified by its bearer token or, for a browser page, by the session cookie a login with
+    that token started (`sessions`): the cookie names a server-side session, never the token."""
 
     def __init__(self, tokens: TokenTable | None, *, insecure_no_auth: bool = False, hosts: Iterable[str] = ()) -> None:
         self.tokens = tokens
         self.insecure_no_auth = insecure_no_auth and tokens is None
         self.hosts = allowed_hosts(hosts)
+        self.sessions: Sessions[Principal] = Sessions()
 
     def install(self, app: Any) -> None:
         app.add_middleware(TrustedHosts, hosts=self.hosts)
@@ -185,15 +184,28 @@ class HttpAuth:
             headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else {}
             return JSONResponse({"error": exc.message}, status_code=exc.status_code, headers=headers)
 
-    def principal(self, authorization: str | None) -> Principal:
+    def principal(self, authorization: str | None, cookie: str | None = None) -> Principal:
         if self.tokens is None:
             if self.insecure_no_auth:
                 return ANONYMOUS
             raise Denied(401, "a bearer token is required")
-        principal = self.tokens.identify(bearer(authorization))
+        token = bearer(authorization)
+        principal = self.tokens.identify(token) if token else self.sessions.owner(cookie_value(cookie, SESSION_COOKIE))
         if principal is None:
             raise Denied(401, "a valid bearer token is required")
         return principal
+
+    def identify(self, request: Request) -> Principal | None:
+        """The caller, or None when not authenticated (pages redirect to the login form instead of a 401)."""
+        try:
+            return self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+        except Denied:
+            return None
+
+    def log_in(self, token: str) -> str | None:
+        """A new session id for the principal whose token this is, or None for an unknown token."""
+        principal = self.tokens.identify(token) if self.tokens is not None else None
+        return self.sessions.start(principal) if principal is not None else None
 
     def require(self, role: str) -> Callable[..., Principal]:
         """A FastAPI dependency: the caller's Principal, or 401 (no or unknown token) / 403 (role too low)."""
@@ -201,7 +213,7 @@ class HttpAuth:
             raise ValueError(f"unknown role {role!r}")
 
         def dependency(request: Request) -> Principal:
-            principal = self.principal(request.headers.get("authorization"))
+            principal = self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
             if not principal.may(role):
                 raise Denied(403, f"{principal.name} is a {principal.role}; this needs {role}")
             return principal

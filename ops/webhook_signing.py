@@ -20,7 +20,9 @@ import hmac
 import os
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
 
+from ops.loopback import is_loopback
 from ops.secret_source import env_or_file
 
 SIGNATURE_HEADER = "X-Agent-Signature"
@@ -31,6 +33,7 @@ SECRET_FILE_ENV = "AGENT_WEBHOOK_SECRET_FILE"
 MIN_SECRET_CHARS = 16
 TOLERANCE_SECONDS = 300
 VERSION = "v1"
+FAILURES = ("failed", "compensation_failed", "dead_letter")
 
 
 class WebhookConfigError(ValueError):
@@ -49,6 +52,39 @@ def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
     if len(value) < MIN_SECRET_CHARS:
         raise WebhookConfigError(f"the webhook secret must be at least {MIN_SECRET_CHARS} characters")
     return value.encode()
+
+
+def url_problem(url: str) -> str | None:
+    """Why deliveries cannot go to `url` (https, or plain http to a loopback host such as a local relay), or
+    None. Checked before a run starts, by both engines, and again by whatever delivers."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http"):
+        return "the URL must be http(s)"
+    if not parts.hostname:
+        return "the URL has no host"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return "use https (plain http only to a loopback host, e.g. a local relay)"
+    return None
+
+
+def redact_url(url: str) -> str:
+    """The URL without what may be a secret: no user:password, no query string, no fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return redacted + ("?…" if parts.query else "")
+
+
+def terminal_event(status: str, stop: str | None) -> str:
+    """The event a run's end is announced as: `run.cancelled` and `run.approval_expired` say why a run was
+    abandoned; otherwise `run.<status>` (completed, compensated, abandoned, failed, compensation_failed...).
+    A failure says so whatever stopped the run."""
+    if stop in ("cancelled", "approval_expired") and status not in FAILURES:
+        return f"run.{stop}"
+    return f"run.{status}"
 
 
 def signature(secret: bytes, timestamp: int, event_id: str, body: bytes) -> str:

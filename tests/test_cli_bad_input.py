@@ -113,6 +113,13 @@ CASES = [
     starter("cert without key", "pending", says="go together", TEMPORAL_TLS_CLIENT_CERT_PATH="/etc/hostname"),
     starter("old variable name", "pending", says="TEMPORAL_TLS_CERT is no longer read", TEMPORAL_TLS_CERT="/x"),
     starter("server unreachable", "pending", code=1, says=f"cannot reach Temporal at {NOWHERE}"),
+    starter("serve port 0", "serve", "--port", "0", says="--port: a port is 1-65535"),
+    starter("serve without tokens", "serve", says="refusing to start without AGENT_API_TOKENS"),
+    starter(
+        "serve insecure off loopback",
+        *("serve", "--host", "0.0.0.0", "--insecure-no-auth"),
+        says="allowed on a loopback address only",
+    ),
     # -- job ---------------------------------------------------------------------------------------------
     job("no command", says="the following arguments are required: command"),
     job("unknown command", "bogus", says="invalid choice: 'bogus'"),

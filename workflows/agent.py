@@ -12,7 +12,13 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, is_cancelled_exception
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    FailureError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
@@ -67,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
+    from workflows.webhook import announce
 
 
 # Bad input (a field that does not validate; an agent, model or options the worker rejects) fails the
@@ -101,6 +108,23 @@ class AgentWorkflow:
 
     @workflow.run
     async def run(self, input: AgentInput) -> AgentResult:
+        try:
+            result = await self._run()
+        except (FailureError, ValidationError, asyncio.CancelledError) as exc:
+            # The run fails (or is cancelled outside the loop): its webhook hears of it, then it ends so.
+            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "failed"
+            if isinstance(exc, ApplicationError) and exc.type == "CompensationFailed":
+                status = "compensation_failed"
+            await announce(input.webhook, self.run_id, status, self._why_stopped(status), error=str(exc) or None)
+            raise
+        await announce(input.webhook, self.run_id, result.status, result.stop.value, result.output)
+        return result
+
+    def _why_stopped(self, status: str) -> str | None:
+        stop = self.loop.state.stop
+        return "cancelled" if status == "cancelled" else (stop.value if stop else None)
+
+    async def _run(self) -> AgentResult:
         self._show("running", "starting")
         await self._start()
         try:
@@ -214,6 +238,7 @@ class AgentWorkflow:
             trajectory=trajectory(state.records),
             stop=state.stop.value if state.stop else None,
             pending_approvals=list(self.book.pending.values()),
+            total=self.spec.estimated_actions if self.spec else None,
             compensations_done=len([c for c in self.compensations if c.status == "compensated"]),
             compensations_remaining=[s.call.name for s in self.remaining],
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
 from agentic import Budget, LoopState, Message, ModelSettings, Run, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
@@ -13,6 +13,7 @@ from agentic.delegation import Delegation
 from agentic.saga import CompensationStep, SagaPolicy
 from agentic.spec import AgentSpec
 from agentic.transcript_store import Transcripts
+from ops.webhook_signing import url_problem
 from workflows.transcript import TranscriptMode, WorkflowTranscript
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
@@ -106,6 +107,19 @@ class AgentInput(BaseModel):
         exclude_if=lambda v: v is None,
         description="Set on a child run by the run that delegated to it: the tree above it, and which call.",
     )
+    webhook: str | None = Field(
+        None,
+        description="POSTed once when the run ends (signed with the worker's AGENT_WEBHOOK_SECRET): https, or "
+        "http to a loopback host.",
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _deliverable(cls, url: str | None) -> str | None:
+        problem = url_problem(url) if url is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return url
 
 
 class Progress(BaseModel):
@@ -127,6 +141,7 @@ class Progress(BaseModel):
     compensations_remaining: list[str] = Field(default_factory=list)
     worker_answered: bool = Field(True, description="False: no worker answered; the rest is the last known state.")
     error: str | None = Field(None, description="Why a run that ended in failure failed.")
+    total: int | None = Field(None, description="The agent's estimate of its actions (model + tool calls + undos).")
 
 
 class AgentResult(Run):

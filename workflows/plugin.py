@@ -6,8 +6,9 @@ SDK's way (a `SimplePlugin`) instead of by hand:
 
 It sets the pydantic data converter (with the AES-GCM payload codec and encoded failure attributes when
 codec keys are configured), our logging interceptor (and OpenTelemetry's when `AGENT_OTEL` is on), and
-registers `AgentWorkflow` on every worker and replayer built from that client. The activities need the
-worker's agents and services, so `worker.build_worker` adds them.
+registers `AgentWorkflow` (and `WebhookWorkflow`, its terminal-state notifier) on every worker and replayer
+built from that client. The activities need the worker's agents and services, so `worker.build_worker` adds
+them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ops import observability
 from ops.connection import data_converter
 from ops.settings import Settings
 from workflows.agent import AgentWorkflow
+from workflows.webhook import WebhookWorkflow
 
 NAME = "durable-agents"
 
@@ -30,7 +32,7 @@ NAME = "durable-agents"
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     # Registered once, whether the plugin comes from the client, the worker, or both.
     existing = list(existing or [])
-    return existing if AgentWorkflow in existing else [*existing, AgentWorkflow]
+    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if w not in existing]
 
 
 class DurableAgentsPlugin(SimplePlugin):

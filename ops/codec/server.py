@@ -34,7 +34,6 @@ import html
 import json
 import logging
 import os
-import secrets
 import socket
 import sys
 import threading
@@ -42,7 +41,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -52,6 +50,7 @@ from temporalio.api.common.v1 import Payloads
 from ops.codec.aesgcm import AesGcmCodec, DecryptionError
 from ops.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
 from ops.http_auth import AuthConfigError, allowed_hosts, check_startup, host_allowed, hosts_from_env
+from ops.http_sessions import SESSION_SECONDS, Sessions, cookie_value, set_cookie
 
 log = logging.getLogger("ops.codec.server")
 
@@ -64,47 +63,8 @@ DEFAULT_ORIGINS = (
 MAX_BODY = 64 * 1024 * 1024
 MAX_LOGIN_BODY = 4 * 1024
 COOKIE = "agent_codec_session"
-SESSION_SECONDS = 12 * 3600
-MAX_SESSIONS = 1024
 REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 64
-
-
-class Sessions:
-    """Server-side sessions: the cookie carries a random id; its digest maps to an expiry. A leaked cookie is
-    one session (ended by /logout or its expiry), not the long-lived token."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self.clock = clock
-        self._expiry: dict[bytes, float] = {}
-        self._lock = threading.Lock()
-
-    def start(self) -> str:
-        session = secrets.token_urlsafe(32)
-        now = self.clock()
-        with self._lock:
-            self._expiry = {k: v for k, v in self._expiry.items() if v > now}
-            while len(self._expiry) >= MAX_SESSIONS:
-                self._expiry.pop(min(self._expiry, key=self._expiry.__getitem__))
-            self._expiry[_digest(session)] = now + self.seconds
-        return session
-
-    def valid(self, session: str | None) -> bool:
-        if not session:
-            return False
-        with self._lock:
-            expiry = self._expiry.get(_digest(session))
-        return expiry is not None and expiry > self.clock()
-
-    def end(self, session: str | None) -> None:
-        if session:
-            with self._lock:
-                self._expiry.pop(_digest(session), None)
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode()).digest()
 
 
 @dataclass(frozen=True)
@@ -119,7 +79,7 @@ class CodecService:
     max_connections: int = MAX_CONNECTIONS
     session_seconds: float = SESSION_SECONDS
     clock: Callable[[], float] = time.monotonic
-    sessions: Sessions = field(init=False, repr=False)
+    sessions: Sessions[bool] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sessions", Sessions(self.session_seconds, self.clock))
@@ -149,14 +109,12 @@ class CodecService:
         return json_format.MessageToJson(Payloads(payloads=result), indent=None).encode()
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
+
+
 def session_of(cookie_header: str | None) -> str | None:
-    cookies: SimpleCookie = SimpleCookie()
-    try:
-        cookies.load(cookie_header or "")
-    except Exception:
-        return None
-    morsel = cookies.get(COOKIE)
-    return morsel.value if morsel else None
+    return cookie_value(cookie_header, COOKIE)
 
 
 def _operation(path: str) -> str | None:
@@ -274,9 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
         secure = self.service.secure_cookie or self.headers.get("X-Forwarded-Proto") == "https"
         # SameSite=Strict: sent on the UI's same-site fetches (another port of the same host, or a sibling
         # subdomain), never on requests another site makes.
-        return f"{COOKIE}={value}; Max-Age={max_age}; Path=/; HttpOnly; SameSite=Strict" + (
-            "; Secure" if secure else ""
-        )
+        return set_cookie(COOKIE, value, max_age, secure=secure)
 
     def _login_page(self, message: str = "", status: HTTPStatus = HTTPStatus.OK) -> None:
         if not self.service.token:
@@ -299,7 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.service.token_matches(token):
             return self._login_page("That token is not valid.", HTTPStatus.UNAUTHORIZED)
         self.send_response(HTTPStatus.SEE_OTHER)
-        self.send_header("Set-Cookie", self._cookie(self.service.sessions.start(), int(self.service.session_seconds)))
+        session = self.service.sessions.start(True)
+        self.send_header("Set-Cookie", self._cookie(session, int(self.service.session_seconds)))
         self.send_header("Location", "/login?signed-in")
         self.send_header("Content-Length", "0")
         self.end_headers()

@@ -1,0 +1,48 @@
+"""The webhook activity: POST one signed terminal-state event to a run's webhook URL.
+
+Delivery is at least once: every attempt carries the same event id (receivers de-duplicate on it) and is
+signed afresh (ops/webhook_signing.py), so its timestamp is current. The secret is worker configuration
+(`AGENT_WEBHOOK_SECRET`), never run input: a worker without it keeps retrying — an unsigned delivery is
+never sent — until one with it picks the attempt up.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.inputs import WebhookDelivered, WebhookInput
+from ops.webhook_signing import SECRET_ENV, redact_url, signed_headers, url_problem
+
+TIMEOUT_SECONDS = 10.0
+
+
+class WebhookActivities:
+    def __init__(self, secret: bytes | None, *, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.secret = secret
+        self.timeout = timeout
+
+    @activity.defn(name="deliver_webhook")
+    async def deliver_webhook(self, input: WebhookInput) -> WebhookDelivered:
+        where = redact_url(input.url)  # messages end up in history and logs: no credentials, no query
+        problem = url_problem(input.url)
+        if problem is not None:
+            raise ApplicationError(f"webhook {where}: {problem}", type="WebhookRejected", non_retryable=True)
+        if self.secret is None:
+            raise ApplicationError(
+                f"not sent to {where}: {SECRET_ENV} is not set on this worker, and deliveries are signed",
+                type="WebhookNotConfigured",
+            )
+        body = json.dumps(input.payload, sort_keys=True).encode()
+        headers = {"content-type": "application/json"} | signed_headers(self.secret, input.event_id, body)
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                response = await client.post(input.url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ApplicationError(f"webhook {where}: {type(exc).__name__}", type="WebhookFailed") from None
+        if not 200 <= response.status_code < 300:
+            raise ApplicationError(f"webhook {where}: HTTP {response.status_code}", type="WebhookFailed")
+        return WebhookDelivered(status_code=response.status_code, attempt=activity.info().attempt)

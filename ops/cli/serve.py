@@ -1,0 +1,44 @@
+"""`serve`: the runs API over Temporal (ops/http/), with the approvals inbox at /inbox.
+
+    AGENT_API_TOKENS="TOKEN1=maria:approver,TOKEN2=ops:viewer" python starter.py serve [--host H] [--port 8765]
+
+It validates `POST /runs` against the agents modules (`--agents`, default: the demo agents) as `run` does,
+and reaches Temporal with the usual settings (TEMPORAL_ADDRESS, ...). Where workers require signed decisions,
+`AGENT_API_APPROVER_KEYS` gives it the approvers' private keys to sign with (ops/approver_keys.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ops.agent_modules import load_agents, module_names
+from ops.approver_keys import api_signing_keys
+from ops.cli.connection import agent_client
+from ops.cli.output import CliError
+from ops.http.app import create_app
+from ops.http.serve import add_serve_arguments, auth_from, listen, listening_line, server
+from ops.http.temporal import TemporalEngine
+from ops.http_auth import AuthConfigError
+from ops.settings import Settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_serve_arguments(parser)
+    parser.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) runs may name")
+
+
+async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        auth = auth_from(args, "starter.py serve")
+    except AuthConfigError as exc:
+        raise CliError(str(exc), code=2) from None
+    agents = load_agents(module_names(args.agents))
+    engine = TemporalEngine(await agent_client(settings), agents, api_signing_keys())
+    try:
+        listener = listen(args)  # bound before the address is printed: connections wait in the backlog
+    except OSError as exc:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
+    where = f"Temporal {settings.address}, namespace {settings.namespace}, task queue {settings.task_queue}"
+    print(listening_line("serve", args, auth, where), flush=True)
+    await server(create_app(engine, auth, secure_cookie=args.secure_cookie), args).serve(sockets=[listener])
+    return 0

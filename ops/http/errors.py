@@ -1,0 +1,40 @@
+"""What the engines raise, and the HTTP status each one is: the app turns them into `{"error": why}`."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    status_code = 500
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RunNotFound(ApiError):
+    status_code = 404
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"unknown run id {run_id!r}")  # never the store's path or the namespace
+
+
+class InvalidRequest(ApiError):
+    """Well-formed but unusable (an unknown agent, options its model refuses, a URL that cannot be used)."""
+
+    status_code = 422
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+class Conflict(ApiError):
+    """The run is not in a state that allows this (ended, not waiting, already decided, wrong hash)."""
+
+    status_code = 409
+
+
+class EngineUnavailable(ApiError):
+    """Temporal (or a worker) did not answer."""
+
+    status_code = 503
