@@ -8,6 +8,7 @@ instead of failing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -30,7 +31,12 @@ def create_private(path: Path) -> None:
     database file's permissions. Files an earlier version created readable by others are tightened; an
     existing directory is the operator's choice and left alone."""
     private_dir(path.parent)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    if not path.exists():
+        # Only a file that does not exist yet is opened here. Closing any descriptor of a database file drops
+        # every POSIX lock this process holds on it, the locks of SQLite connections already open included:
+        # another store object in the same process would then read from a stale snapshot, or write unsafely.
+        with contextlib.suppress(FileExistsError):  # created meanwhile by another process: theirs is fine
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         try:
             current = stat.S_IMODE(file.stat().st_mode)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from agentic import Message
 from agentic.ledger import EffectsLedger
 from agentic.transcript_store import EMPTY, SqliteTranscriptStore, Transcripts
 from baseline.store import Store
+from ops.settings import ROOT
 
 
 def mode(path: Path) -> int:
@@ -46,3 +49,20 @@ def test_existing_readable_files_are_tightened(tmp_path: Path) -> None:
     os.chmod(shared, 0o755)
     EffectsLedger(shared / "ledger.db")
     assert mode(shared) == 0o755 and mode(shared / "ledger.db") == 0o600
+
+
+def test_opening_a_second_store_on_a_file_never_drops_the_first_ones_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of a SQLite file drops every POSIX lock the process holds on it: a store opened
+    on an existing file must not open the file itself, or the first store reads stale snapshots (seen: a
+    test process's ledger stuck at 3 effects while a worker wrote more)."""
+    path = tmp_path / "l.db"
+    first = EffectsLedger(path)
+    first.apply("k0", run_id="r", tool="t", args={}, perform=lambda: "x")
+    seen = []
+    for i in range(1, 5):
+        writer = f"from agentic.ledger import EffectsLedger; EffectsLedger({str(path)!r}).apply('k{i}', run_id='r', "
+        writer += "tool='t', args={}, perform=lambda: 'x')"
+        subprocess.run([sys.executable, "-c", writer], check=True, cwd=ROOT, timeout=60)
+        EffectsLedger(path)  # another store object on the same file, in this process
+        seen.append(len(first.effects()))
+    assert seen == [2, 3, 4, 5]
