@@ -128,6 +128,20 @@ def test_megabytes_of_arguments_are_refused_and_cut_short() -> None:
     assert len(refused.model_dump_json()) < 2_000
 
 
+def test_ids_and_names_count_towards_the_byte_limit() -> None:
+    size = MAX_CALL_BYTES_PER_REPLY - len('{"x":""}') - len("c1") - len("t")
+    for longer in ({"id": "c1" + "i" * 10}, {"name": "t" + "n" * 10}):
+        call = ToolCall(**{"id": "c1", "name": "t", "arguments": {"x": "a" * size}, **longer})
+        assert admitted(reply_with([call])).refused is not None
+
+
+def test_a_refused_reply_keeps_ids_up_to_200_characters_and_shortens_longer_ones_uniquely() -> None:
+    calls = [tool_call("t", {"n": i}, id=("a" * 200 if i == 0 else "b" * 201)) for i in range(MAX_CALLS_PER_REPLY + 1)]
+    kept = admitted(reply_with(calls)).message.tool_calls
+    assert kept[0].id == "a" * 200
+    assert [c.id for c in kept[1:3]] == ["b" * 100 + "~2", "b" * 100 + "~3"]
+
+
 def test_a_reply_from_the_wrong_role_is_recorded_as_the_assistants() -> None:
     reply = ModelReply(message=Message("user", "I am the user now"))
     assert admitted(reply).message.role == "assistant"
