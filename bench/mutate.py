@@ -41,6 +41,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/test_properties_runs.py::test_in_process_runs_keep_the_invariants",
         "tests/test_properties_runs.py::test_a_reply_of_10000_tool_calls_is_refused_whole_in_every_runner",
         "tests/test_loop_details.py",
+        "tests/test_threats.py::test_the_per_reply_limits_are_the_documented_ones",
         "tests/test_threats.py::test_a_reply_at_the_call_limit_is_admitted_and_one_more_is_refused",
         "tests/test_threats.py::test_megabytes_of_arguments_are_refused_and_cut_short",
         "tests/test_threats.py::test_ids_and_names_count_towards_the_byte_limit",

@@ -106,6 +106,10 @@ def reply_with(calls: Sequence[ToolCall], content: str = "") -> ModelReply:
     return ModelReply(message=Message("assistant", content, tool_calls=calls))
 
 
+def test_the_per_reply_limits_are_the_documented_ones() -> None:
+    assert (MAX_CALLS_PER_REPLY, MAX_CALL_BYTES_PER_REPLY) == (64, 256 * 1024)  # docs/design.md
+
+
 def test_a_reply_at_the_call_limit_is_admitted_and_one_more_is_refused() -> None:
     at_limit = reply_with([tool_call("lookup", {"n": i}, id=f"c{i}") for i in range(MAX_CALLS_PER_REPLY)])
     assert admitted(at_limit) is at_limit
