@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from hypothesis import strategies as st
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from agentic import (
     Agent,
@@ -38,8 +40,10 @@ from agentic import (
     Usage,
     tool,
 )
+from agentic.ledger import EffectsLedger
 from agentic.loop import GIVE_UP
 from examples.effects import record_effect
+from workflows import search_attributes
 
 T = TypeVar("T")
 
@@ -229,6 +233,38 @@ def background_loop() -> Iterator[BackgroundLoop]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+@contextmanager
+def temporal_in_background(
+    ledger: EffectsLedger, task_queue: str, agents: Sequence[Agent]
+) -> Iterator[tuple[BackgroundLoop, WorkflowEnvironment]]:
+    """A time-skipping server of its own and a worker serving `agents`, on a background loop: for synchronous
+    (hypothesis) tests and for command lines that make their own event loops, neither of which can share the
+    session's async fixtures."""
+    from tests.conftest import TEST_SERVER, new_worker
+
+    with background_loop() as loop:
+
+        async def start() -> tuple[WorkflowEnvironment, Any]:
+            env = await WorkflowEnvironment.start_time_skipping(
+                data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
+            )
+            await search_attributes.register(env.client)
+            worker = new_worker(env.client, task_queue, ledger, agents=list(agents))
+            await worker.__aenter__()
+            return env, worker
+
+        env, worker = loop.run(start())
+        try:
+            yield loop, env
+        finally:
+
+            async def stop() -> None:
+                await worker.__aexit__(None, None, None)
+                await env.shutdown()
+
+            loop.run(stop())
 
 
 def scratch(tmp: Path) -> Path:

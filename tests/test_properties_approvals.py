@@ -17,17 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
-from temporalio.testing import WorkflowEnvironment
 
 from agentic import ToolCall
 from agentic.approvals import ApprovalBook, Decision, Outcome, arguments_hash
 from agentic.ledger import EffectsLedger
 from agentic.signing import ApproverKey
-from tests.conftest import TEST_AGENTS, TEST_SERVER, eventually, new_worker
-from tests.scripted_runs import background_loop
-from workflows import search_attributes
+from tests.conftest import TEST_AGENTS, eventually
+from tests.scripted_runs import temporal_in_background
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -138,27 +135,8 @@ def test_a_decision_exactly_at_the_deadline_is_too_late() -> None:
 @pytest.fixture(scope="module")
 def temporal(tmp_path_factory: pytest.TempPathFactory):
     ledger = EffectsLedger(tmp_path_factory.mktemp("prop-approvals") / "ledger.db")
-    with background_loop() as loop:
-
-        async def start() -> tuple[WorkflowEnvironment, Any]:
-            env = await WorkflowEnvironment.start_time_skipping(
-                data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-            )
-            await search_attributes.register(env.client)
-            worker = new_worker(env.client, "prop-approvals", ledger, agents=TEST_AGENTS)
-            await worker.__aenter__()
-            return env, worker
-
-        env, worker = loop.run(start())
-        try:
-            yield loop, env, ledger
-        finally:
-
-            async def stop() -> None:
-                await worker.__aexit__(None, None, None)
-                await env.shutdown()
-
-            loop.run(stop())
+    with temporal_in_background(ledger, "prop-approvals", TEST_AGENTS) as (loop, env):
+        yield loop, env, ledger
 
 
 workflow_decisions = st.lists(

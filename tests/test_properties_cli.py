@@ -21,17 +21,14 @@ from unittest import mock
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 import starter
 from agentic.ledger import EffectsLedger
 from baseline import cli as job_cli
 from baseline.store import Store
 from tests.baseline_helpers import ROOT, eventually
-from tests.conftest import TEST_AGENTS, TEST_SERVER, new_worker
-from tests.scripted_runs import background_loop
-from workflows import search_attributes
+from tests.conftest import TEST_AGENTS
+from tests.scripted_runs import temporal_in_background
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -156,24 +153,15 @@ def waiting_run(tmp_path_factory: pytest.TempPathFactory):
     """A run waiting for an approval on a time-skipping server of this module's own (the CLI makes its own
     event loops, so it cannot share the session's)."""
     ledger = EffectsLedger(tmp_path_factory.mktemp("starter-fuzz") / "ledger.db")
-    with background_loop() as loop:
-
-        async def start() -> tuple[WorkflowEnvironment, Any, Any]:
-            env = await WorkflowEnvironment.start_time_skipping(
-                data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-            )
-            await search_attributes.register(env.client)
-            worker = new_worker(env.client, "starter-fuzz", ledger, agents=TEST_AGENTS)
-            await worker.__aenter__()
-            handle = await env.client.start_workflow(
+    with temporal_in_background(ledger, "starter-fuzz", TEST_AGENTS) as (loop, env):
+        handle = loop.run(
+            env.client.start_workflow(
                 AgentWorkflow.run,
                 AgentInput(agent="refund"),
                 id=f"fuzz-{uuid.uuid4().hex[:8]}",
                 task_queue="starter-fuzz",
             )
-            return env, worker, handle
-
-        env, worker, handle = loop.run(start())
+        )
 
         async def pending() -> Any:
             return (await handle.query(AgentWorkflow.approvals)).pending
@@ -182,13 +170,7 @@ def waiting_run(tmp_path_factory: pytest.TempPathFactory):
         try:
             yield loop, env, handle, ledger
         finally:
-
-            async def stop() -> None:
-                await handle.terminate()
-                await worker.__aexit__(None, None, None)
-                await env.shutdown()
-
-            loop.run(stop())
+            loop.run(handle.terminate())
 
 
 @settings(max_examples=60 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 12)

@@ -20,8 +20,6 @@ from typing import Any
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from agentic import Budget, Message, Stop, Usage, tool_call
 from agentic.agent_set import AgentSet
@@ -32,22 +30,21 @@ from baseline.options import RunOptions
 from baseline.runner import transcript
 from baseline.store import Store
 from examples.options import DemoDeps
-from tests.conftest import TEST_SERVER, new_worker, transcripts_next_to
+from tests.conftest import transcripts_next_to
 from tests.scripted_runs import (
     AGENT,
     DOCUMENTED_STOPS,
     MAX_STEPS,
     assert_well_formed,
     assert_within_budget,
-    background_loop,
     in_process,
     last_step_usage,
     plain,
     register,
     scratch,
     scripts,
+    temporal_in_background,
 )
-from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -102,31 +99,9 @@ def test_the_checkpoint_runner_reaches_the_in_process_transcript(
 
 @pytest.fixture(scope="module")
 def temporal(tmp_path_factory: pytest.TempPathFactory):
-    """A time-skipping server and a worker serving the property agent, on a loop of their own: hypothesis
-    drives synchronous tests, so the session's async fixtures cannot be shared with it."""
-    tmp = tmp_path_factory.mktemp("prop-temporal")
-    ledger = EffectsLedger(tmp / "ledger.db")
-    with background_loop() as loop:
-
-        async def start() -> tuple[WorkflowEnvironment, Any]:
-            env = await WorkflowEnvironment.start_time_skipping(
-                data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-            )
-            await search_attributes.register(env.client)
-            worker = new_worker(env.client, "prop", ledger, agents=[AGENT])
-            await worker.__aenter__()
-            return env, worker
-
-        env, worker = loop.run(start())
-        try:
-            yield loop, env, ledger
-        finally:
-
-            async def stop() -> None:
-                await worker.__aexit__(None, None, None)
-                await env.shutdown()
-
-            loop.run(stop())
+    ledger = EffectsLedger(tmp_path_factory.mktemp("prop-temporal") / "ledger.db")
+    with temporal_in_background(ledger, "prop", [AGENT]) as (loop, env):
+        yield loop, env, ledger
 
 
 @settings(max_examples=60 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 12)
