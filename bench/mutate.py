@@ -63,6 +63,7 @@ TARGETS: dict[str, list[str]] = {
     ],
     "agentic/registry.py": ["tests/test_dispatch.py", "tests/test_tools.py"],
     "agentic/signing.py": [
+        "tests/test_signing_rules.py",
         "tests/test_signed_decisions.py::test_only_a_decision_signed_by_the_named_approver_counts",
         "tests/test_signed_decisions.py::test_key_entries_are_checked_and_never_echoed",
         "tests/test_signed_decisions.py::test_python_m_ops_approver_keys_new_prints_a_usable_pair",
@@ -70,6 +71,7 @@ TARGETS: dict[str, list[str]] = {
     **{
         target: [
             "tests/test_lease_rules.py",
+            "tests/test_store_rules.py",
             "tests/test_baseline_transcript.py",
             "tests/test_mutation_classes.py::test_a_worker_that_lost_its_lease_cannot_renew_it",
             "tests/test_mutation_classes.py::test_steps_recorded_past_the_end_of_a_run_stop_its_resume",

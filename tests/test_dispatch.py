@@ -356,3 +356,34 @@ def test_result_to_message() -> None:
     registry, _ = make_registry()
     message = registry.dispatch(tool_call("charge", {"invoice": "i", "amount": 1}, id="c1")).to_message()
     assert (message.role, message.content, message.tool_call_id) == ("tool", "charged i 1", "c1")
+
+
+# -- compensation ----------------------------------------------------------------------------------------
+
+
+def _undo(arguments: dict[str, Any], result: str, ctx: ToolContext) -> str:
+    if arguments.get("fail"):
+        raise ConnectionError("provider down")
+    return f"undid {result}"
+
+
+@tool(description="Book.", fail="Make the undo fail.", mutating=True, compensation=_undo)
+def book(fail: bool, ctx: ToolContext) -> str:
+    return "booked"
+
+
+@tool(description="Charge.", mutating=True)
+def charge_once(ctx: ToolContext) -> str:
+    return "charged"
+
+
+def test_a_compensation_gets_the_original_arguments_and_result_and_every_failure_is_retryable() -> None:
+    registry = Registry([book, charge_once])
+    context = ToolContext(run_id="r", call_id="1.1", idempotency_key="r:1.1:undo", compensates="r:1.1")
+    done = registry.compensate(tool_call("book", {"fail": False}, id="c1"), "booked B-1", context)
+    assert (done.status, done.content) == (ToolStatus.OK, "undid booked B-1")
+    failed = registry.compensate(tool_call("book", {"fail": True}, id="c1"), "booked B-1", context)
+    assert failed.status is ToolStatus.RETRYABLE and "provider down" in failed.content
+    for name in ("charge_once", "gone"):  # no inverse declared, or no such tool: nothing can be done
+        impossible = registry.compensate(tool_call(name, {}, id="c1"), "x", context)
+        assert impossible.status is ToolStatus.FATAL and "declares no compensation" in impossible.content

@@ -86,3 +86,28 @@ def test_a_keeper_that_lost_its_lease_says_so(store: Store) -> None:
             keeper.check()
     with pytest.raises(LeaseLost):  # and the store refuses its writes
         store.set_status("r1", "a", "running")
+
+
+def test_a_run_nobody_holds_at_its_attempt_limit_is_dead_lettered_not_reported_held(store: Store) -> None:
+    reopen(store, None, time.time() + 60, attempts=5)
+    with pytest.raises(DeadLettered):
+        acquire(store, "r1", "w6", lease_seconds=30, max_attempts=5)
+    row = store.require("r1")
+    assert (row.progress.step, row.progress.label) == (0, "dead letter")
+
+
+def test_a_held_lease_says_how_long_it_has_left(store: Store) -> None:
+    reopen(store, "a", time.time() + 60)
+    with pytest.raises(LeaseHeld) as held:
+        acquire(store, "r1", "b", lease_seconds=30, max_attempts=5)
+    left = float(str(held.value).split("(")[1].split("s left")[0])
+    assert 50 < left <= 60
+
+
+def test_a_keeper_renews_while_it_owns_the_lease_and_never_says_it_lost_it(store: Store) -> None:
+    reopen(store, "a", time.time() + 0.3)
+    first = store.require("r1").lease_expires
+    with LeaseKeeper(store, "r1", "a", lease_seconds=0.3) as keeper:
+        seen = {first}
+        eventually(lambda: seen.add(store.require("r1").lease_expires) or len(seen) >= 4, what="three renewals")
+        assert not keeper.lost.is_set()
