@@ -67,3 +67,13 @@ def test_expiries_and_unreadable_decisions_are_never_marked_signed() -> None:
     book.request("r", ToolCall(id="c", name="pay", uid="1.1"), now, 60)
     assert not book.expire("1.1").signed
     assert not book.unreadable(now, "garbage").signed
+
+
+def test_costs_add_up_to_ten_decimal_places() -> None:
+    """Consumption is compared across runners and resumes: sums are rounded to 1e-10 dollars, so the same steps
+    add up to the same cost whichever order or process added them."""
+    from agentic import Usage
+
+    assert Usage(cost=0.1).plus(Usage(cost=0.2)).cost == 0.3
+    assert Usage().plus(Usage(cost=4e-11)).cost == 0.0
+    assert Usage().plus(Usage(cost=6e-11)).cost == 1e-10
