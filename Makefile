@@ -38,9 +38,11 @@ demo-llm: setup llm
 test: setup llm
 	$(BIN)/python -m pytest
 
-# The long chaos sessions and other `@pytest.mark.slow` tests, excluded from `make test`.
+# The long chaos sessions and other `@pytest.mark.slow` tests, excluded from `make test`; then the property
+# tests with many more examples (HYPOTHESIS_PROFILE=deep; `make test` runs them bounded).
 test-slow: setup
 	$(BIN)/python -m pytest -m slow
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/test_properties_runs.py tests/test_properties_approvals.py tests/test_properties_cli.py
 
 # Temporal vs the checkpoint baseline on this machine: tables, results/bench.json, PNG plots (docs/benchmarks.md).
 bench: setup

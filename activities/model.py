@@ -20,6 +20,7 @@ from activities.inputs import ModelCallInput, ModelStep
 from activities.served import ServedAgents
 from activities.stored_here import stored_here
 from agentic import Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from agentic.loop import admitted
 from agentic.models.base import ask
 from agentic.transcript_store import PayloadTooLarge, Transcripts
 from workflows.inputs import PayloadLimits
@@ -65,8 +66,12 @@ class ModelActivities:
         try:
             # Models are synchronous; a thread keeps the worker's event loop free meanwhile, and heartbeats
             # tell Temporal within seconds, not the model timeout, if this worker dies.
-            return await heartbeating(
-                asyncio.to_thread(ask, model, messages, schemas, call_index=call_index, settings=settings)
+            # Admitted here, before it enters history or the store: a reply over the per-reply limits (10,000
+            # tool calls, megabytes of arguments) travels refused and cut short, exactly as the loop records it.
+            return admitted(
+                await heartbeating(
+                    asyncio.to_thread(ask, model, messages, schemas, call_index=call_index, settings=settings)
+                )
             )
         except ModelError as exc:
             # `from None`: the message already says what went wrong, and the client library's exception chain

@@ -22,6 +22,7 @@ from agentic.messages import ToolCall, canonical_json
 from agentic.signing import ApproverKey, signature_problem, signed_text
 
 DEFAULT_TIMEOUT = 24 * 3600.0
+UNREADABLE = "(unreadable)"  # the call id audited for a decision that could not be read
 
 
 def arguments_hash(call: ToolCall) -> str:
@@ -200,6 +201,21 @@ class ApprovalBook(BaseModel):
         self.outcomes[decision.call_id] = Outcome.APPROVED if decision.approve else Outcome.DECLINED
         del self.pending[decision.call_id]
         return self._log(decision, self.outcomes[decision.call_id].value, pending.tool, now)  # type: ignore[arg-type]
+
+    def unreadable(self, now: datetime, problem: str) -> AuditEntry:
+        """A decision that could not even be read (not JSON, the wrong shape): it changes nothing, and is
+        audited like any other rejected decision (its problem cut short: the sender chose its size)."""
+        entry = AuditEntry(
+            call_id=UNREADABLE,
+            tool=None,
+            event="rejected",
+            approver=None,
+            at=now,
+            arguments_hash=None,
+            rejection=f"the decision could not be read: {problem[:300]}",
+        )
+        self.audit.append(entry)
+        return entry
 
     def expire(self, call_id: str) -> AuditEntry:
         """The request expired at its deadline: recorded at the deadline itself, not at whenever a worker

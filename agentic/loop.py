@@ -37,6 +37,53 @@ GIVE_UP_SCHEMA = ToolSchema(
 )
 
 
+# What one model reply may ask for. A reply over either limit is refused whole: none of its calls runs, each
+# kept call is answered with why, and what is kept of it is small (a runaway or hostile model cannot grow a
+# run's state, history or transcript by more than this per step).
+MAX_CALLS_PER_REPLY = 64
+MAX_CALL_BYTES_PER_REPLY = 256 * 1024  # names, ids and JSON arguments of all the reply's calls together
+_KEPT_OF_A_REFUSED_CALL = 200  # characters of a refused call's name, id and arguments kept in the transcript
+
+
+def admitted(reply: ModelReply) -> ModelReply:
+    """The reply as every runner records it: role `assistant`, and tool calls within the per-reply limits.
+    Over a limit, the reply is `refused` and keeps at most `MAX_CALLS_PER_REPLY` calls, each cut short.
+    Idempotent, so a boundary (the model activity) and the loop can both apply it."""
+    message = reply.message
+    if message.role != "assistant":
+        message = message.model_copy(update={"role": "assistant"})
+    calls = message.tool_calls
+    size = sum(len(c.id) + len(c.name) + len(c.canonical_arguments) for c in calls)
+    refused = reply.refused
+    if refused is None and len(calls) > MAX_CALLS_PER_REPLY:
+        refused = (
+            f"the reply asked for {len(calls)} tool calls at once; at most {MAX_CALLS_PER_REPLY} are allowed "
+            "in one reply, so none of them ran. Ask for fewer at a time"
+        )
+    elif refused is None and size > MAX_CALL_BYTES_PER_REPLY:
+        refused = (
+            f"the reply's tool calls take {size:,} bytes; at most {MAX_CALL_BYTES_PER_REPLY:,} are allowed in one "
+            "reply, so none of them ran. Send smaller arguments"
+        )
+    if refused is not None and reply.refused is None:
+        cut = _KEPT_OF_A_REFUSED_CALL
+        message = message.model_copy(
+            update={
+                "tool_calls": tuple(
+                    ToolCall(
+                        id=c.id if len(c.id) <= cut else f"{c.id[: cut // 2]}~{i}",
+                        name=c.name[:cut],
+                        arguments=c.canonical_arguments[:cut],
+                    )
+                    for i, c in enumerate(calls[:MAX_CALLS_PER_REPLY], 1)
+                )
+            }
+        )
+    if message is reply.message and refused == reply.refused:
+        return reply
+    return reply.model_copy(update={"message": message, "refused": refused})
+
+
 def idempotency_key(run_id: str, call_uid: str) -> str:
     """The key a tool call's effect is recorded under: the same on every retry, replay and resume.
 
@@ -154,9 +201,8 @@ class AgentLoop:
         if not isinstance(self.next_step(), CallModel):
             raise LoopError("a model reply arrived when no model call was requested")
         s = self.state
+        reply = admitted(reply)
         message = reply.message
-        if message.role != "assistant":
-            message = message.model_copy(update={"role": "assistant"})
         s.consumed = s.consumed.plus(
             Usage(steps=1, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, cost=reply.cost)
         )
@@ -166,6 +212,11 @@ class AgentLoop:
             return [message]
         step = s.consumed.steps
         s.queue = [call.model_copy(update={"uid": call_uid(step, i)}) for i, call in enumerate(message.tool_calls, 1)]
+        if reply.refused is not None:
+            answers = []
+            while s.queue:
+                answers.append(self._resolve(ToolResult.skipped(s.queue[0], reply.refused)))
+            return [message, *answers]
         return [message, *self._settle()]
 
     def tool_finished(self, result: ToolResult) -> list[Message]:

@@ -203,7 +203,7 @@ def _arguments_model(
     tool_name: str, fn: Callable[..., Any], docs: Mapping[str, str]
 ) -> tuple[type[BaseModel], str | None]:
     signature = inspect.signature(fn)
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)  # keeps Annotated constraints (a pattern, a range)
     fields: dict[str, Any] = {}
     context_param: str | None = None
     for param in signature.parameters.values():

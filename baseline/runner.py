@@ -36,7 +36,7 @@ from agentic.delegation import (
     reserve,
     task_of,
 )
-from agentic.loop import initial_messages, tool_schemas
+from agentic.loop import admitted, initial_messages, tool_schemas
 from agentic.mcp import MCPToolsError
 from agentic.models.base import ask
 from agentic.saga import CompensationStep, abandons, compensation_plan
@@ -198,8 +198,15 @@ class Runner:
         attempts = self.options.model_attempts
         for attempt in range(1, attempts + 1):
             try:
-                return ask(
-                    self.model, self.messages, self.schemas, call_index=action.call_index, settings=self.model_settings
+                # Admitted before it is checkpointed: a reply over the per-reply limits is stored cut short.
+                return admitted(
+                    ask(
+                        self.model,
+                        self.messages,
+                        self.schemas,
+                        call_index=action.call_index,
+                        settings=self.model_settings,
+                    )
                 )
             except ModelError as exc:
                 if not exc.retryable or attempt == attempts:

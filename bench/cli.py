@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "bench.real_model",
     "bench.delegation",
     "bench.http_progress",
+    "bench.mutate",
 ]
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Annotated
+from urllib.parse import quote
 
 import httpx
+from pydantic import StringConstraints
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, ToolRetry, tool, tool_call
 from ops.settings import Settings
@@ -29,9 +32,18 @@ def call(request: httpx.Request, ctx: ToolContext) -> httpx.Response:
     return reply
 
 
+# An order id as the service knows them. The model's arguments become part of a URL: checked before any
+# request (`../refunds` would otherwise reach another endpoint), and quoted as a path segment anyway.
+OrderId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]{1,32}$")]
+
+
+def order_path(order_id: str, suffix: str = "") -> str:
+    return f"/orders/{quote(order_id, safe='')}{suffix}"
+
+
 @tool(description="Look up an order: its amount.", order_id="The order id, e.g. A-1.")
-def lookup_order(order_id: str, ctx: ToolContext) -> str:
-    return call(ctx.deps.build_request("GET", f"/orders/{order_id}"), ctx).text
+def lookup_order(order_id: OrderId, ctx: ToolContext) -> str:
+    return call(ctx.deps.build_request("GET", order_path(order_id)), ctx).text
 
 
 @tool(
@@ -40,9 +52,9 @@ def lookup_order(order_id: str, ctx: ToolContext) -> str:
     mutating=True,
     requires_confirmation=True,
 )
-def refund_order(order_id: str, ctx: ToolContext) -> str:
+def refund_order(order_id: OrderId, ctx: ToolContext) -> str:
     headers = {"Idempotency-Key": ctx.idempotency_key}  # the service refunds at most once per key
-    reply = call(ctx.deps.build_request("POST", f"/orders/{order_id}/refund", headers=headers), ctx)
+    reply = call(ctx.deps.build_request("POST", order_path(order_id, "/refund"), headers=headers), ctx)
     return reply.json().get("answer") or reply.text
 
 

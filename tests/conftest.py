@@ -6,6 +6,7 @@ Servers are started by these fixtures and stopped by their own handles (by pid),
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from hypothesis import HealthCheck, settings
+from temporalio.api.workflowservice.v1 import ListOpenWorkflowExecutionsRequest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -38,6 +41,18 @@ from workflows import search_attributes
 # What a test worker serves: the demo agents and the small agents of tests/agents_for_tests.py.
 TEST_AGENTS: list[Agent] = [*examples.agents, *agents_for_tests.agents]
 
+# Property tests (hypothesis): a bounded run in `make test`, a deeper one with HYPOTHESIS_PROFILE=deep (what
+# `make test-slow` sets). Derandomized, so a failure in CI is the same failure on a laptop; no example
+# database, so nothing is written into the work tree.
+_PROFILE = {"deadline": None, "derandomize": True, "database": None, "print_blob": True}
+settings.register_profile(
+    "default", max_examples=25, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], **_PROFILE
+)
+settings.register_profile(
+    "deep", max_examples=400, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], **_PROFILE
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 BIN = Path(sys.executable).parent
 TEST_SERVER = BIN / "temporal-test-server"
 DEV_SERVER = BIN / "temporal"
@@ -56,6 +71,33 @@ async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+async def open_workflow_ids(env: WorkflowEnvironment) -> list[str]:
+    """The workflows still open on `env`'s server (the time-skipping server has no visibility queries, but
+    it answers the older ListOpenWorkflowExecutions)."""
+    request = ListOpenWorkflowExecutionsRequest(namespace=env.client.namespace, maximum_page_size=1000)
+    reply = await env.client.workflow_service.list_open_workflow_executions(request)
+    return [e.execution.workflow_id for e in reply.executions]
+
+
+async def terminate_open_workflows(env: WorkflowEnvironment) -> list[str]:
+    """Terminate every workflow left open on `env`; returns their ids."""
+    left = await open_workflow_ids(env)
+    for workflow_id in left:
+        with contextlib.suppress(Exception):  # closed meanwhile
+            await env.client.get_workflow_handle(workflow_id).terminate(reason="left open by a test")
+    return left
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _no_workflow_outlives_its_test(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """A test on the shared time-skipping server that fails (or forgets) with a workflow open would stop
+    time skipping for every later test: the server only skips while no workflow it knows of is busy. So
+    whatever a test left open is terminated when it ends, pass or fail."""
+    yield
+    if "skipping_env" in request.fixturenames:
+        await terminate_open_workflows(request.getfixturevalue("skipping_env"))
 
 
 @pytest.fixture

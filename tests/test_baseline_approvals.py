@@ -69,7 +69,9 @@ def test_approve_after_rejected_decisions_refunds_once(job: Job, capsys: pytest.
     ("policy", "status", "stop"), [("continue", "completed", "answered"), ("abandon", "abandoned", "approval_declined")]
 )
 def test_deny_makes_no_effect_and_tells_the_model(job: Job, policy: str, status: str, stop: str) -> None:
-    worker = start_refund(job, "no", "--on-decline", policy)
+    # The expiry policy is set the other way: a runner confusing the two would give the other outcome.
+    other = "abandon" if policy == "continue" else "continue"
+    worker = start_refund(job, "no", "--on-decline", policy, "--on-expire", other)
     denied = job.run("deny", "--id", "no", "--by", "carol", "--reason", "not eligible")
     assert denied.returncode == 0, denied.stderr
     code, _, err = finish(worker)
@@ -86,11 +88,12 @@ def test_deny_makes_no_effect_and_tells_the_model(job: Job, policy: str, status:
 
 
 def test_expiry_performs_nothing_and_a_late_decision_is_rejected(job: Job) -> None:
-    worker = start_refund(job, "late", "--approval-timeout", "0.5")
+    worker = start_refund(job, "late", "--approval-timeout", "0.5", "--on-decline", "abandon")
     code, _, err = finish(worker)
     assert code == 0, err
     assert job.effects("late") == []
     status = job.status("late")
+    assert (status["status"], status["stop"]) == ("completed", "answered")  # expiry continues, whatever declines do
     assert status["approvals"][0]["status"] == "expired"
     assert "expired" in status["output"]
     assert any("within 0.5 s" in m["content"] for m in transcript(job, "late") if m["role"] == "tool")
@@ -99,6 +102,17 @@ def test_expiry_performs_nothing_and_a_late_decision_is_rejected(job: Job) -> No
     assert late.returncode == 1
     assert "already expired" in one_line_error(late.stderr)
     assert [a["event"] for a in job.status("late")["audit"]] == ["expired", "rejected"]
+
+
+def test_expiry_under_abandon_abandons_even_when_declines_continue(job: Job) -> None:
+    worker = start_refund(
+        job, "gone", "--approval-timeout", "0.5", "--on-expire", "abandon", "--on-decline", "continue"
+    )
+    code, _, err = finish(worker)
+    assert code == 0, err
+    status = job.status("gone")
+    assert (status["status"], status["stop"]) == ("abandoned", "approval_expired")
+    assert job.effects("gone") == []
 
 
 def test_a_decision_made_while_no_worker_runs_is_applied_on_resume(job: Job) -> None:

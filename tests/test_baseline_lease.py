@@ -139,7 +139,8 @@ def test_a_worker_that_lost_its_lease_cannot_write(job: Job) -> None:
     job.store.create_run(
         "z", "billing", "{}", owner=zombie, lease_seconds=0.05, webhook_url=None, progress=Progress(0, 3, "")
     )
-    time.sleep(0.1)  # the zombie stops renewing; its lease runs out
+    # The zombie stops renewing; wait until its lease has run out.
+    eventually(lambda: job.store.require("z").lease_expires <= time.time(), what="the zombie's lease to expire")
     acquire(job.store, "z", new_owner(), lease_seconds=30, max_attempts=5)
     with pytest.raises(LeaseLost):
         job.store.complete(

@@ -111,10 +111,16 @@ async def test_status_of_a_running_run_comes_from_the_query(dev_env, task_queue,
         )
         assert code == 0
         assert json.loads(out)["run_id"] == f"st-{task_queue}"
-        await asyncio.sleep(1.5)
-        code, out, err = await starter("status", f"st-{task_queue}", "--json", settings=settings)
-        assert code == 0, err
-        status = json.loads(out)
+        status: dict = {}
+
+        async def working() -> bool:  # wait for the condition itself: the run has started a step
+            nonlocal status
+            code, out, err = await starter("status", f"st-{task_queue}", "--json", settings=settings)
+            assert code == 0, err
+            status = json.loads(out)
+            return status["step"] >= 1
+
+        await eventually(working, what="the run to be working on a step")
         assert status["status"] == "running"
         assert status["max_steps"] == 200
         assert status["label"].startswith(("migrate_record(record=rec-", "model call"))

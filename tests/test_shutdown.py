@@ -179,6 +179,14 @@ def _effects(path: Path) -> int:
     return len(EffectsLedger(path).effects())
 
 
+def _lease_expired(db: Path, run_id: str) -> bool:
+    import sqlite3
+
+    with sqlite3.connect(db) as connection:
+        row = connection.execute("SELECT lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row is not None and row[0] <= time.time()
+
+
 def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None:
     common = ["--db", str(tmp_path / "baseline.db"), "--ledger", str(tmp_path / "ledger.db")]
     slow = ["--scenario", "migration", "--records", "20", "--step-delay", "1", "--lease-seconds", "1"]
@@ -190,7 +198,8 @@ def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None
         time.sleep(0.1)
     first.process.kill()  # a crash: the run is left with a lease that expires in a second
     first.wait()
-    time.sleep(1.5)
+    while not _lease_expired(tmp_path / "baseline.db", "slow") and time.monotonic() < deadline:
+        time.sleep(0.1)
     recover = run(["-m", "baseline.cli", "recover", "--lease-seconds", "1", *common])
     deadline = time.monotonic() + 60
     while not descendants(recover.process.pid) and time.monotonic() < deadline:

@@ -12,6 +12,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -148,6 +149,14 @@ class AgentWorkflow:
     async def _start(self) -> None:
         """Ask the worker for the agent's spec (recorded in history) and build the loop from it."""
         input = self.input
+        if input.carry is not None and workflow.info().continued_run_id is None:
+            # `carry` is trusted whole (the spec, approvals decided, the approver keys): only a run handing over
+            # to its own continuation may set it, never a client starting a run.
+            raise ApplicationError(
+                f"run {self.run_id} cannot start: `carry` is set only by a run continuing as new",
+                type="RunRejected",
+                non_retryable=True,
+            )
         if self.spec is None:
             try:
                 spec = await workflow.execute_local_activity_method(
@@ -248,9 +257,17 @@ class AgentWorkflow:
         return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
 
     @workflow.signal(name="decision", description="A human's approve/deny for a pending call (with its hash).")
-    def decision(self, decision: Decision) -> None:
-        """A human's decision. One that does not fit (wrong hash, unknown or decided call, too late) changes
-        nothing and is recorded in the audit trail as rejected, with why."""
+    def decision(self, payload: RawValue) -> None:
+        """A human's decision (a `Decision`). One that does not fit (wrong hash, unknown or decided call, too
+        late) changes nothing and is recorded in the audit trail as rejected, with why. The payload is read
+        here rather than by the SDK, so one that cannot be read at all is audited too instead of dropped
+        with only a worker log line."""
+        try:
+            decision = workflow.payload_converter().from_payload(payload.payload, Decision)
+        except Exception as exc:
+            self.book.unreadable(workflow.now(), f"{type(exc).__name__}: {exc}")
+            self._show(self.status, self.label)
+            return
         self._decide(decision)
 
     @workflow.update(name="decide", description="The same decision, answered synchronously; rejections raised.")

@@ -267,7 +267,8 @@ class RunHandle:
         description = await self.describe()
         if description.status == WorkflowExecutionStatus.RUNNING:
             try:
-                return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+                progress = await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+                return with_retries(progress, description)
             except RPCError as exc:
                 raise WorkerUnavailable(
                     f"run {self.run_id} is running but no worker answered its progress query ({exc.message}); "
@@ -348,6 +349,7 @@ class RunHandle:
             while not result.done():
                 try:
                     current = await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+                    current = with_retries(current, await self.workflow.describe())
                 except RPCError as exc:
                     if result.done():
                         break
@@ -543,6 +545,23 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
         ids = [p.call_id if p.run_id == run_id else p.address for p in waiting]
         raise AmbiguousApproval(f"run {run_id} has several pending approvals; choose one: {', '.join(ids)}", ids)
     return waiting[0]
+
+
+def with_retries(progress: Progress, description: WorkflowExecutionDescription) -> Progress:
+    """The workflow cannot see its activities' retries; the server can. A model call that failed and waits for
+    its next attempt (the provider down, rate limits) shows as `waiting_model`, saying which attempt failed
+    and why; any other activity being retried keeps its status and says so in the label."""
+    if progress.status not in ("running", "compensating"):
+        return progress
+    for pending in description.raw_description.pending_activities:
+        if pending.attempt <= 1 or not pending.HasField("last_failure"):
+            continue
+        failure = pending.last_failure.message.splitlines()[0][:200] if pending.last_failure.message else "failed"
+        retry = f"attempt {pending.attempt - 1} failed ({failure}); retrying with backoff"
+        if pending.activity_type.name == "call_model":
+            return progress.model_copy(update={"status": "waiting_model", "label": f"{progress.label}: {retry}"})
+        return progress.model_copy(update={"label": f"{progress.label}: {retry}"})
+    return progress
 
 
 def final_progress(result: AgentResult, last: Progress | None = None) -> Progress:

@@ -18,9 +18,11 @@ from workflows.transcript import TranscriptMode, WorkflowTranscript
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
 # without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
-# The client also reports runs that ended outside the loop: failed, terminated, timed_out.
+# The client also reports runs that ended outside the loop: failed, terminated, timed_out; and, while a model
+# call is being retried after a failure (the provider is down), waiting_model.
 RunStatus = Literal[
     "running",
+    "waiting_model",
     "awaiting_approval",
     "compensating",
     "completed",

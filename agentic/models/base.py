@@ -44,6 +44,11 @@ class ModelReply(BaseModel):
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
     cost: NonNegativeFloat = 0.0
+    refused: str | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="Set by `agentic.loop.admitted`: why none of this reply's tool calls may run (over a limit).",
+    )
 
 
 class Pricing(BaseModel):
