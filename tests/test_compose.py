@@ -21,6 +21,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
+from ops.server_profile import TUNED
 from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
 from tests.postgres_server import LocalPostgres
 from workflows import search_attributes
@@ -287,6 +288,13 @@ def test_mounted_files_exist_and_parse(services: dict[str, dict[str, Any]]) -> N
     prometheus = yaml.safe_load((ROOT / "deploy/prometheus.yml").read_text())
     [workers] = [job for job in prometheus["scrape_configs"] if job["job_name"] == "agent-workers"]
     assert workers["dns_sd_configs"][0]["names"] == ["worker"] and workers["dns_sd_configs"][0]["port"] == 9464
+
+
+def test_the_compose_server_is_tuned_like_the_embedded_one() -> None:
+    dynamic = yaml.safe_load((ROOT / "deploy/temporal/dynamicconfig.yaml").read_text())
+    assert TUNED.dynamic_config, "the tuned profile sets dynamic config"
+    for key, value in TUNED.dynamic_config.items():
+        assert dynamic.get(key) == [{"value": value, "constraints": {}}], key
 
 
 def test_dockerfile_and_dockerignore() -> None:
