@@ -26,7 +26,7 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 
 # Modules whose import registers subcommands, in the order `--help` lists them.
-COMMAND_MODULES = ["bench.commands", "bench.chaos.command", "bench.history", "bench.real_model"]
+COMMAND_MODULES = ["bench.commands", "bench.chaos.command", "bench.history", "bench.real_model", "bench.knobs"]
 
 
 def register(command: Command) -> Command:
