@@ -1,6 +1,6 @@
 """`bench knobs`: what each knob of the tuned server profile buys and costs, one server per variant.
 
-    python -m bench knobs                       # --n 100 --reps 3 --idle-seconds 60
+    python -m bench knobs                       # --n 100 --reps 3 --load-reps 3 --idle-seconds 60
 
 Variants: the dev server as it comes (`default`), as we ship it (`tuned`), `tuned` without each of its knobs
 in turn, and `tuned` plus each candidate we measured and left out (`CANDIDATES`). All servers run at once,
@@ -10,7 +10,8 @@ each with the bare floor's worker (and ours, idle); every measurement is taken o
 - idle: the server's CPU (% of one core) and its database requests per second (the server's own
   `persistence_requests` metric), with the worker polling and nothing to do;
 - latency: the floor's step median (20-step runs) and how late a 100 ms durable timer fires (median);
-- load: N concurrent 2-step floor runs — runs/s, and per run the server's CPU ms and database requests.
+- load: N concurrent 2-step floor runs, `--load-reps` batches per server in rotated order — medians of
+  runs/s, and per run the server's CPU ms and database requests.
 
 Writes results/knobs.json and results/knobs.md.
 """
@@ -108,7 +109,7 @@ async def server(workdir: Path, profile: ServerProfile, index: int) -> AsyncIter
 
 
 async def measure(
-    servers: list[Server], n: int, reps: int, idle_seconds: float, say: Callable[[str], None]
+    servers: list[Server], n: int, reps: int, load_reps: int, idle_seconds: float, say: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     rows = {s.profile.name: {"variant": s.profile.name, "flags": s.profile.dev_server_flags()} for s in servers}
     for s in servers:  # warm: the first run on a server pays for caches and task queue creation
@@ -135,18 +136,28 @@ async def measure(
         rows[s.profile.name]["floor_step"] = summarize(steps[s.profile.name])
         rows[s.profile.name]["timer_late"] = summarize(late[s.profile.name])
     if n:
-        for s in servers:
-            await asyncio.sleep(2)  # the previous server's batch settles
-            cpu, requests = s.cpu(), s.database_requests()
-            batch = await temporal_batch(s.stack, "floor", n, 2, 600)
-            await asyncio.sleep(2)  # metrics of the batch's tail are flushed
-            row = rows[s.profile.name]
-            row["n"] = n
-            row["runs_per_s"] = batch["runs_per_s"]
-            row["completed"] = batch["completed"]
-            row["server_cpu_ms_per_run"] = 1000 * (s.cpu() - cpu) / n
-            row["db_requests_per_run"] = (s.database_requests() - requests) / n
-            say(f"  load {s.profile.name}: {batch['runs_per_s'] or 0:.1f} runs/s")
+        load: dict[str, dict[str, list[float]]] = {s.profile.name: {} for s in servers}
+        for rep in range(load_reps):
+            shift = rep % len(servers)
+            for s in servers[shift:] + servers[:shift]:
+                await asyncio.sleep(2)  # the previous server's batch settles
+                cpu, requests = s.cpu(), s.database_requests()
+                batch = await temporal_batch(s.stack, "floor", n, 2, 600)
+                await asyncio.sleep(2)  # metrics of the batch's tail are flushed
+                measured = {
+                    "runs_per_s": batch["runs_per_s"] or 0.0,
+                    "server_cpu_ms_per_run": 1000 * (s.cpu() - cpu) / n,
+                    "db_requests_per_run": (s.database_requests() - requests) / n,
+                    "completed": batch["completed"],
+                }
+                for key, value in measured.items():
+                    load[s.profile.name].setdefault(key, []).append(value)
+                say(f"  load {rep + 1}/{load_reps} {s.profile.name}: {measured['runs_per_s']:.1f} runs/s")
+        for name, values in load.items():
+            rows[name]["n"] = n
+            rows[name]["load_reps"] = load_reps
+            for key, series in values.items():
+                rows[name][key] = summarize(series)["median"] if key != "completed" else int(min(series))
     return list(rows.values())
 
 
@@ -155,7 +166,9 @@ async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     async with AsyncExitStack() as exits:
         servers = [await exits.enter_async_context(server(workdir, p, i)) for i, p in enumerate(profiles)]
         info = await servers[0].client.workflow_service.get_system_info(GetSystemInfoRequest())
-        rows = await measure(servers, args.n, args.reps, args.idle_seconds, lambda text: print(text, flush=True))
+        rows = await measure(
+            servers, args.n, args.reps, args.load_reps, args.idle_seconds, lambda text: print(text, flush=True)
+        )
     return {"server_version": info.server_version, "rows": rows}
 
 
@@ -164,7 +177,8 @@ def markdown(results: dict[str, Any]) -> str:
         return "n/a" if value is None else f"{value:,.{digits}f}"
 
     lines = [
-        "### Server knobs, one server per variant (`python -m bench knobs`)",
+        "### Server knobs, one server per variant (`python -m bench knobs`; load: medians of"
+        f" {results['rows'][0].get('load_reps', 1)} rotated batches)",
         "",
         "| variant | idle CPU (% of a core) | idle DB requests/s | floor step median (ms) |"
         f" {TIMER_MILLIS} ms timer fires late by, median (ms) | N | runs/s | server CPU/run (ms) | DB requests/run |",
@@ -207,6 +221,7 @@ def cmd(args: argparse.Namespace) -> int:
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--n", type=int, default=100, help="concurrent runs in the load measurement (0: skip it)")
     sub.add_argument("--reps", type=int, default=3, help="latency rounds (each: one 20-step run, 5 timers)")
+    sub.add_argument("--load-reps", type=int, default=3, help="load batches per server, rotated (medians shown)")
     sub.add_argument("--idle-seconds", type=float, default=60.0)
     sub.add_argument("--out", type=Path, default=Path("results"))
 
