@@ -9,7 +9,9 @@ each with the bare floor's worker (and ours, idle); every measurement is taken o
 
 - idle: the server's CPU (% of one core) and its database requests per second (the server's own
   `persistence_requests` metric), with the worker polling and nothing to do;
-- latency: the floor's step median (20-step runs) and how late a 100 ms durable timer fires (median);
+- latency: the floor's step median and its workflow tasks' dispatch (median and p90: a rate-limited queue
+  shows in the p90 — its limiter lets an idle server's saved-up tokens through first, so runs are long,
+  `--steps` 50), and how late a 100 ms durable timer fires (median);
 - load: N concurrent 2-step floor runs, `--load-reps` batches per server in rotated order — medians of
   runs/s, and per run the server's CPU ms and database requests.
 
@@ -40,7 +42,7 @@ from bench import machine
 from bench.cli import Command, register
 from bench.machine import cpu_seconds
 from bench.stack import Stack, temporal_stack
-from bench.stats import summarize
+from bench.stats import percentile, summarize
 from bench.temporal_runs import run_floor
 from bench.throughput import temporal_batch
 from ops import devserver
@@ -109,7 +111,13 @@ async def server(workdir: Path, profile: ServerProfile, index: int) -> AsyncIter
 
 
 async def measure(
-    servers: list[Server], n: int, reps: int, load_reps: int, idle_seconds: float, say: Callable[[str], None]
+    servers: list[Server],
+    n: int,
+    reps: int,
+    load_reps: int,
+    idle_seconds: float,
+    say: Callable[[str], None],
+    steps_per_run: int = 50,
 ) -> list[dict[str, Any]]:
     rows = {s.profile.name: {"variant": s.profile.name, "flags": s.profile.dev_server_flags()} for s in servers}
     for s in servers:  # warm: the first run on a server pays for caches and task queue creation
@@ -123,17 +131,22 @@ async def measure(
         rows[s.profile.name]["idle_db_requests_per_s"] = (s.database_requests() - requests) / idle_seconds
     say(f"  idle: {idle_seconds:g} s measured")
     steps: dict[str, list[float]] = {s.profile.name: [] for s in servers}
+    dispatch: dict[str, list[float]] = {s.profile.name: [] for s in servers}
     late: dict[str, list[float]] = {s.profile.name: [] for s in servers}
     for rep in range(reps):
         shift = rep % len(servers)
         for s in servers[shift:] + servers[:shift]:
-            steps[s.profile.name] += (await run_floor(s.client, s.queue, f"f-{uuid.uuid4().hex[:8]}", 20)).step_seconds
+            run = await run_floor(s.client, s.queue, f"f-{uuid.uuid4().hex[:8]}", steps_per_run)
+            steps[s.profile.name] += run.step_seconds
+            dispatch[s.profile.name] += run.phases["workflow task dispatch"]
             late[s.profile.name] += await s.client.execute_workflow(
                 "BenchTimerWorkflow", args=[5, TIMER_MILLIS], id=f"t-{uuid.uuid4().hex[:8]}", task_queue=s.queue
             )
         say(f"  latency rep {rep + 1}/{reps}")
     for s in servers:
         rows[s.profile.name]["floor_step"] = summarize(steps[s.profile.name])
+        rows[s.profile.name]["dispatch"] = summarize(dispatch[s.profile.name])
+        rows[s.profile.name]["dispatch_p90"] = percentile(dispatch[s.profile.name], 90)
         rows[s.profile.name]["timer_late"] = summarize(late[s.profile.name])
     if n:
         load: dict[str, dict[str, list[float]]] = {s.profile.name: {} for s in servers}
@@ -167,7 +180,13 @@ async def run_all(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         servers = [await exits.enter_async_context(server(workdir, p, i)) for i, p in enumerate(profiles)]
         info = await servers[0].client.workflow_service.get_system_info(GetSystemInfoRequest())
         rows = await measure(
-            servers, args.n, args.reps, args.load_reps, args.idle_seconds, lambda text: print(text, flush=True)
+            servers,
+            args.n,
+            args.reps,
+            args.load_reps,
+            args.idle_seconds,
+            lambda text: print(text, flush=True),
+            args.steps,
         )
     return {"server_version": info.server_version, "rows": rows}
 
@@ -181,14 +200,17 @@ def markdown(results: dict[str, Any]) -> str:
         f" {results['rows'][0].get('load_reps', 1)} rotated batches)",
         "",
         "| variant | idle CPU (% of a core) | idle DB requests/s | floor step median (ms) |"
+        " workflow task dispatch, median / p90 (ms) |"
         f" {TIMER_MILLIS} ms timer fires late by, median (ms) | N | runs/s | server CPU/run (ms) | DB requests/run |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
         step, late = row["floor_step"]["median"], row["timer_late"]["median"]
+        dispatch, p90 = (row.get("dispatch") or {}).get("median"), row.get("dispatch_p90")
         lines.append(
             f"| {row['variant']} | {num(row['idle_cpu_percent'], 2)} | {num(row['idle_db_requests_per_s'])} |"
-            f" {num(step and step * 1000)} | {num(late and late * 1000)} | {row.get('n', '—')} |"
+            f" {num(step and step * 1000)} | {num(dispatch and dispatch * 1000)} / {num(p90 and p90 * 1000)} |"
+            f" {num(late and late * 1000)} | {row.get('n', '—')} |"
             f" {num(row.get('runs_per_s'))} | {num(row.get('server_cpu_ms_per_run'))} |"
             f" {num(row.get('db_requests_per_run'))} |"
         )
@@ -220,7 +242,8 @@ def cmd(args: argparse.Namespace) -> int:
 
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--n", type=int, default=100, help="concurrent runs in the load measurement (0: skip it)")
-    sub.add_argument("--reps", type=int, default=3, help="latency rounds (each: one 20-step run, 5 timers)")
+    sub.add_argument("--reps", type=int, default=3, help="latency rounds (each: one floor run, 5 timers)")
+    sub.add_argument("--steps", type=int, default=50, help="steps of each floor run in the latency rounds")
     sub.add_argument("--load-reps", type=int, default=3, help="load batches per server, rotated (medians shown)")
     sub.add_argument("--idle-seconds", type=float, default=60.0)
     sub.add_argument("--out", type=Path, default=Path("results"))

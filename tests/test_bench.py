@@ -525,6 +525,8 @@ def test_the_knobs_report_has_a_row_per_variant():
         "idle_cpu_percent": 0.5,
         "idle_db_requests_per_s": 2.25,
         "floor_step": summarize([0.02]),
+        "dispatch": summarize([0.002]),
+        "dispatch_p90": 0.004,
         "timer_late": summarize([0.01]),
         "n": 100,
         "runs_per_s": 18.6,
@@ -533,5 +535,5 @@ def test_the_knobs_report_has_a_row_per_variant():
     }
     skipped_load = {k: v for k, v in row.items() if k not in ("n", "runs_per_s", "server_cpu_ms_per_run")}
     text = markdown({"rows": [row, skipped_load | {"variant": "default", "db_requests_per_run": None}]})
-    assert "| tuned | 0.50 | 2.2 | 20.0 | 10.0 | 100 | 18.6 | 44.3 | 53.4 |" in text
-    assert "| default | 0.50 | 2.2 | 20.0 | 10.0 | — | n/a | n/a | n/a |" in text
+    assert "| tuned | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | 100 | 18.6 | 44.3 | 53.4 |" in text
+    assert "| default | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | — | n/a | n/a | n/a |" in text
