@@ -88,6 +88,7 @@ class Runner:
             raise RunFailed(f"agent {agent.label} has no default task: start the run with one")
         self.messages: list[Message] = initial_messages(agent.system, task)
         self.schemas = tool_schemas(self.loop.specs)
+        self.transcript_hash = steps.TranscriptHash()
         self.model = agents.model(served, self.options.model)
         self.model_settings = effective_settings(agent.model_settings, self.options.model_settings)
         self.deps = served.deps
@@ -179,7 +180,7 @@ class Runner:
         self.messages += self.loop.stop_with(stop, detail)
 
     def _model_step(self, action: CallModel) -> None:
-        spec = steps.model_step(self.journal.next_step, self.messages, action.step)
+        spec = steps.model_step(self.journal.next_step, self.transcript_hash.of(self.messages), action.step)
         row = self.journal.match(spec)
         if row is not None and row.status == "completed":
             self.messages += self.loop.model_replied(ModelReply.model_validate(self.journal.output(row)))

@@ -11,6 +11,7 @@ from agentic.approvals import arguments_hash
 from agentic.loop import idempotency_key
 from agentic.messages import canonical_json
 from agentic.saga import CompensationStep
+from agentic.transcript_store import EMPTY, encode, node_of, ref_of
 from baseline.store import StepSpec
 
 MODEL = "model_call"
@@ -29,10 +30,37 @@ def describe(call: ToolCall, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def model_step(step: int, messages: Sequence[Message], loop_step: int) -> StepSpec:
-    return StepSpec(
-        step=step, name=MODEL, input_hash=digest([m.to_dict() for m in messages]), label=f"model call {loop_step}"
-    )
+class TranscriptHash:
+    """A model call's input hash: the head of a hash chain over the transcript sent, the one the Temporal
+    side's transcript store uses (`node = sha256(previous node + message ref)`, agentic/transcript_store.py).
+
+    Hashing the whole transcript at every model call cost O(n) per step, O(n^2) over a run; the chain
+    hashes each message once, when it is first seen. The head still names the whole transcript — a change
+    to any earlier message changes it — so resume detects a different run exactly as before.
+
+    Contract: the runner hands the same list every time and only appends to it. Handed another list (or
+    a shorter one, or one whose last hashed message was replaced), the chain starts over from it."""
+
+    def __init__(self) -> None:
+        self._head = EMPTY
+        self._list: Sequence[Message] | None = None
+        self._seen = 0
+        self._last: Message | None = None
+
+    def of(self, messages: Sequence[Message]) -> str:
+        seen = self._seen
+        if messages is not self._list or len(messages) < seen or (seen and messages[seen - 1] is not self._last):
+            self._head, self._list, seen = EMPTY, messages, 0
+        for message in messages[seen:]:
+            self._head = node_of(self._head, ref_of(encode(message)))
+        self._seen = len(messages)
+        self._last = messages[-1] if messages else None
+        return self._head
+
+
+def model_step(step: int, input_hash: str, loop_step: int) -> StepSpec:
+    """`input_hash`: the transcript's `TranscriptHash`."""
+    return StepSpec(step=step, name=MODEL, input_hash=input_hash, label=f"model call {loop_step}")
 
 
 def tool_step(step: int, run_id: str, call: ToolCall) -> StepSpec:

@@ -2,7 +2,9 @@
 `BEGIN IMMEDIATE`, and every worker write fenced by the run's lease owner.
 
 Only short transactions hold the connection's lock, never a model or tool call, so the lease renewer
-thread always gets through. Other processes read concurrently thanks to WAL.
+thread always gets through. Other processes read concurrently thanks to WAL. Writes queue rather than
+fail: threads of a process take turns on one lock per file, other processes are waited for with backoff
+(`agentic.sqlite_file.write_transaction`), so many stores on one file never see "database is locked".
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic import Usage
-from agentic.sqlite_file import create_private
+from agentic.sqlite_file import create_private, write_transaction, writer_lock
 from baseline import schema
 from baseline.errors import LeaseLost, RunExists, UnknownRun
 from ops.webhook_signing import terminal_event
@@ -116,9 +118,10 @@ class Store:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
+        with writer_lock(self.path):
+            self._db.execute("PRAGMA journal_mode=WAL")
         if self._db.execute("PRAGMA user_version").fetchone()[0] != schema.VERSION:
             with self.transaction() as db:
                 for statement in schema.DDL.split(";"):
@@ -132,14 +135,8 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, write_transaction(self._db, self.path) as db:
+            yield db
 
     @contextmanager
     def owned(self, run_id: str, owner: str) -> Iterator[sqlite3.Connection]:

@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "bench.delegation",
     "bench.http_progress",
     "bench.mutate",
+    "bench.knobs",
 ]
 
 

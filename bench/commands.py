@@ -23,9 +23,9 @@ from bench import loc, machine, report
 from bench.cli import Command, register
 from bench.overhead import OverheadConfig
 from bench.recovery import RecoveryConfig
-from bench.stack import DEFAULT_PRAGMAS
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
+from ops.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
 from ops.settings import ROOT
 
 SECTIONS = ("overhead", "throughput", "recovery", "storage")
@@ -52,15 +52,20 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
     add_output(sub)
     sub.add_argument("--quick", action="store_true", help="tiny repetition counts: a smoke run, not a measurement")
     sub.add_argument(
-        "--server-pragmas",
-        type=lambda text: tuple(p for p in text.split(",") if p),
-        default=DEFAULT_PRAGMAS,
-        help="the dev server's SQLite pragmas (default: journal_mode=wal,synchronous=normal; '' for Temporal's own)",
+        "--server-profile",
+        choices=[*PROFILES, "both"],
+        default="both",
+        help="the dev server as we ship it (tuned), as it comes (default), or both side by side, runs interleaved"
+        " (recovery and storage run on the tuned one); ops/server_profile.py (default: both)",
     )
     if "overhead" in sections:
         sub.add_argument("--overhead-steps", type=int, default=OverheadConfig.steps)
         sub.add_argument("--overhead-reps", type=int, default=OverheadConfig.reps)
         sub.add_argument("--overhead-warmup", type=int, default=OverheadConfig.warmup)
+        sub.add_argument("--overhead-long-steps", type=int, default=OverheadConfig.long_steps)
+        sub.add_argument(
+            "--overhead-long-reps", type=int, default=OverheadConfig.long_reps, help="long runs per engine (0: none)"
+        )
     if "throughput" in sections:
         defaults = ThroughputConfig()
         sub.add_argument("--throughput-steps", type=int, default=defaults.steps)
@@ -91,9 +96,15 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
     out: dict[str, Any] = {}
     if "overhead" in sections:
         out["overhead"] = (
-            OverheadConfig(steps=5, reps=3, warmup=1)
+            OverheadConfig(steps=5, reps=3, warmup=1, long_steps=10, long_reps=1)
             if quick
-            else OverheadConfig(args.overhead_steps, args.overhead_reps, args.overhead_warmup)
+            else OverheadConfig(
+                args.overhead_steps,
+                args.overhead_reps,
+                args.overhead_warmup,
+                args.overhead_long_steps,
+                args.overhead_long_reps,
+            )
         )
     if "throughput" in sections:
         out["throughput"] = (
@@ -126,32 +137,42 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
     return out
 
 
+def server_profiles(choice: str) -> list[ServerProfile]:
+    """The profiles to run, the one we ship last (it is the one the goals and single-stack sections use)."""
+    return [DEFAULT, TUNED] if choice == "both" else [profile(choice)]
+
+
 async def measure(
     sections: tuple[str, ...],
     settings: dict[str, Any],
     workdir: Path,
-    pragmas: tuple[str, ...],
+    profiles: list[ServerProfile],
     postgres_url: str | None = None,
 ) -> dict[str, Any]:
     from bench import overhead, recovery, storage, throughput
     from bench.postgres import bench_database
-    from bench.stack import temporal_stack
+    from bench.stack import temporal_stacks
 
-    modules = {"overhead": overhead, "throughput": throughput, "recovery": recovery, "storage": storage}
+    # Overhead and throughput compare server profiles (interleaved); recovery and storage use the last one.
+    per_profile = {"overhead": overhead, "throughput": throughput}
+    single = {"recovery": recovery, "storage": storage}
     results: dict[str, Any] = {}
     floor = "overhead" in sections or "throughput" in sections
     with contextlib.ExitStack() as resources:
         database_url = None
         if "throughput" in sections and settings["throughput"].postgres:
             database_url = resources.enter_context(bench_database(postgres_url, say))
-        async with temporal_stack(
-            workdir / "temporal", floor=floor, pragmas=pragmas, database_url=database_url
-        ) as stack:
-            results["temporal_server"] = stack.server_version
+        async with temporal_stacks(workdir / "temporal", profiles, floor=floor, database_url=database_url) as stacks:
+            primary = stacks[profiles[-1].name]
+            results["temporal_server"] = primary.server_version
             for section in sections:
                 say(f"[{section}]")
                 started = time.perf_counter()
-                results[section] = await modules[section].measure(stack, workdir, settings[section], say)
+                if section in per_profile:
+                    results[section] = await per_profile[section].measure(stacks, workdir, settings[section], say)
+                else:
+                    results[section] = await single[section].measure(primary, workdir, settings[section], say)
+                    results[section]["profile"] = primary.profile.name
                 results[section]["seconds"] = time.perf_counter() - started
     return results
 
@@ -192,16 +213,17 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     command = "python -m bench " + " ".join(_without_passwords(sys.argv[1:]))
     results: dict[str, Any] = {"command": command, "machine": machine.facts()}
     results["config"] = {k: vars(v) for k, v in configs(args, sections).items()}
-    results["config"]["server_pragmas"] = list(args.server_pragmas)
+    profiles = server_profiles(args.server_profile)
+    if not {"overhead", "throughput"} & set(sections):
+        profiles = profiles[-1:]  # recovery and storage run on one server: the one we ship
+    results["config"]["server_profiles"] = {p.name: p.dev_server_flags() for p in profiles}
     results["quick"] = bool(args.quick)  # a smoke run: the report does not claim its goals
     workdir = Path(tempfile.mkdtemp(prefix="bench-"))
     ok = False
     try:
         settings = configs(args, sections)
         postgres_url = getattr(args, "postgres_url", None)
-        measured = (
-            asyncio.run(measure(sections, settings, workdir, args.server_pragmas, postgres_url)) if sections else {}
-        )
+        measured = asyncio.run(measure(sections, settings, workdir, profiles, postgres_url)) if sections else {}
         results["machine"]["temporal_server"] = measured.pop("temporal_server", None)
         results |= measured
         if extra:

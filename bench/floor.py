@@ -5,7 +5,8 @@
 
 A run of N steps executes 2N+1 activities, exactly as many as `AgentWorkflow` running `bench-noop` with
 N steps (N model calls that ask for a tool, N tool calls, and the final model call that answers).
-This module holds only the workflow and its activities (the workflow sandbox re-imports it).
+`BenchTimerWorkflow` times short durable sleeps, for `bench knobs` (how late the server fires a timer).
+This module holds only the workflows and their activities (the workflow sandbox re-imports it).
 """
 
 from __future__ import annotations
@@ -62,3 +63,19 @@ class FloorVisibleWorkflow:
         await workflow.execute_activity(floor_model, steps, start_to_close_timeout=TIMEOUT)
         workflow.upsert_search_attributes([STATUS.value_set("completed")])
         return steps
+
+
+@workflow.defn(name="BenchTimerWorkflow")
+class TimerWorkflow:
+    """`sleeps` durable sleeps of `millis` ms each; returns how late each timer fired, in seconds. Workflow time
+    is the start of the workflow task that runs the code, so the lateness is the server's timer firing plus
+    the dispatch of the workflow task the timer wakes."""
+
+    @workflow.run
+    async def run(self, sleeps: int, millis: int = 100) -> list[float]:
+        late = []
+        for _ in range(sleeps):
+            before = workflow.time()
+            await workflow.sleep(timedelta(milliseconds=millis))
+            late.append(workflow.time() - before - millis / 1000)
+        return late

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
-from bench.floor import FloorVisibleWorkflow, FloorWorkflow, floor_model, floor_tool
+from bench.floor import FloorVisibleWorkflow, FloorWorkflow, TimerWorkflow, floor_model, floor_tool
 from ops.connection import connect
 from ops.settings import Settings
 
@@ -23,7 +23,7 @@ async def main() -> None:
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[FloorWorkflow, FloorVisibleWorkflow],
+        workflows=[FloorWorkflow, FloorVisibleWorkflow, TimerWorkflow],
         activities=[floor_model, floor_tool],
         max_cached_workflows=1000,
         graceful_shutdown_timeout=timedelta(seconds=10),

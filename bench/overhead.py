@@ -4,13 +4,18 @@ background load hits all engines alike, reported as ratios to the bare Temporal 
 A step's time is the interval between the starts of two consecutive model calls: in-process and baseline
 from `perf_counter` marks taken as the scripted model is called; on Temporal from the history (the
 scheduling times of consecutive model activities, server clock). Each run of N steps gives N samples.
+
+With several server profiles (`--server-profile both`) each Temporal engine runs on each profile's server,
+named `temporal (tuned)`, `floor (default)`...; its ratio to the floor is to the floor on the same server.
+Long runs (200 steps by default, fewer reps) repeat the measurement for in-process, the baseline and, on the
+last profile's server, ours and the floor: a step that costs more as the run grows shows there.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +31,13 @@ from bench.stack import Stack
 from bench.stats import intervals, ratio, summarize
 from bench.temporal_runs import run_floor, run_ours
 
+LOCAL_ENGINES = ("in-process", "baseline")
 # floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility.
-ENGINES = ("in-process", "baseline", "temporal", "floor", "floor+sa")
+TEMPORAL_ENGINES = ("temporal", "floor", "floor+sa")
+LONG_TEMPORAL_ENGINES = ("temporal", "floor")
+
+# steps -> (step times, the whole run's wall time, where a Temporal step's time went: `PHASES` durations)
+Run = Callable[[int], Awaitable[tuple[list[float], float, dict[str, list[float]]]]]
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,13 @@ class OverheadConfig:
     steps: int = 20
     reps: int = 15
     warmup: int = 2
+    long_steps: int = 200
+    long_reps: int = 3  # 0: no long runs
+
+
+def engine_name(kind: str, profile: str, profiles: Sequence[str]) -> str:
+    """`temporal` when the bench runs one server profile; `temporal (tuned)` when it compares several."""
+    return kind if len(profiles) == 1 else f"{kind} ({profile})"
 
 
 def run_in_process(steps: int) -> tuple[list[float], float]:
@@ -63,47 +80,119 @@ def run_baseline(steps: int, store: Store, agents: AgentSet) -> tuple[list[float
     return intervals(marks), wall
 
 
-async def measure(stack: Stack, workdir: Path, config: OverheadConfig, say: Callable[[str], None]) -> dict[str, Any]:
+def runners(stacks: dict[str, Stack], store: Store, agents: AgentSet) -> dict[str, Run]:
+    async def in_process(steps: int) -> tuple[list[float], float, dict[str, list[float]]]:
+        return *run_in_process(steps), {}
+
+    async def baseline(steps: int) -> tuple[list[float], float, dict[str, list[float]]]:
+        return *run_baseline(steps, store, agents), {}
+
+    def temporal(stack: Stack, kind: str) -> Run:
+        async def run(steps: int) -> tuple[list[float], float, dict[str, list[float]]]:
+            if kind == "temporal":
+                done = await run_ours(stack.agents, f"ovh-t-{uuid.uuid4().hex[:10]}", noop.agent, {"records": steps})
+            else:
+                workflow = "BenchFloorWorkflow" if kind == "floor" else "BenchFloorVisibleWorkflow"
+                done = await run_floor(
+                    stack.client, stack.floor_queue, f"ovh-f-{uuid.uuid4().hex[:10]}", steps, workflow
+                )
+            return done.step_seconds, done.wall, done.phases
+
+        return run
+
+    profiles = list(stacks)
+    found: dict[str, Run] = {"in-process": in_process, "baseline": baseline}
+    for profile, stack in stacks.items():
+        for kind in TEMPORAL_ENGINES:
+            found[engine_name(kind, profile, profiles)] = temporal(stack, kind)
+    return found
+
+
+@dataclass
+class Samples:
+    steps: dict[str, list[float]]  # engine -> step durations
+    per_run: dict[str, list[float]]  # engine -> each run's wall time ÷ its steps
+    phases: dict[str, dict[str, list[float]]]  # engine -> phase -> durations (Temporal engines)
+
+
+async def interleaved(
+    runs: dict[str, Run], steps: int, reps: int, warmup: int, say: Callable[[str], None], what: str
+) -> Samples:
+    """Every engine once per rep, the order rotated each rep."""
+    engines = list(runs)
+    out = Samples({e: [] for e in engines}, {e: [] for e in engines}, {e: {} for e in engines})
+    for rep in range(warmup + reps):
+        shift = rep % len(engines)
+        for engine in engines[shift:] + engines[:shift]:
+            step_times, wall, phases = await runs[engine](steps)
+            if len(step_times) != steps:
+                raise RuntimeError(f"{engine}: expected {steps} step timings, got {len(step_times)}")
+            if rep >= warmup:
+                out.steps[engine] += step_times
+                out.per_run[engine].append(wall / steps)
+                for phase, durations in phases.items():
+                    out.phases[engine].setdefault(phase, []).extend(durations)
+        if rep >= warmup:
+            say(f"  overhead {what} rep {rep - warmup + 1}/{reps}")
+    return out
+
+
+async def measure(
+    stacks: dict[str, Stack], workdir: Path, config: OverheadConfig, say: Callable[[str], None]
+) -> dict[str, Any]:
     agents = agent_set(workdir / "overhead-ledger.db")
     store = Store(workdir / "overhead-baseline.db")
-    samples: dict[str, list[float]] = {e: [] for e in ENGINES}
-    per_run: dict[str, list[float]] = {e: [] for e in ENGINES}
-    steps = config.steps
+    profiles = list(stacks)
+    primary = profiles[-1]
     try:
-        for rep in range(config.warmup + config.reps):
-            shift = rep % len(ENGINES)
-            for engine in ENGINES[shift:] + ENGINES[:shift]:
-                if engine == "in-process":
-                    step_times, wall = run_in_process(steps)
-                elif engine == "baseline":
-                    step_times, wall = run_baseline(steps, store, agents)
-                elif engine == "temporal":
-                    run = await run_ours(stack.agents, f"ovh-t-{uuid.uuid4().hex[:10]}", noop.agent, {"records": steps})
-                    step_times, wall = run.step_seconds, run.wall
-                else:
-                    workflow = "BenchFloorWorkflow" if engine == "floor" else "BenchFloorVisibleWorkflow"
-                    run = await run_floor(
-                        stack.client, stack.floor_queue, f"ovh-f-{uuid.uuid4().hex[:10]}", steps, workflow
-                    )
-                    step_times, wall = run.step_seconds, run.wall
-                if len(step_times) != steps:
-                    raise RuntimeError(f"{engine}: expected {steps} step timings, got {len(step_times)}")
-                if rep >= config.warmup:
-                    samples[engine] += step_times
-                    per_run[engine].append(wall / steps)
-            if rep >= config.warmup:
-                say(f"  overhead rep {rep - config.warmup + 1}/{config.reps}")
+        runs = runners(stacks, store, agents)
+        short = await interleaved(runs, config.steps, config.reps, config.warmup, say, f"{config.steps}-step")
+        long: Samples | None = None
+        if config.long_reps:
+            long_engines = [*LOCAL_ENGINES, *(engine_name(k, primary, profiles) for k in LONG_TEMPORAL_ENGINES)]
+            long = await interleaved(
+                {e: runs[e] for e in long_engines},
+                config.long_steps,
+                config.long_reps,
+                0,
+                say,
+                f"{config.long_steps}-step",
+            )
     finally:
         store.close()
-    result: dict[str, Any] = {"steps": steps, "reps": config.reps, "warmup": config.warmup, "engines": {}}
-    floor = summarize(samples["floor"])["median"]
-    in_process = summarize(samples["in-process"])["median"]
-    for engine in ENGINES:
-        step = summarize(samples[engine])
+
+    profile_of = {engine_name(kind, p, profiles): p for p in profiles for kind in TEMPORAL_ENGINES}
+    medians = {engine: summarize(values)["median"] for engine, values in short.steps.items()}
+    in_process = medians["in-process"]
+    result: dict[str, Any] = {
+        "steps": config.steps,
+        "reps": config.reps,
+        "warmup": config.warmup,
+        "profiles": profiles,
+        "primary": primary,
+        "engines": {},
+    }
+    for engine in runs:
+        profile = profile_of.get(engine)
+        floor = medians[engine_name("floor", profile or primary, profiles)]
         result["engines"][engine] = {
-            "step": step,
-            "run_per_step": summarize(per_run[engine]),
-            "x_floor": ratio(step["median"], floor),
-            "x_in_process": ratio(step["median"], in_process),
+            "profile": profile,
+            "step": summarize(short.steps[engine]),
+            "run_per_step": summarize(short.per_run[engine]),
+            "phases": {phase: summarize(durations) for phase, durations in short.phases[engine].items()},
+            "x_floor": ratio(medians[engine], floor),
+            "x_in_process": ratio(medians[engine], in_process),
+        }
+    if long is not None:
+        result["long"] = {
+            "steps": config.long_steps,
+            "reps": config.long_reps,
+            "engines": {
+                engine: {
+                    "step": summarize(values),
+                    "x_short": ratio(summarize(values)["median"], medians[engine]),
+                }
+                for engine, values in long.steps.items()
+            },
         }
     return result

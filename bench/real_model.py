@@ -39,7 +39,6 @@ from baseline.options import RunOptions
 from baseline.store import Store
 from bench import machine
 from bench.cli import Command, register
-from bench.stack import DEFAULT_PRAGMAS
 from bench.stats import ratio, summarize
 from ops import devserver, modelserver
 from ops.connection import connect
@@ -199,8 +198,8 @@ async def measure(
     n_ctx: int = LOCAL_MODEL_N_CTX,
     threads: int | None = None,
 ) -> dict[str, Any]:
-    """Against `base_url`, or a model server of our own; always a Temporal dev server of our own, on a
-    persistent SQLite database with the other benchmarks' pragmas, in a scratch directory. Both are
+    """Against `base_url`, or a model server of our own; always a Temporal dev server of our own (tuned, as
+    we ship it: ops/server_profile.py), on a persistent SQLite database in a scratch directory. Both are
     stopped by pid at the end, on Ctrl-C, SIGTERM or SIGHUP."""
     load_before = machine.load()
     with tempfile.TemporaryDirectory(prefix="bench-real-model-", ignore_cleanup_errors=True) as scratch:
@@ -212,8 +211,7 @@ async def measure(
         assert url is not None
         temporal = None
         try:
-            extra = [flag for pragma in DEFAULT_PRAGMAS for flag in ("--sqlite-pragma", pragma)]
-            temporal = devserver.start(free_port(), None, workdir / "dev.db", log=workdir / "temporal.log", extra=extra)
+            temporal = devserver.start(free_port(), None, workdir / "dev.db", log=workdir / "temporal.log")
             await devserver.wait_until_serving(temporal.address)
             client = await connect(Settings(address=temporal.address, namespace="default"))
             result = await measure_runners(url, client, workdir, reps=reps, warmup=warmup, max_tokens=max_tokens)

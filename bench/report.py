@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 GOALS = {
-    "step_x_floor": 1.2,  # our agent step within 1.2x the bare Temporal floor
+    "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it (issue 20)
+    "step_x_floor": 1.1,  # our agent step within 1.1x the bare Temporal floor on the same server
     "throughput_vs_floor": 0.8,  # at the largest N (1,000 by default), at least 80 % of the floor's runs/s
 }
 
@@ -62,22 +63,65 @@ def overhead_section(data: dict[str, Any]) -> list[str]:
                 _ms(e["run_per_step"]["median"]),
             ]
         )
-    return [
+    samples = next(iter(data["engines"].values()))["step"]["n"]
+    lines = [
         f"### Per-step overhead — `bench-noop`, {data['steps']} steps a run, {data['reps']} runs per engine "
-        f"(after {data['warmup']} warm-up), {data['engines']['floor']['step']['n']} step samples each",
+        f"(after {data['warmup']} warm-up), {samples} step samples each",
         "",
-        *table(
-            ["engine", "step median (ms)", "step p99 (ms)", "x floor", "x in-process", "whole run ÷ steps (ms)"],
-            rows,
-        ),
     ]
+    if len(data.get("profiles", [])) > 1:
+        lines += [
+            f"Temporal engines on each server profile ({', '.join(data['profiles'])}), runs interleaved; "
+            "x floor is to the floor on the same server (in-process and baseline: to the last profile's).",
+            "",
+        ]
+    lines += table(
+        ["engine", "step median (ms)", "step p99 (ms)", "x floor", "x in-process", "whole run ÷ steps (ms)"],
+        rows,
+    )
+    phased = {engine: e["phases"] for engine, e in data["engines"].items() if e.get("phases")}
+    if phased:
+        names = list(next(iter(phased.values())))
+        lines += [
+            "",
+            "Where a Temporal step goes (medians from the histories, ms; a step is two workflow tasks and two"
+            ' activities; "dispatch" is the server handing the task over, "in the worker" the worker\'s own time'
+            " including its reply):",
+            "",
+            *table(
+                ["engine", *names],
+                [[engine, *(_ms(phases[name]["median"]) for name in names)] for engine, phases in phased.items()],
+            ),
+        ]
+    long = data.get("long")
+    if long:
+        long_rows = [
+            [engine, _ms(e["step"]["median"]), _ms(e["step"]["p99"]), _x(e["x_short"])]
+            for engine, e in long["engines"].items()
+        ]
+        lines += [
+            "",
+            f"Long runs: {long['steps']} steps a run, {long['reps']} runs per engine (interleaved)",
+            "",
+            *table(
+                ["engine", "step median (ms)", "step p99 (ms)", f"÷ median at {data['steps']} steps"],
+                long_rows,
+            ),
+        ]
+    return lines
 
 
-def throughput_pairs(data: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    pairs: dict[int, dict[str, Any]] = {}
+def _label(row: dict[str, Any], profiles: list[str]) -> str:
+    """The engine, and the server profile it ran on when the run compared several."""
+    return f"{row['engine']} ({row['profile']})" if row.get("profile") and len(profiles) > 1 else row["engine"]
+
+
+def throughput_pairs(data: dict[str, Any]) -> dict[tuple[str | None, int], dict[str, Any]]:
+    """(profile, N) -> {"temporal": row, "floor": row}."""
+    pairs: dict[tuple[str | None, int], dict[str, Any]] = {}
     for row in data["rows"]:
         if row["engine"] in ("temporal", "floor"):
-            pairs.setdefault(row["n"], {})[row["engine"]] = row
+            pairs.setdefault((row.get("profile"), row["n"]), {})[row["engine"]] = row
     return pairs
 
 
@@ -86,12 +130,13 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
     rows = []
     for row in data["rows"]:
         vs_floor = ""
-        if row["engine"] in ("temporal", "temporal-postgres") and "floor" in pairs.get(row["n"], {}):
-            floor = pairs[row["n"]]["floor"]["runs_per_s"]
+        pair = pairs.get((row.get("profile"), row["n"]), {})
+        if row["engine"] in ("temporal", "temporal-postgres") and "floor" in pair:
+            floor = pair["floor"]["runs_per_s"]
             vs_floor = f"{row['runs_per_s'] / floor:.0%}" if row["runs_per_s"] and floor else "n/a"
         rows.append(
             [
-                row["engine"],
+                _label(row, data.get("profiles", [])),
                 str(row["n"]),
                 _num(row["runs_per_s"]),
                 vs_floor,
@@ -178,6 +223,8 @@ def storage_section(data: dict[str, Any]) -> list[str]:
             str(r["baseline_rows"]),
             f"{r['baseline_bytes']:,}",
             _x(r["temporal_per_baseline"]),
+            _num(r.get("temporal_ms_per_step"), 2),
+            _num(r.get("baseline_ms_per_step"), 2),
         ]
         for r in data["rows"]
     ]
@@ -194,6 +241,8 @@ def storage_section(data: dict[str, Any]) -> list[str]:
                 "baseline rows",
                 "checkpoint bytes",
                 "history ÷ checkpoint",
+                "Temporal ms/step",
+                "baseline ms/step",
             ],
             rows,
         ),
@@ -230,17 +279,29 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     overhead = results.get("overhead")
     if overhead:
-        measured = overhead["engines"]["temporal"]["x_floor"]
+        profiles = overhead.get("profiles") or [None]
+        primary = overhead.get("primary")
+        ours = overhead["engines"]["temporal" if len(profiles) == 1 else f"temporal ({primary})"]
+        where = f" on the {primary} server" if primary else ""
+        step = ours["step"]["median"]
         out.append(
             {
-                "goal": "our agent step within 1.2x the bare Temporal floor",
-                "measured": _x(measured),
-                "met": measured is not None and measured <= GOALS["step_x_floor"],
+                "goal": f"our agent step ≤ {GOALS['step_ms'] * 1000:.0f} ms median{where}",
+                "measured": f"{_ms(step)} ms",
+                "met": step is not None and step <= GOALS["step_ms"],
+            }
+        )
+        out.append(
+            {
+                "goal": f"our agent step within {GOALS['step_x_floor']}x the bare Temporal floor{where}",
+                "measured": _x(ours["x_floor"]),
+                "met": ours["x_floor"] is not None and ours["x_floor"] <= GOALS["step_x_floor"],
             }
         )
     throughput = results.get("throughput")
     if throughput:
-        pairs = {n: p for n, p in throughput_pairs(throughput).items() if len(p) == 2}
+        primary = (throughput.get("profiles") or [None])[-1]
+        pairs = {n: p for (profile, n), p in throughput_pairs(throughput).items() if len(p) == 2 and profile == primary}
         if pairs:
             n = max(pairs)
             ours, floor = pairs[n]["temporal"]["runs_per_s"], pairs[n]["floor"]["runs_per_s"]
@@ -248,9 +309,20 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(
                 {
                     "goal": f"throughput at {n} concurrent runs ≥ 80 % of the bare floor"
+                    + (f" on the {primary} server" if primary else "")
                     + ("" if n >= 1000 else f" (the goal is at 1,000; this run went to {n})"),
                     "measured": "n/a" if share is None else f"{share:.0%} ({_num(ours)} vs {_num(floor)} runs/s)",
                     "met": share is not None and share >= GOALS["throughput_vs_floor"],
+                }
+            )
+        threads = [r for r in throughput["rows"] if r["engine"] == "baseline-threads"]
+        if threads:
+            row = max(threads, key=lambda r: r["n"])
+            out.append(
+                {
+                    "goal": f'baseline, {row["n"]} threads: every run completes, no "database is locked"',
+                    "measured": f"{row['completed']}/{row['n']} completed, {row['lock_errors']} locked",
+                    "met": row["completed"] == row["n"] and row["lock_errors"] == 0,
                 }
             )
     for engine, r in (results.get("chaos") or {}).items():
@@ -280,9 +352,12 @@ def markdown(results: dict[str, Any]) -> str:
         lines += [*machine_section(results["machine"]), ""]
     if "command" in results:
         lines += [f"Command: `{results['command']}` ({_s(results.get('seconds'))} s)", ""]
-    pragmas = (results.get("config") or {}).get("server_pragmas")
-    if pragmas is not None:
-        lines += [f"Dev server SQLite pragmas: {', '.join(pragmas) or 'Temporal defaults'}.", ""]
+    profiles = (results.get("config") or {}).get("server_profiles")
+    if profiles:
+        described = [
+            f"**{name}**: `{' '.join(flags)}`" if flags else f"**{name}**: no flags" for name, flags in profiles.items()
+        ]
+        lines += [f"Dev server profiles (ops/server_profile.py) — {'; '.join(described)}.", ""]
     for key, render in (
         ("overhead", overhead_section),
         ("throughput", throughput_section),
@@ -324,6 +399,7 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         ax.bar(names, medians, label="median", color="#4c72b0")
         ax.scatter(names, p99, marker="_", s=400, color="#c44e52", label="p99", zorder=3)
         ax.set_yscale("log")
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
         ax.set_ylabel("ms per agent step (log)")
         ax.set_title(f"Per-step overhead, bench-noop ({results['overhead']['steps']} steps/run)")
         ax.legend()
@@ -333,7 +409,9 @@ def plots(results: dict[str, Any], out: Path) -> list[Path]:
         by_engine: dict[str, list[tuple[int, float]]] = {}
         for row in results["throughput"]["rows"]:
             if row["runs_per_s"]:
-                by_engine.setdefault(row["engine"], []).append((row["n"], row["runs_per_s"]))
+                by_engine.setdefault(_label(row, results["throughput"].get("profiles", [])), []).append(
+                    (row["n"], row["runs_per_s"])
+                )
         for engine, points in by_engine.items():
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=engine)

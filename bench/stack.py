@@ -3,14 +3,17 @@ worker (`worker.py`, a subprocess, serving `bench.agents` and `examples`), the b
 (`bench.floor_worker`, a subprocess with the same worker settings), a client, and an `AgentClient` on it —
 how the bench starts and waits for our runs, as a user's code would. With a database URL, a second worker of
 ours on a queue of its own keeps its stores in PostgreSQL (`AGENT_DATABASE_URL`), with its own `AgentClient`.
-Everything is stopped by its handle."""
+Everything is stopped by its handle.
+
+The server runs with a profile (`ops/server_profile.py`): `tuned`, as we ship it, or `default`, the dev server
+as it comes; `temporal_stacks` starts one stack per profile, so a bench can interleave runs across them."""
 
 from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from temporalio.client import Client
 from bench.served import worker_env
 from ops import devserver
 from ops.connection import connect
+from ops.server_profile import TUNED, ServerProfile
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
 from workflows.client import AgentClient
@@ -47,6 +51,12 @@ class Stack:
     floor: WorkerProcess | None
     server_version: str
     postgres: PostgresWorker | None = None
+    profile: ServerProfile = TUNED
+
+    def new_worker(self, name: str = "worker") -> WorkerProcess:
+        """Start another worker process of ours on the same queue (after a kill, say)."""
+        self.worker = our_worker(self.settings, self.workdir / f"{name}.log").wait_ready()
+        return self.worker
 
 
 @dataclass
@@ -58,29 +68,25 @@ class PostgresWorker:
     worker: WorkerProcess
     agents: AgentClient
 
-    def new_worker(self, name: str = "worker") -> WorkerProcess:
-        """Start another worker process of ours on the same queue (after a kill, say)."""
-        self.worker = our_worker(self.settings, self.workdir / f"{name}.log").wait_ready()
-        return self.worker
-
-
-# The dev server's SQLite in WAL mode with synchronous=NORMAL — the baseline's own settings (a killed
-# process loses nothing committed). With the dev server's default pragmas throughput was 2-3x lower on a
-# 2-core machine, for our workflow and the floor alike; `--server-pragmas ""` selects them.
-DEFAULT_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
-
 
 @asynccontextmanager
 async def temporal_stack(
     workdir: Path,
     *,
     floor: bool = True,
-    pragmas: tuple[str, ...] = DEFAULT_PRAGMAS,
+    profile: ServerProfile = TUNED,
     database_url: str | None = None,
+    server_flags: list[str] | None = None,
 ) -> AsyncIterator[Stack]:
     workdir.mkdir(parents=True, exist_ok=True)
-    extra = [flag for pragma in pragmas for flag in ("--sqlite-pragma", pragma)]
-    server = devserver.start(devserver.free_port(), None, workdir / "dev.db", log=workdir / "server.log", extra=extra)
+    server = devserver.start(
+        devserver.free_port(),
+        None,
+        workdir / "dev.db",
+        log=workdir / "server.log",
+        extra=server_flags,
+        profile=profile,
+    )
     worker: WorkerProcess | None = None
     floor_process: WorkerProcess | None = None
     postgres: PostgresWorker | None = None
@@ -119,6 +125,7 @@ async def temporal_stack(
             floor_process,
             info.server_version,
             postgres,
+            profile,
         )
         try:
             yield stack
@@ -132,3 +139,21 @@ async def temporal_stack(
         if postgres is not None:
             postgres.worker.stop()
         server.stop()
+
+
+@asynccontextmanager
+async def temporal_stacks(
+    workdir: Path, profiles: Sequence[ServerProfile], *, floor: bool = True, database_url: str | None = None
+) -> AsyncIterator[dict[str, Stack]]:
+    """One stack per profile, all up at once (an idle one costs about 1 % of a core), keyed by name; the
+    PostgreSQL worker, when asked for, only on the last profile's (the one we ship)."""
+    async with AsyncExitStack() as exits:
+        stacks = {}
+        for i, profile in enumerate(profiles):
+            last = i == len(profiles) - 1
+            stacks[profile.name] = await exits.enter_async_context(
+                temporal_stack(
+                    workdir / profile.name, floor=floor, profile=profile, database_url=database_url if last else None
+                )
+            )
+        yield stacks

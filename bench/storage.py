@@ -8,11 +8,15 @@ call is handed). Baseline: every row of the run in the checkpoint store (`runs`,
 `events`, `approvals`, `approval_audit`, `webhooks`, `webhook_attempts`), sized as SQLite stores values:
 text and blobs by their byte length, numbers as 8 bytes, NULL as 0. Neither counts the effects ledger
 (shared by both engines: it is the effects, not the durability) nor SQLite's page overhead.
+
+Each row also gives both runs' wall time per step (start to result): a cost per step that grows with the
+run's length (work over the whole transcript at every step) shows as a growing figure down the column.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +37,15 @@ AGENT = migration.agent
 
 @dataclass(frozen=True)
 class StorageConfig:
-    steps: list[int] = field(default_factory=lambda: [5, 20, 50, 100])
+    steps: list[int] = field(default_factory=lambda: [5, 20, 50, 100, 200])
+
+
+def fitting_budget(records: int) -> int | None:
+    """A step budget that lets a run of `records` finish (N mutating model calls and the answer), or None when
+    the agent's own budget does (the runs then are exactly what `starter.py run migration` would do)."""
+    needed = records + 1
+    own = AGENT.budget.max_steps
+    return None if own is None or own >= needed else needed
 
 
 def value_bytes(value: Any) -> int:
@@ -71,9 +83,13 @@ async def measure(stack: Stack, workdir: Path, config: StorageConfig, say: Calla
     try:
         for steps in config.steps:
             options = {"records": steps}
-            run = await run_ours(stack.agents, f"st-t-{steps}-{uuid.uuid4().hex[:6]}", AGENT, options)
+            max_steps = fitting_budget(steps)
+            budget = None if max_steps is None else AGENT.budget.model_copy(update={"max_steps": max_steps})
+            run = await run_ours(stack.agents, f"st-t-{steps}-{uuid.uuid4().hex[:6]}", AGENT, options, budget=budget)
             run_id = f"st-b-{steps}-{uuid.uuid4().hex[:6]}"
-            row = jobs.start(store, agents, run_id, AGENT.label, RunOptions(options=options))
+            started = time.perf_counter()
+            row = jobs.start(store, agents, run_id, AGENT.label, RunOptions(options=options, max_steps=max_steps))
+            baseline_wall = time.perf_counter() - started
             if row.status != "completed" or run.result.status != "completed":
                 raise RuntimeError(f"storage runs of {steps} steps did not complete")
             checkpoint = checkpoint_bytes(db, run_id)
@@ -88,6 +104,8 @@ async def measure(stack: Stack, workdir: Path, config: StorageConfig, say: Calla
                     "baseline_bytes": checkpoint["bytes"],
                     "baseline_tables": checkpoint["tables"],
                     "temporal_per_baseline": temporal_bytes / checkpoint["bytes"] if checkpoint["bytes"] else None,
+                    "temporal_ms_per_step": run.wall / steps * 1000,
+                    "baseline_ms_per_step": baseline_wall / steps * 1000,
                 }
             )
             say(

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
@@ -26,6 +27,10 @@ class TemporalRun:
     @property
     def step_seconds(self) -> list[float]:
         return step_intervals(self.history.events)
+
+    @property
+    def phases(self) -> dict[str, list[float]]:
+        return step_phases(self.history.events)
 
 
 def event_seconds(event: HistoryEvent) -> float:
@@ -49,6 +54,39 @@ def step_intervals(events: Any) -> list[float]:
     return [b - a for a, b in itertools.pairwise(marks)]
 
 
+# Where a step's time goes, from pairs of events (server clock): a step is two workflow tasks and two
+# activities. "Dispatch" is the server handing a task to the worker (transfer queue, matching, the poll);
+# "worker" is the worker's own time between picking a task up and reporting it done, round trip included.
+PHASES = {
+    "workflow task dispatch": (
+        EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    ),
+    "workflow task in the worker": (
+        EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    ),
+    "activity dispatch": (EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED),
+    "activity in the worker": (
+        EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+    ),
+}
+
+
+def step_phases(events: Any) -> dict[str, list[float]]:
+    """Durations of each phase in `PHASES`, from each start event to the next end event after it."""
+    out: dict[str, list[float]] = {name: [] for name in PHASES}
+    opened: dict[str, float] = {}
+    for event in events:
+        for name, (begin, end) in PHASES.items():
+            if event.event_type == end and name in opened:
+                out[name].append(event_seconds(event) - opened.pop(name))
+            if event.event_type == begin:
+                opened[name] = event_seconds(event)
+    return out
+
+
 def history_bytes(history: WorkflowHistory) -> int:
     """The history as the server serves it: the protobuf `History` of all its events, serialized."""
     return History(events=history.events).ByteSize()
@@ -65,10 +103,13 @@ def model_input_bytes(history: WorkflowHistory) -> int:
     return total
 
 
-async def run_ours(agents: AgentClient, run_id: str, agent: Agent, options: dict[str, Any]) -> TemporalRun:
-    """A run of `agent` on our workers, started and awaited as a user would; RunFailed if it fails."""
+async def run_ours(
+    agents: AgentClient, run_id: str, agent: Agent, options: dict[str, Any], **start: Any
+) -> TemporalRun:
+    """A run of `agent` on our workers, started and awaited as a user would (`start`: more of
+    `AgentClient.start`'s arguments); RunFailed if it fails."""
     started = time.perf_counter()
-    run = await agents.start(agent, run_id=run_id, options=options)
+    run = await agents.start(agent, run_id=run_id, options=options, **start)
     result: AgentResult = await run.result()
     wall = time.perf_counter() - started
     return TemporalRun(run_id, wall, await run.workflow.fetch_history(), result)

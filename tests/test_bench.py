@@ -381,6 +381,14 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
             "rows": [
                 {"engine": "floor", "n": 1000, "runs_per_s": 50.0, "completed": 1000, "latency": summarize([1.0])},
                 {"engine": "temporal", "n": 1000, "runs_per_s": 45.0, "completed": 1000, "latency": summarize([1.0])},
+                {
+                    "engine": "baseline-threads",
+                    "n": 1000,
+                    "runs_per_s": 80.0,
+                    "completed": 999,
+                    "lock_errors": 1,
+                    "latency": summarize([1.0]),
+                },
             ],
         },
         "chaos": {
@@ -389,12 +397,14 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
         },
     }
     goals = report.goals(results)
-    assert [g["met"] for g in goals] == [False, True, True, False]
-    assert "1000 concurrent runs" in goals[1]["goal"] and "90%" in goals[1]["measured"]
+    assert [g["met"] for g in goals] == [False, False, True, False, True, False]
+    assert "1000 concurrent runs" in goals[2]["goal"] and "90%" in goals[2]["measured"]
+    assert goals[3]["measured"] == "999/1000 completed, 1 locked"
     text = report.markdown(results)
     assert "| temporal | 150.00 | 150.00 | 1.50x | 150x | 150.00 |" in text
     assert "| temporal | 1000 | 45.0 | 90% |" in text
-    assert "| our agent step within 1.2x the bare Temporal floor | 1.50x | **no** |" in text
+    assert "| our agent step ≤ 50 ms median | 150.00 ms | **no** |" in text
+    assert "| our agent step within 1.1x the bare Temporal floor | 1.50x | **no** |" in text
     written = report.plots(results, tmp_path)
     assert {p.name for p in written} == {"overhead.png", "throughput.png"}
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in written)
@@ -446,15 +456,25 @@ def bench(*arguments: str, out: Path) -> None:
 
 
 def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
-    """The real stack: a dev server, our worker (which must serve bench.agents through AGENT_MODULES, or
-    every bench-noop run fails), the floor's worker, the baseline, in-process."""
-    bench("overhead", "--overhead-steps", "3", "--overhead-reps", "2", "--overhead-warmup", "1", out=tmp_path)
+    """The real stack, once per server profile: a dev server, our worker (which must serve bench.agents through
+    AGENT_MODULES, or every bench-noop run fails), the floor's worker; the baseline, in-process; the long runs."""
+    bench(
+        *("overhead", "--overhead-steps", "3", "--overhead-reps", "2", "--overhead-warmup", "1"),
+        *("--overhead-long-steps", "4", "--overhead-long-reps", "1", "--server-profile", "both"),
+        out=tmp_path,
+    )
     results = json.loads((tmp_path / "overhead.json").read_text())
     engines = results["overhead"]["engines"]
-    assert set(engines) == {"in-process", "baseline", "temporal", "floor", "floor+sa"}
+    temporal = {f"{kind} ({profile})" for kind in ("temporal", "floor", "floor+sa") for profile in ("default", "tuned")}
+    assert set(engines) == {"in-process", "baseline"} | temporal
     assert all(e["step"]["n"] == 6 for e in engines.values())  # 2 runs x 3 steps each
-    assert engines["floor"]["x_floor"] == 1.0 and engines["in-process"]["x_in_process"] == 1.0
-    assert engines["temporal"]["step"]["median"] > engines["in-process"]["step"]["median"]
+    assert engines["floor (default)"]["x_floor"] == engines["floor (tuned)"]["x_floor"] == 1.0
+    assert engines["in-process"]["x_in_process"] == 1.0
+    assert engines["temporal (tuned)"]["step"]["median"] > engines["in-process"]["step"]["median"]
+    long = results["overhead"]["long"]["engines"]
+    assert set(long) == {"in-process", "baseline", "temporal (tuned)", "floor (tuned)"}
+    assert all(e["step"]["n"] == 4 for e in long.values())  # 1 run x 4 steps each
+    assert set(results["config"]["server_profiles"]) == {"default", "tuned"}
     assert results["machine"]["temporal_server"] and results["machine"]["cpus"]
     assert (tmp_path / "overhead.png").read_bytes()[:4] == b"\x89PNG"
     assert "### Per-step overhead" in (tmp_path / "overhead.md").read_text()
@@ -484,7 +504,7 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     the same rows per step land in either backend (one Transcripts code), and the server counts the writes."""
     bench(
         *("throughput", "--concurrency", "3", "--throughput-steps", "2", "--baseline-threads", "2"),
-        *("--baseline-processes", "1", "--postgres-url", own_postgres.url),
+        *("--baseline-processes", "1", "--postgres-url", own_postgres.url, "--server-profile", "tuned"),
         out=tmp_path,
     )
     rows = {row["engine"]: row for row in json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]}
@@ -495,3 +515,25 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     assert "| temporal-postgres | 3 |" in (tmp_path / "throughput.md").read_text()
     with psycopg.connect(own_postgres.url) as db:  # the scratch database was dropped
         assert db.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'bench_%'").fetchone() == (0,)
+
+
+def test_the_knobs_report_has_a_row_per_variant():
+    from bench.knobs import markdown
+
+    row = {
+        "variant": "tuned",
+        "idle_cpu_percent": 0.5,
+        "idle_db_requests_per_s": 2.25,
+        "floor_step": summarize([0.02]),
+        "dispatch": summarize([0.002]),
+        "dispatch_p90": 0.004,
+        "timer_late": summarize([0.01]),
+        "n": 100,
+        "runs_per_s": 18.6,
+        "server_cpu_ms_per_run": 44.3,
+        "db_requests_per_run": 53.4,
+    }
+    skipped_load = {k: v for k, v in row.items() if k not in ("n", "runs_per_s", "server_cpu_ms_per_run")}
+    text = markdown({"rows": [row, skipped_load | {"variant": "default", "db_requests_per_run": None}]})
+    assert "| tuned | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | 100 | 18.6 | 44.3 | 53.4 |" in text
+    assert "| default | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | — | n/a | n/a | n/a |" in text

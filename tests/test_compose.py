@@ -26,6 +26,7 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from ops.retention import FAILED_DAYS, NAMESPACE_RETENTION
+from ops.server_profile import TUNED
 from ops.settings import ROOT, TEMPORAL_STANDARD, Settings
 from tests.backends import POSTGRES_TABLES
 from tests.postgres_server import LocalPostgres
@@ -293,6 +294,13 @@ def test_mounted_files_exist_and_parse(services: dict[str, dict[str, Any]]) -> N
     prometheus = yaml.safe_load((ROOT / "deploy/prometheus.yml").read_text())
     [workers] = [job for job in prometheus["scrape_configs"] if job["job_name"] == "agent-workers"]
     assert workers["dns_sd_configs"][0]["names"] == ["worker"] and workers["dns_sd_configs"][0]["port"] == 9464
+
+
+def test_the_compose_server_is_tuned_like_the_embedded_one() -> None:
+    dynamic = yaml.safe_load((ROOT / "deploy/temporal/dynamicconfig.yaml").read_text())
+    assert TUNED.dynamic_config, "the tuned profile sets dynamic config"
+    for key, value in TUNED.dynamic_config.items():
+        assert dynamic.get(key) == [{"value": value, "constraints": {}}], key
 
 
 def test_dockerfile_and_dockerignore() -> None:
