@@ -102,6 +102,7 @@ def test_approve_a_refund_once_with_the_caller_as_approver_and_a_second_decision
     assert view["status"] == "awaiting_approval"
     listed = eventually(lambda: [i for i in api.get("/approvals").json() if i["run_id"] == run_id], what="inbox")
     assert listed[0]["agent"] == "refund" and listed[0]["arguments_hash"] == pending["arguments_hash"]
+    assert (listed[0]["root_run_id"], listed[0]["path"]) == (run_id, [run_id])  # nobody delegated it
     url = f"/runs/{run_id}/approvals/{pending['call_id']}"
     decision = {"approve": True, "reason": "checked", "arguments_hash": pending["arguments_hash"]}
 
@@ -128,6 +129,29 @@ def test_approve_a_refund_once_with_the_caller_as_approver_and_a_second_decision
     assert again.status_code == 409 and "already approved" in again.json()["error"], again.text
     assert [e.tool for e in stack.effects(run_id)] == ["refund"]  # still once
     assert api.get(f"/runs/{run_id}").json()["audit"] == done["audit"]  # the rejection changed nothing
+
+
+def test_a_delegated_runs_approval_names_its_root_and_path_and_deciding_it_reaches_the_child(stack, api):
+    """Issue 18: `support` hands the refund to `billing-desk`, a child run; its approval is listed with the
+    root run and the path down to the child, and approving it on the child's run finishes the whole tree."""
+    root = start(api, "support")
+    child = f"{root}~2.1"  # the child's id is derived from the parent's call (agentic.delegation.child_run_id)
+
+    def listed() -> dict[str, Any] | None:
+        return next((i for i in api.get("/approvals").json() if i["root_run_id"] == root), None)
+
+    item = eventually(listed, what="the child's approval in the inbox")
+    assert (item["run_id"], item["path"], item["agent"]) == (child, [root, child], "billing-desk")
+    assert (item["tool"], item["arguments"]) == ("refund_payment", {"order_id": "4471", "amount_cents": 2500})
+    decision = {"approve": True, "reason": "damaged", "arguments_hash": item["arguments_hash"]}
+    assert api.post(f"/runs/{child}/approvals/{item['call_id']}", json=decision).status_code == 200
+
+    done = finished(api, root)
+    assert done["status"] == "completed" and "Refunded order 4471" in done["output"], done
+    assert [e.tool for e in stack.effects(child)] == ["refund_payment"]
+    assert [e.tool for e in stack.effects(root)] == ["open_ticket"]
+    others = [i for i in api.get("/approvals").json() if i["root_run_id"] != i["run_id"]]
+    assert all(i["path"][-1] == i["run_id"] and i["path"][0] == i["root_run_id"] for i in others)
 
 
 def test_a_wrong_hash_or_a_denial_decides_nothing_else(stack, api):
@@ -228,6 +252,7 @@ def test_bad_input_gets_a_clear_status_and_changes_nothing(stack, api):
     done_id = start(api, "billing")
     finished(api, done_id)
     before_runs = {r["run_id"] for r in api.get("/runs", params={"limit": 1000}).json()}
+    asked_from = api.get(f"/runs/{done_id}").json()["created_at"]
     before_view = api.get(f"/runs/{done_id}").json()
     effects_before = len(stack.effects(done_id))
 
@@ -286,7 +311,11 @@ def test_bad_input_gets_a_clear_status_and_changes_nothing(stack, api):
     plain = api.post("/runs", content=b'{"agent": "billing"}', headers={"content-type": "text/plain"})
     assert plain.status_code == 415
 
-    assert {r["run_id"] for r in api.get("/runs", params={"limit": 1000}).json()} == before_runs  # nothing started
+    # Nothing started: a run listed now and not before is an earlier test's that visibility (eventually
+    # consistent) had not listed yet, never one created by the bad requests above.
+    after_runs = api.get("/runs", params={"limit": 1000}).json()
+    late = [r for r in after_runs if r["run_id"] not in before_runs]
+    assert all(r["created_at"] < asked_from for r in late), late
     after_view = api.get(f"/runs/{done_id}").json()
     assert {k: after_view[k] for k in ("status", "audit", "steps", "output")} == {
         k: before_view[k] for k in ("status", "audit", "steps", "output")

@@ -114,11 +114,19 @@ class CheckpointEngine:
         placeholders = ", ".join("?" for _ in ACTIVE)
         rows = await asyncio.to_thread(
             self.store.query,
-            "SELECT a.*, r.scenario FROM approvals a JOIN runs r ON r.run_id = a.run_id"
+            "SELECT a.*, r.scenario, r.options AS run_options FROM approvals a JOIN runs r ON r.run_id = a.run_id"
             f" WHERE a.status = 'pending' AND r.status IN ({placeholders}) ORDER BY a.deadline",
             ACTIVE,
         )
-        return [InboxItem(run_id=r["run_id"], agent=r["scenario"], **_pending(dict(r)).model_dump()) for r in rows]
+        return [
+            InboxItem(
+                run_id=r["run_id"],
+                agent=r["scenario"],
+                **_tree(r["run_id"], r["run_options"]),
+                **_pending(dict(r)).model_dump(),
+            )
+            for r in rows
+        ]
 
     async def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
         """`progress` whenever the stored progress changes (one local SQLite read per poll), then `end`."""
@@ -310,6 +318,13 @@ def _pending(row: dict[str, Any]) -> PendingView:
         requested_at=row["requested_at"],
         deadline=row["deadline"],
     )
+
+
+def _tree(run_id: str, options: str) -> dict[str, Any]:
+    """A delegated child's root and path, from the options its parent started it with."""
+    delegation = RunOptions.model_validate_json(options).delegation
+    path = delegation.lineage(run_id) if delegation is not None else [run_id]
+    return {"root_run_id": path[0], "path": path}
 
 
 def _suffix() -> str:

@@ -160,6 +160,8 @@ def _inbox_table(items: list[InboxItem], who: Principal) -> str:
     rows = []
     for item in items:
         run_link = f"<a href='/inbox/runs/{quote(item.run_id, safe='')}'>{_e(item.run_id)}</a>"
+        if len(item.path) > 1:  # a delegated run: which top-level run waits on this decision, and how
+            run_link += f"<br><small class=path>delegated: {' → '.join(_e(r) for r in item.path)}</small>"
         rows.append(
             f"<tr data-run='{_e(item.run_id)}' data-call='{_e(item.call_id)}' data-hash='{_e(item.arguments_hash)}'>"
             f"<td>{_e(item.agent or '?')}</td><td>{run_link}</td><td><strong>{_e(item.tool)}</strong>"

@@ -206,7 +206,7 @@ class TemporalEngine:
         with _translated():
             waiting = await self.agents.pending()
             agents = {r.run_id: r.agent for r in await self.agents.list(status="awaiting_approval", limit=1000)}
-        return [InboxItem(run_id=p.run_id, agent=agents.get(p.run_id), **_pending(p).model_dump()) for p in waiting]
+        return [_inbox_item(p.in_tree(), agents.get(p.run_id)) for p in waiting]
 
     def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
         return self.feeds.stream(run_id)
@@ -370,6 +370,12 @@ def _pending(p: PendingApproval) -> PendingView:
         requested_at=_iso(p.requested_at) or "",
         deadline=_iso(p.deadline) or "",
     )
+
+
+def _inbox_item(p: PendingApproval, agent: str | None) -> InboxItem:
+    """`p` with its tree filled in (`PendingApproval.in_tree`)."""
+    root = p.root_run_id or p.run_id
+    return InboxItem(run_id=p.run_id, agent=agent, root_run_id=root, path=p.path, **_pending(p).model_dump())
 
 
 def _audit(entry: AuditEntry) -> AuditView:
