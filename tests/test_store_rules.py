@@ -13,8 +13,9 @@ import pytest
 from agentic.ledger import EffectsLedger
 from baseline import jobs
 from baseline.crash import CrashHook
-from baseline.errors import CheckpointMismatch, LeaseLost, RunExists, UnknownRun
+from baseline.errors import CheckpointMismatch, DeadLettered, LeaseLost, RunExists, UnknownRun
 from baseline.journal import Journal
+from baseline.lease import acquire, release
 from baseline.options import RunOptions
 from baseline.store import Progress, StepSpec, Store
 from tests.baseline_helpers import agents_recording_to
@@ -127,3 +128,24 @@ def test_a_mismatch_names_both_steps_with_short_hashes(store: Store) -> None:
     assert f"recorded model_call (input {'a' * 12}), but the loop now asks tool:charge (input {'b' * 12});" in str(
         raised.value
     )
+
+
+def test_the_worker_that_creates_a_run_is_its_first_attempt_and_a_handed_over_run_has_none(store: Store) -> None:
+    """`max_attempts` counts the workers that took a run: its creator is the first; a run created for
+    another process to drive (`job serve`) has had no worker yet, so its first taker is attempt one."""
+    create(store, "owned", owner="w1")
+    create(store, "handed", owner=None)
+    assert (store.require("owned").attempts, store.require("handed").attempts) == (1, 0)
+    handed = store.require("handed")
+    # Free to take at once, and its row is the one of any run nobody holds (as `release` leaves it): no owner,
+    # expiry 0 — however it got there.
+    assert (handed.lease_owner, handed.lease_expires) == (None, 0)
+
+    release(store, "owned", "w1")
+    acquire(store, "owned", "w2", 30, max_attempts=2)  # the second worker: allowed
+    release(store, "owned", "w2")
+    with pytest.raises(DeadLettered, match="2 workers took this run"):
+        acquire(store, "owned", "w3", 30, max_attempts=2)
+
+    acquire(store, "handed", "w1", 30, max_attempts=1)  # the first worker of a handed-over run: allowed
+    assert store.require("handed").attempts == 1
