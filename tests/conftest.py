@@ -94,9 +94,13 @@ async def terminate_open_workflows(env: WorkflowEnvironment) -> list[str]:
 async def _no_workflow_outlives_its_test(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """A test on the shared time-skipping server that fails (or forgets) with a workflow open would stop
     time skipping for every later test: the server only skips while no workflow it knows of is busy. So
-    whatever a test left open is terminated when it ends, pass or fail."""
+    whatever a test left open is terminated when it ends, pass or fail — and before a test starts, whatever is
+    still open (a run some module-scoped fixture left behind), named on stderr so a hang can be traced."""
+    uses_it = "skipping_env" in request.fixturenames
+    if uses_it and (left := await terminate_open_workflows(request.getfixturevalue("skipping_env"))):
+        print(f"terminated before {request.node.nodeid}: workflows left open {left}", file=sys.stderr)
     yield
-    if "skipping_env" in request.fixturenames:
+    if uses_it:
         await terminate_open_workflows(request.getfixturevalue("skipping_env"))
 
 
