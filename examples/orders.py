@@ -3,8 +3,7 @@ HTTP client as the tools' deps, one tool that needs a human's approval. The same
 (`agent.run(...)`) and durably (`python worker.py --agents examples.orders`, with ORDERS_URL set).
 
 The refund passes `ctx.idempotency_key` to the service as `Idempotency-Key`: the service refunds once per
-key, so a retried or replayed call can never refund twice. That is how real tools make effects
-idempotent; the demo agents' SQLite ledger is only a stand-in for such a provider.
+key, so a retried or replayed call never refunds twice. That is how real tools make effects idempotent.
 """
 
 from __future__ import annotations
@@ -46,12 +45,7 @@ def lookup_order(order_id: OrderId, ctx: ToolContext) -> str:
     return call(ctx.deps.build_request("GET", order_path(order_id)), ctx).text
 
 
-@tool(
-    description="Refund an order in full.",
-    order_id="The order id.",
-    mutating=True,
-    requires_confirmation=True,
-)
+@tool(description="Refund an order in full.", order_id="The order id.", mutating=True, requires_confirmation=True)
 def refund_order(order_id: OrderId, ctx: ToolContext) -> str:
     headers = {"Idempotency-Key": ctx.idempotency_key}  # the service refunds at most once per key
     reply = call(ctx.deps.build_request("POST", order_path(order_id, "/refund"), headers=headers), ctx)

@@ -68,6 +68,12 @@ def slow_service(tmp_path: Path) -> Iterator[OrdersService]:
     running.stop()
 
 
+def test_the_users_agent_is_one_file_under_80_lines_and_the_readme_says_how_long():
+    lines = len((ROOT / "examples" / "orders.py").read_text().splitlines())
+    assert lines < 80  # issue 13: an agent of your own, as a user writes it, in one short file
+    assert f"`examples/orders.py` is a complete one ({lines} lines)" in (ROOT / "README.md").read_text()
+
+
 def test_the_agent_runs_in_process_and_a_second_run_with_its_run_id_refunds_nothing_more(service):
     agent = orders.agent
     saved = agent.deps, agent.registry.confirm
