@@ -192,6 +192,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def _ended(args: argparse.Namespace, store: Store, run_id: str) -> int:
     view = status.run_status(store, run_id)
     _emit(args, view, status.summary_line(view))
+    for hook in view["webhooks"]:  # a delivery that did not happen is said, not only recorded
+        if hook["status"] != "delivered":
+            print(f"note: {printable(webhooks.undelivered(hook, run_id))}", file=sys.stderr)
     if view["status"] in FAILED:
         _fail(f"run {run_id} ended {view['status']}: {view['error']}")
         return 1

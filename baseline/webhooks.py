@@ -16,7 +16,7 @@ import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
-from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, signed_headers, url_problem
+from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, redact_url, signed_headers, url_problem
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5
@@ -127,3 +127,13 @@ def deliveries(store: Store, run_id: str) -> list[dict[str, Any]]:
         (run_id,),
     )
     return [dict(h) | {"history": [dict(t) for t in tries if t["webhook_id"] == h["id"]]} for h in hooks]
+
+
+def undelivered(hook: dict[str, Any], run_id: str) -> str:
+    """What to tell the person who ran `run_id` about a delivery (of `deliveries`) that did not happen."""
+    last = hook["history"][-1]["error"] if hook["history"] else "no attempt yet"
+    where = f"the webhook to {redact_url(hook['url'])}"
+    if hook["status"] == "failed":
+        tries = hook["attempts"]
+        return f"{where} was not delivered: {tries} attempts, the last: {last} (`job status {run_id} --json`)"
+    return f"{where} is not delivered yet ({last}); `job recover` delivers it"

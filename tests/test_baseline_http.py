@@ -5,6 +5,7 @@ attempt."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -214,6 +215,7 @@ def test_webhook_on_terminal_state_is_signed_retried_until_delivered_and_shown_r
         url = f"http://hookuser:hookpass@127.0.0.1:{port}/hook?api_token=WEBHOOK-SECRET-42"
         done = job.run("run", "--id", "hook", "--scenario", "billing", "--webhook", url)
         assert done.returncode == 0, done.stderr
+        assert "note:" not in done.stderr  # delivered: nothing to say
     finally:
         receiver.shutdown()
         receiver.server_close()
@@ -231,6 +233,22 @@ def test_webhook_on_terminal_state_is_signed_retried_until_delivered_and_shown_r
     [hook] = shown.json()["webhooks"]
     assert hook["url"] == f"http://127.0.0.1:{port}/hook?…"
     assert "WEBHOOK-SECRET-42" not in shown.text and "hookpass" not in shown.text
+
+
+def test_a_webhook_that_cannot_be_delivered_is_said_when_the_run_ends(job: Job) -> None:
+    """Review L13: the run is done (exit 0), and the person who ran it is told its webhook did not arrive."""
+    job.extra_env["AGENT_WEBHOOK_SECRET"] = WEBHOOK_SECRET
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/hook?token=SECRET-IN-QUERY"
+    done = job.run("run", "--id", "lost", "--scenario", "billing", "--webhook", url)
+    assert done.returncode == 0, done.stderr
+    [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert f"the webhook to http://127.0.0.1:{port}/hook?… was not delivered: 5 attempts, the last: Connect" in note
+    assert "SECRET-IN-QUERY" not in done.stderr and "job status lost --json" in note
+    [delivery] = job.status("lost")["webhooks"]
+    assert (delivery["status"], delivery["attempts"]) == ("failed", 5)
 
 
 def test_a_webhook_needs_the_secret_and_https_off_loopback(job: Job) -> None:
