@@ -47,9 +47,10 @@ from tests.conftest import DEV_SERVER, TEST_AGENTS, eventually
 from tests.test_cli import starter
 from worker import build_worker
 from workflows import search_attributes
+from workflows.agent import AgentWorkflow
 from workflows.client import AgentClient
 from workflows.errors import RunFailed
-from workflows.inputs import AgentResult, ContinueAsNewPolicy
+from workflows.inputs import AgentInput, AgentResult, ContinueAsNewPolicy
 
 FAST_DELETE = ["--dynamic-config-value", "history.transferProcessorEnsureCloseBeforeDelete=false"]
 
@@ -164,7 +165,8 @@ async def test_prune_archives_then_deletes_exactly_the_due_runs_and_never_an_ope
     stack = stack_on(backend, client, task_queue, tmp_path)
     agents, ledger = stack.agents, stack.stores.ledger
     batch = uuid.uuid4().hex[:6]
-    ids = {name: f"{name}-{batch}" for name in ("big", "refund-a", "trip-ok", "trip-bad", "short", "killed", "open")}
+    names = ("big", "refund-a", "trip-ok", "trip-bad", "short", "killed", "late", "open")
+    ids = {name: f"{name}-{batch}" for name in names}
     async with serving(stack, task_queue):
         big = await (await agents.start("t-big-output", options={"output_bytes": 2000}, run_id=ids["big"])).result()
         refund_a = await agents.start("refund", run_id=ids["refund-a"])
@@ -183,11 +185,19 @@ async def test_prune_archives_then_deletes_exactly_the_due_runs_and_never_an_ope
         killed = await agents.start("t-pay-batch", run_id=ids["killed"])
         await killed.wait_for_approval()
         await killed.workflow.terminate("stopped by an operator")
+        # A run out of time (its execution timeout, set by whoever started it): Temporal closes it TIMED_OUT.
+        await stack.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(agent="refund"),
+            id=ids["late"],
+            task_queue=task_queue,
+            execution_timeout=timedelta(seconds=2),
+        )
         open_run = await agents.start("refund", run_id=ids["open"])  # same agent and task as refund-a
         await open_run.wait_for_approval()
 
         assert (big.status, refunded.status, trip_ok.status) == ("completed", "completed", "compensated")
-        closed = {ids[name] for name in ("big", "refund-a", "trip-ok", "trip-bad", "short", "killed")}
+        closed = {ids[name] for name in names if name != "open"}
         await eventually(lambda: visible_as_closed(stack.client, closed), what="visibility to list the closed runs")
         before = {
             ids["big"]: transcript_of(big, stack.stores.transcripts),
@@ -221,13 +231,13 @@ async def test_prune_archives_then_deletes_exactly_the_due_runs_and_never_an_ope
         assert [a["event"] for a in archived[ids["refund-a"]]["approvals"]] == ["approved"]
         # Rows trip-ok and refund-a shared with trip-bad and the open refund stayed; their own went.
         assert first.released["shared"] > 0 and first.released["nodes"] > 0 and first.released["blobs"] > 0
-        assert stack.owners() == {ids["trip-bad"], ids["short"], ids["killed"], ids["open"]}
+        assert stack.owners() == {ids["trip-bad"], ids["short"], ids["killed"], ids["late"], ids["open"]}
         with pytest.raises(TranscriptNotFound):
             stack.fresh_transcripts().load(refunded.transcript_ref or "")
 
         assert (await stack.prune(89)).archived == []
         second = await stack.prune(91)
-        failed = [ids["trip-bad"], ids["short"], ids["killed"]]
+        failed = [ids["trip-bad"], ids["short"], ids["killed"], ids["late"]]
         assert sorted(second.archived) == sorted(failed) and sorted(second.deleted) == sorted(failed)
         archived = by_id(read_archive(second.archive))  # type: ignore[arg-type]
         bad = archived[ids["trip-bad"]]
@@ -241,6 +251,7 @@ async def test_prune_archives_then_deletes_exactly_the_due_runs_and_never_an_ope
         stopped = archived[ids["killed"]]
         assert stopped["temporal_status"] == "terminated" and stopped["approvals"] is None
         assert stopped["transcript"][-1]["tool_calls"]  # stored up to the calls waiting for approval
+        assert archived[ids["late"]]["temporal_status"] == "timed_out"  # kept 90 days, like every failure
         for run_id in failed:
             assert await gone(stack.client, run_id) and ledger.effects(run_id) == []
         assert stack.owners() == {ids["open"]}  # every row of a pruned run is gone; the open run's are all there
