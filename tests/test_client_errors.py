@@ -62,6 +62,10 @@ async def test_a_wrong_hash_is_rejected_a_closed_run_is_closed_and_a_taken_id_is
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
         result = await run.result()
     assert result.status == "completed" and [e.tool for e in ledger.effects(run_id)] == ["refund"]
+    # The audit names the approver and, next to it, the client identity Temporal was told (review finding 3).
+    [entry] = result.audit
+    assert (entry.event, entry.approver, entry.client) == ("approved", "maria", skipping_env.client.identity)
+    assert entry.client  # the SDK's default identity: pid@host
     with pytest.raises(RunClosed, match="already ended"):
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
     with pytest.raises(RunClosed, match="already ended"):
