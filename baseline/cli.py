@@ -29,6 +29,7 @@ from baseline.errors import BadInput, UnknownRun
 from baseline.options import RunOptions
 from baseline.schema import ACTIVE, FAILED
 from baseline.store import Store
+from ops import stores
 from ops.agent_modules import AgentModuleError, load_agents_and_deps, module_names
 from ops.cli.arguments import add_run_id, approver, run_id
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
@@ -43,6 +44,7 @@ from ops.cli.run_options import (
 )
 from ops.http.serve import add_serve_arguments
 from ops.models import declared_models
+from ops.settings import Settings
 from ops.signals import stop_on_signals
 
 MIN_HASH_PREFIX = 8
@@ -363,7 +365,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     fresh = "" if args.db.exists() else ", empty until a run is started"
     engine = CheckpointEngine(args.db, agent_set(args), ledger=args.ledger, agent_modules=args.agents)
     print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
-    server(create_app(engine, auth, secure_cookie=args.secure_cookie), args).run(sockets=[listener])
+    app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(Settings()))
+    server(app, args).run(sockets=[listener])
     return 0
 
 

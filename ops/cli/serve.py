@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from ops import stores
 from ops.agent_modules import load_agents, module_names
 from ops.approver_keys import api_signing_keys
 from ops.cli.connection import agent_client
@@ -40,5 +41,6 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     where = f"Temporal {settings.address}, namespace {settings.namespace}, task queue {settings.task_queue}"
     print(listening_line("serve", args, auth, where), flush=True)
-    await server(create_app(engine, auth, secure_cookie=args.secure_cookie), args).serve(sockets=[listener])
+    app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(settings))
+    await server(app, args).serve(sockets=[listener])
     return 0

@@ -9,6 +9,7 @@
     GET  /approvals                              every pending approval, across runs      viewer
     GET  /openapi.json                           the schema                               viewer
     GET  /inbox, /inbox/runs/{id}, /login        the approvals inbox (ops/http/inbox.py)
+    GET  /facts..., POST /facts/{ns}/forget      what agents remember (ops/http/facts.py)
 
 Access (ops/http_auth.py): `Authorization: Bearer <token>` (or the inbox's session cookie); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
@@ -20,7 +21,7 @@ one of those cases nothing changes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,8 +30,10 @@ from fastapi.exceptions import RequestValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from agentic.facts import DurableFactStore
 from ops.http.engine import Engine
 from ops.http.errors import ApiError, InvalidRequest
+from ops.http.facts import add_facts
 from ops.http.inbox import add_inbox
 from ops.http.limits import MAX_BODY_BYTES, BodyLimit, field_errors, require_json
 from ops.http.sse import with_keepalives
@@ -47,7 +50,10 @@ def create_app(
     keepalive_seconds: float = 15.0,
     max_body_bytes: int = MAX_BODY_BYTES,
     secure_cookie: bool = False,
+    facts: Callable[[], DurableFactStore] | None = None,
 ) -> FastAPI:
+    """`facts` opens the workers' fact store: with it, the `/facts` routes are served too."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
@@ -129,6 +135,8 @@ def create_app(
         return app.openapi()
 
     add_inbox(app, engine, auth, secure_cookie=secure_cookie)
+    if facts is not None:
+        add_facts(app, auth, facts)
     return app
 
 
