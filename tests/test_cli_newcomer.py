@@ -143,6 +143,25 @@ async def test_ended_runs_cancel_alike_in_both_clis_and_a_failed_run_says_why(de
     assert_one_clear_line(cancelled.stderr, "run j1 has already ended (completed); nothing to cancel")
 
 
+async def test_approving_a_run_cancelled_while_it_waited_is_one_line(dev_env, task_queue, tmp_path, ledger):
+    """H3, the review's own sequence: `run refund`, `cancel` while it waits for the approval, then `approve`
+    — once a 3-part traceback (the memo still listed the approval; the update and the signal both failed)."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    run_id = f"refund-zero-{task_queue}"
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        code, _, err = await starter("run", "refund", "--id", run_id, settings=settings)
+        assert code == 0, err
+        await AgentClient(dev_env.client, task_queue=task_queue, settings=settings).handle(run_id).wait_for_approval()
+        code, _, err = await starter("cancel", run_id, settings=settings)
+        assert code == 0, err
+        await eventually(lambda: _closed(dev_env, run_id), what="the cancelled run to close")
+        code, out, err = await starter("approve", run_id, "--by", "maria", "--yes", settings=settings)
+    assert code == 1 and out == ""
+    assert_one_clear_line(err, f"run {run_id} has already ended")
+    assert "Traceback" not in err and "RPCError" not in err
+    assert ledger.__class__(settings.ledger_path).effects(run_id) == []  # nothing was refunded
+
+
 async def _closed(env, run_id: str) -> bool:
     return (await env.client.get_workflow_handle(run_id).describe()).close_time is not None
 
