@@ -1,9 +1,10 @@
 """`watch`: a run's progress, live, until it closes — for a person at a terminal, or as JSON lines.
 
 The `progress` query is asked about twice a second. On a terminal one line is redrawn in place (a bar of
-steps against `max_steps`, the label, tokens, cost, and for an approval wait the tool and the time left to
-its deadline); otherwise a line is printed per change. `--json` prints one JSON object per change
-(`"type": "progress"`) and a final `"type": "result"` object. The run's end comes from its result, so the
+actions against the agent's estimate, or of steps against `max_steps` for an agent without one; the label,
+tokens, cost, and for an approval wait the tool and the time left to its deadline); otherwise a line is
+printed per change. `--json` prints one JSON object per change (`"type": "progress"`) and a final
+`"type": "result"` object. The run's end comes from its result, so the
 final state is printed even if it closed between two polls.
 
 When the run does not move, the line says what it waits for (ops/cli/waits.py: a worker on the task queue,
@@ -157,15 +158,27 @@ def call_text(pending: dict[str, Any]) -> str:
     return f"{pending['tool']}({arguments})"
 
 
-def bar(step: int | None, max_steps: int | None, finished: bool = False) -> str:
-    if step is None:
+def bar(done: int | None, total: int | None, finished: bool = False) -> str:
+    if done is None:
         return "[" + " " * BAR_WIDTH + "]"
-    if finished:  # a run that ended is done, whatever budget it did not use
-        return f"[{'#' * BAR_WIDTH}] {step}/{step}"
-    if not max_steps:
-        return f"[step {step}]"
-    filled = min(BAR_WIDTH, round(BAR_WIDTH * step / max_steps))
-    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {step}/{max_steps}"
+    if finished:  # a run that ended is done, whatever its estimate or budget said
+        return f"[{'#' * BAR_WIDTH}] {done}/{done}"
+    if not total:
+        return f"[step {done}]"
+    total = max(total, done)  # an estimate is only an estimate
+    filled = min(BAR_WIDTH, round(BAR_WIDTH * done / total))
+    return f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}"
+
+
+def counted(progress: dict[str, Any], finished: bool) -> tuple[int | None, int | None]:
+    """What the bar counts. Actions — model calls, tools that ran, undos, the unit of the runs API's
+    progress and of the agent's `estimate` — when the agent estimates its run, and always once it ended;
+    otherwise model steps against the budget's `max_steps` (all an agent without an estimate offers)."""
+    step = progress.get("step")
+    if step is None or not (finished or progress.get("total")):
+        return step, progress.get("max_steps")
+    actions = step + len(progress.get("trajectory") or []) + (progress.get("compensations_done") or 0)
+    return actions, progress.get("total")
 
 
 def describe(progress: dict[str, Any], *, countdown: bool) -> str:
@@ -174,7 +187,8 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
     status = progress.get("status", "?")
     if status == "no_worker":
         return printable(str(progress.get("label", "")))
-    parts = [bar(progress.get("step"), progress.get("max_steps"), status in TERMINAL), status]
+    finished = status in TERMINAL
+    parts = [bar(*counted(progress, finished), finished), status]
     pending = progress.get("pending_approvals") or []
     if status == "awaiting_approval" and pending:
         first = pending[0]
