@@ -162,6 +162,30 @@ async def test_approving_a_run_cancelled_while_it_waited_is_one_line(dev_env, ta
     assert ledger.__class__(settings.ledger_path).effects(run_id) == []  # nothing was refunded
 
 
+async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_queue, tmp_path, ledger):
+    """L8: approving a call already approved, while the run waits on its next one, said only "no pending
+    approval"; it names the first decision, as `job` does, and changes nothing."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    run_id = f"pay-{task_queue}"
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
+        run = await agents.start("t-pay-sequence", run_id=run_id)
+        [first] = await run.wait_for_approval()
+        code, _, err = await starter("approve", run_id, "--by", "maria", "--yes", settings=settings)
+        assert code == 0, err
+
+        async def next_one() -> bool:
+            return [p.call_id for p in await run.pending()] not in ([], [first.call_id])
+
+        await eventually(next_one, what="the second payment's approval")
+        code, out, err = await starter("approve", run_id, "--call", first.call_id, "--by", "jo", settings=settings)
+        assert code == 1 and out == ""
+        assert_one_clear_line(err, f"call {first.call_id} was already approved by maria")
+        assert len(await run.pending()) == 1  # the second call still waits, undecided
+        await run.cancel()
+    assert [e.tool for e in ledger.__class__(settings.ledger_path).effects(run_id) if not e.compensates] == ["pay"]
+
+
 async def _closed(env, run_id: str) -> bool:
     return (await env.client.get_workflow_handle(run_id).describe()).close_time is not None
 
