@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from agentic.saga import SagaPolicy
 from ops import devserver
 from ops.devserver import free_port
 from ops.models import declared_models
@@ -184,6 +185,29 @@ async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_que
         assert len(await run.pending()) == 1  # the second call still waits, undecided
         await run.cancel()
     assert [e.tool for e in ledger.__class__(settings.ledger_path).effects(run_id) if not e.compensates] == ["pay"]
+
+
+async def test_a_run_whose_undo_keeps_failing_says_compensation_failed_and_what_is_left(
+    dev_env, task_queue, tmp_path, ledger
+):
+    """L19: `run trip --compensation-failures 100 --wait` ended `failed: CompensationRetry: ... (attempt 5)`,
+    the innermost activity error; it says the run's own state and what remains to undo."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    run_id = f"trip-cf-{task_queue}"
+    async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
+        agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
+        await agents.start(
+            "trip",
+            run_id=run_id,
+            options={"compensation_failures": 100},
+            saga=SagaPolicy(max_attempts=2, initial_interval_seconds=0.2),
+        )
+        code, out, err = await starter("result", run_id, settings=settings)
+    assert code == 1 and out == "", (out, err)
+    assert_one_clear_line(err, "compensation_failed")
+    line = err.strip()
+    assert line.startswith(f"error: run {run_id} ended compensation_failed: CompensationFailed:"), line
+    assert line.endswith("not undone: ['book_hotel', 'book_flight']"), line  # what is left, newest first
 
 
 async def _closed(env, run_id: str) -> bool:

@@ -645,6 +645,8 @@ def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
         inner = getattr(inner, "cause", None)
     failure_type = types[0] if types else None
     message = f"run {run_id} failed: {cause or exc}"
+    if failure_type == "CompensationFailed":  # its status, as `status`, the runs API and visibility say it
+        message = f"run {run_id} ended compensation_failed: {cause}"
     if "UnknownAgent" in types:
         return UnknownAgent(message, "UnknownAgent")
     return RunFailed(message, failure_type)
