@@ -132,7 +132,7 @@ def _stored(stack: Stack, kind: str) -> StoreCount | None:
     return None
 
 
-def _worker_of(stack: Stack, kind: str) -> WorkerProcess:
+def worker_of(stack: Stack, kind: str) -> WorkerProcess:
     worker = {"temporal": stack.worker, "floor": stack.floor, POSTGRES: stack.postgres and stack.postgres.worker}[kind]
     assert worker is not None, kind
     return worker
@@ -267,7 +267,7 @@ async def measure(
             kinds = ("floor", "temporal", POSTGRES) if config.postgres and stack.postgres else ("floor", "temporal")
             for kind in kinds:
                 pids = {"server": stack.server.process.pid}
-                pids["worker"] = _worker_of(stack, kind).pid
+                pids["worker"] = worker_of(stack, kind).pid
                 before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                 row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
                 row["profile"] = profile
