@@ -73,6 +73,12 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         sub.add_argument("--baseline-processes", type=ints, default=defaults.baseline_processes_n)
         sub.add_argument("--baseline-threads", type=ints, default=defaults.baseline_threads_n)
         sub.add_argument(
+            "--throughput-reps",
+            type=int,
+            default=defaults.reps,
+            help="Temporal batches per engine and N, interleaved; the goals use their medians",
+        )
+        sub.add_argument(
             "--postgres-url",
             help="a PostgreSQL server for the PostgreSQL-stores row (a scratch database is made in it and dropped);"
             " default: one started from Debian's binaries when installed",
@@ -114,6 +120,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 baseline_processes_n=[5],
                 baseline_threads_n=[5, 20],
                 postgres=not args.no_postgres,
+                reps=1,
             )
             if quick
             else ThroughputConfig(
@@ -122,6 +129,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 args.baseline_processes,
                 args.baseline_threads,
                 postgres=not args.no_postgres,
+                reps=args.throughput_reps,
             )
         )
     if "recovery" in sections:
