@@ -16,20 +16,30 @@ with workflow.unsafe.imports_passed_through():
 PROGRESS_EVERY = 5
 
 
+# The memo key of the approvals a run waits for: readable with no worker running (workflows/client.py).
+PENDING_APPROVALS = "pending_approvals"
+
+
 class Publisher:
     """Remembers what it last put in the memo: decoding the memo back on every step would cost more than
-    the comparison saves. Rebuilt identically on replay, so the commands it issues are deterministic."""
+    the comparison saves. It starts from the memo the run started with (the client sets an empty list, so a
+    run that never waits for an approval writes no memo: issue 20). Rebuilt identically on replay, so the
+    commands it issues are deterministic."""
 
     def __init__(self) -> None:
         self.pending: list[dict[str, object]] | None = None
+        self.started = False
 
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
     ) -> None:
         publish(status, agent, state, book, label, charged=charged)
+        if not self.started:  # the start event's memo: the same on every replay
+            self.started = True
+            self.pending = workflow.memo_value(PENDING_APPROVALS, default=None, type_hint=list)
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
-            workflow.upsert_memo({"pending_approvals": pending})
+            workflow.upsert_memo({PENDING_APPROVALS: pending})
             self.pending = pending
 
 
@@ -39,19 +49,10 @@ def publish(
     """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption was
     just added to this run's, so its tokens and cost are shown now, children included."""
     current = workflow.info().typed_search_attributes
-    wanted = {
-        sa.AGENT_STATUS: status,
-        sa.AGENT_NAME: agent,
-        sa.AGENT_PENDING_APPROVALS: len(book.pending),
-        sa.AGENT_STOP: state.stop.value if state.stop else "",
-    }
-    changed = any(current.get(key) != value for key, value in wanted.items())
+    wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
+    changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
     if changed or charged or state.consumed.steps % PROGRESS_EVERY == 0:
-        wanted |= {
-            sa.AGENT_STEP: state.consumed.steps,
-            sa.AGENT_TOKENS: state.consumed.input_tokens + state.consumed.output_tokens,
-            sa.AGENT_COST: state.consumed.cost,
-        }
+        wanted |= sa.progress_values(state.consumed)
     updates = [key.value_set(value) for key, value in wanted.items() if current.get(key) != value]  # type: ignore[attr-defined]
     if updates:
         workflow.upsert_search_attributes(updates)
