@@ -1,7 +1,8 @@
-"""What a run writes to show itself (issue 20): `AgentClient` starts a run with the search attributes and the
-empty approvals memo its first publish would write, so that publish writes nothing — two history events
-(and two visibility writes) fewer per run — while what visibility shows stays the same. A run started without
-them (a raw start, an older client) still publishes them itself."""
+"""What a run writes to show itself (issue 20): `AgentClient` starts a run with the search attributes its
+first publish would write, so that publish writes nothing, and such a run writes no empty approvals memo (a
+missing one reads as none) — two history events (and two visibility writes) fewer per run — while what
+visibility shows stays the same. A run started without them (a raw start, an older client) still publishes
+them itself."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ async def test_a_run_started_by_the_client_writes_only_what_changes(skipping_env
     shown = description.typed_search_attributes
     assert shown.get(sa.AGENT_STATUS) == "completed" and shown.get(sa.AGENT_STOP) == "answered"
     assert shown.get(sa.AGENT_NAME) == "t-rows" and shown.get(sa.AGENT_STEP) == result.usage.steps
-    assert await description.memo_value("pending_approvals") == []
+    assert await description.memo_value("pending_approvals", default=[]) == []  # as every reader reads it
 
 
 async def test_a_run_started_without_them_publishes_them_itself(skipping_env, ledger, task_queue):

@@ -182,10 +182,9 @@ class AgentClient:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
-                # What the run's first publish would write, written with the start: two history events and two
-                # visibility writes fewer per run (issue 20).
+                # What the run's first publish would write, written with the start: an event and a visibility
+                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
                 search_attributes=sa.at_start(input.agent, input.consumed),
-                memo={PENDING_APPROVALS: []},
             )
         except WorkflowAlreadyStartedError:
             raise RunAlreadyExists(f"a run with id {run_id!r} already exists; run ids are never reused") from None

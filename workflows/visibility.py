@@ -22,9 +22,9 @@ PENDING_APPROVALS = "pending_approvals"
 
 class Publisher:
     """Remembers what it last put in the memo: decoding the memo back on every step would cost more than
-    the comparison saves. It starts from the memo the run started with (the client sets an empty list, so a
-    run that never waits for an approval writes no memo: issue 20). Rebuilt identically on replay, so the
-    commands it issues are deterministic."""
+    the comparison saves. A run `AgentClient` started writes no memo until it waits for an approval (issue 20:
+    one event and one visibility write fewer per run). Rebuilt identically on replay, so the commands it
+    issues are deterministic."""
 
     def __init__(self) -> None:
         self.pending: list[dict[str, object]] | None = None
@@ -33,10 +33,17 @@ class Publisher:
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
     ) -> None:
-        publish(status, agent, state, book, label, charged=charged)
-        if not self.started:  # the start event's memo: the same on every replay
+        if not self.started:  # from the start event only: the same on every replay
             self.started = True
-            self.pending = workflow.memo_value(PENDING_APPROVALS, default=None, type_hint=list)
+            # A run that `AgentClient` started carries its search attributes from the start: it starts with no
+            # approvals pending, and a memo without the key reads as none (every reader defaults to []). One
+            # started otherwise, or continued as new (it inherits the attributes), or by an older client (in a
+            # recorded history), writes the empty memo as before: replaying those histories must issue it.
+            info = workflow.info()
+            attributes_at_start = info.typed_search_attributes.get(sa.AGENT_STATUS) is not None
+            by_our_client = info.continued_run_id is None and attributes_at_start
+            self.pending = workflow.memo_value(PENDING_APPROVALS, default=[] if by_our_client else None, type_hint=list)
+        publish(status, agent, state, book, label, charged=charged)
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
             workflow.upsert_memo({PENDING_APPROVALS: pending})
