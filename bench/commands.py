@@ -84,6 +84,11 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             " default: one started from Debian's binaries when installed",
         )
         sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
+        sub.add_argument(
+            "--visible-floor",
+            action="store_true",
+            help="also the floor with a search attribute upsert per step (floor+sa): the server's price of upserts",
+        )
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -130,6 +135,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 args.baseline_threads,
                 postgres=not args.no_postgres,
                 reps=args.throughput_reps,
+                visible_floor=args.visible_floor,
             )
         )
     if "recovery" in sections:

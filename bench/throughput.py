@@ -59,6 +59,9 @@ class ThroughputConfig:
     baseline_threads_n: list[int] = field(default_factory=lambda: [10, 100, 1000])
     timeout: float = 600.0
     postgres: bool = True  # a row with the PostgreSQL stores (when a PostgreSQL is at hand)
+    # The floor plus a search attribute upsert per step (`BenchFloorVisibleWorkflow`): the server's price of
+    # visibility upserts, measured next to the floor (issue 20's price list).
+    visible_floor: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates); medians reported
     history_sample: int = 5  # runs per engine whose histories are read for the per-run breakdown by event type
 
@@ -71,8 +74,8 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
     async def start(run_id: str) -> None:
         async with gate:
-            if kind == "floor":
-                await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
+            if kind in FLOORS:
+                await client.start_workflow(FLOORS[kind], steps, id=run_id, task_queue=stack.floor_queue)
             else:
                 agents = stack.postgres.agents if kind == POSTGRES and stack.postgres else stack.agents
                 task = f"Run the no-op steps ({run_id})."
@@ -125,6 +128,8 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
 
 POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
+VISIBLE_FLOOR = "floor+sa"
+FLOORS = {"floor": "BenchFloorWorkflow", VISIBLE_FLOOR: "BenchFloorVisibleWorkflow"}  # served by the floor's worker
 
 
 def _stored(stack: Stack, kind: str) -> StoreCount | None:
@@ -137,7 +142,7 @@ def _stored(stack: Stack, kind: str) -> StoreCount | None:
 
 
 def worker_of(stack: Stack, kind: str) -> WorkerProcess:
-    worker = {"temporal": stack.worker, "floor": stack.floor, POSTGRES: stack.postgres and stack.postgres.worker}[kind]
+    worker = {"temporal": stack.worker, POSTGRES: stack.postgres and stack.postgres.worker}.get(kind, stack.floor)
     assert worker is not None, kind
     return worker
 
@@ -269,7 +274,9 @@ async def measure(
     for n in config.temporal_n:
         for rep in range(config.reps):
             for profile, stack in stacks.items():
-                kinds = ["floor", "temporal", POSTGRES] if config.postgres and stack.postgres else ["floor", "temporal"]
+                kinds = ["floor", *([VISIBLE_FLOOR] if config.visible_floor else []), "temporal"]
+                if config.postgres and stack.postgres:
+                    kinds.append(POSTGRES)
                 if rep % 2:
                     kinds.reverse()  # interleaved: a drift in the machine's load does not favour one engine
                 for kind in kinds:
@@ -282,7 +289,7 @@ async def measure(
                     stores = (
                         f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
                         f" {_ms(row['store_writes_per_step'])} store writes"
-                        if kind != "floor"
+                        if kind not in FLOORS
                         else ""
                     )
                     say(
