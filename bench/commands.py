@@ -89,6 +89,11 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             action="store_true",
             help="also the floor with a search attribute upsert per step (floor+sa): the server's price of upserts",
         )
+        sub.add_argument(
+            "--without-search-attributes",
+            action="store_true",
+            help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
+        )
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -136,6 +141,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 postgres=not args.no_postgres,
                 reps=args.throughput_reps,
                 visible_floor=args.visible_floor,
+                without_search_attributes=args.without_search_attributes,
             )
         )
     if "recovery" in sections:

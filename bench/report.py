@@ -128,7 +128,7 @@ def throughput_pairs(data: dict[str, Any]) -> dict[tuple[str | None, int, int], 
     """(profile, N, repetition) -> {"temporal": row, "floor": row, ...}: the batches measured side by side."""
     pairs: dict[tuple[str | None, int, int], dict[str, Any]] = {}
     for row in data["rows"]:
-        if row["engine"] in ("temporal", "floor", "temporal-postgres", "floor+sa"):
+        if row["engine"] in ("temporal", "floor", "temporal-postgres", "floor+sa", "temporal-no-sa"):
             pairs.setdefault((row.get("profile"), row["n"], row.get("rep", 0)), {})[row["engine"]] = row
     return pairs
 
@@ -165,7 +165,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
     for row in data["rows"]:
         vs_floor = ""
         pair = pairs.get((row.get("profile"), row["n"], row.get("rep", 0)), {})
-        if row["engine"] in ("temporal", "temporal-postgres", "floor+sa") and "floor" in pair:
+        if row["engine"] in ("temporal", "temporal-postgres", "floor+sa", "temporal-no-sa") and "floor" in pair:
             floor = pair["floor"]["runs_per_s"]
             vs_floor = f"{row['runs_per_s'] / floor:.0%}" if row["runs_per_s"] and floor else "n/a"
         rows.append(
@@ -224,7 +224,10 @@ def _medians_table(data: dict[str, Any], reps: int) -> list[str]:
     for row in data["rows"]:
         if "rep" in row:
             by_engine.setdefault((_label(row, data.get("profiles", [])), row["n"]), []).append(row)
-    ratios = {engine: throughput_ratios(data, engine) for engine in ("temporal", "temporal-postgres", "floor+sa")}
+    ratios = {
+        engine: throughput_ratios(data, engine)
+        for engine in ("temporal", "temporal-postgres", "floor+sa", "temporal-no-sa")
+    }
     out = []
     for (label, n), rows in by_engine.items():
         engine, profile = rows[0]["engine"], rows[0].get("profile")
@@ -253,7 +256,7 @@ def _history_table(data: dict[str, Any]) -> list[str]:
     primary = (data.get("profiles") or [None])[-1]
     n = max(row["n"] for row in sampled)
     histories = {row["engine"]: row["history"] for row in sampled if row["n"] == n and row.get("profile") == primary}
-    engines = [e for e in ("floor", "floor+sa", "temporal", "temporal-postgres") if e in histories]
+    engines = [e for e in ("floor", "floor+sa", "temporal", "temporal-no-sa", "temporal-postgres") if e in histories]
     types = sorted(
         {t for h in histories.values() for t in h},
         key=lambda t: -max(h.get(t, {}).get("bytes", 0) for h in histories.values()),

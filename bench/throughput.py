@@ -62,6 +62,8 @@ class ThroughputConfig:
     # The floor plus a search attribute upsert per step (`BenchFloorVisibleWorkflow`): the server's price of
     # visibility upserts, measured next to the floor (issue 20's price list).
     visible_floor: bool = False
+    # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
+    without_search_attributes: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates); medians reported
     history_sample: int = 5  # runs per engine whose histories are read for the per-run breakdown by event type
 
@@ -79,7 +81,8 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
             else:
                 agents = stack.postgres.agents if kind == POSTGRES and stack.postgres else stack.agents
                 task = f"Run the no-op steps ({run_id})."
-                await agents.start(noop.agent, task, run_id=run_id, options={"records": steps})
+                extra = {"search_attributes": False} if kind == NO_SEARCH_ATTRIBUTES else {}
+                await agents.start(noop.agent, task, run_id=run_id, options={"records": steps}, **extra)
 
     stored_before = _stored(stack, kind)
     started = time.perf_counter()
@@ -129,6 +132,7 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
 POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
 VISIBLE_FLOOR = "floor+sa"
+NO_SEARCH_ATTRIBUTES = "temporal-no-sa"  # ours, started with search_attributes=False, on our worker
 FLOORS = {"floor": "BenchFloorWorkflow", VISIBLE_FLOOR: "BenchFloorVisibleWorkflow"}  # served by the floor's worker
 
 
@@ -136,13 +140,18 @@ def _stored(stack: Stack, kind: str) -> StoreCount | None:
     """What the stores of `kind`'s worker hold now (the floor has none)."""
     if kind == POSTGRES and stack.postgres:
         return postgres_count(stack.postgres.url)
-    if kind == "temporal":
+    if kind in ("temporal", NO_SEARCH_ATTRIBUTES):
         return sqlite_count(stack.settings.data_dir, stack.settings.ledger_path)
     return None
 
 
 def worker_of(stack: Stack, kind: str) -> WorkerProcess:
-    worker = {"temporal": stack.worker, POSTGRES: stack.postgres and stack.postgres.worker}.get(kind, stack.floor)
+    ours = {
+        "temporal": stack.worker,
+        NO_SEARCH_ATTRIBUTES: stack.worker,
+        POSTGRES: stack.postgres and stack.postgres.worker,
+    }
+    worker = ours.get(kind, stack.floor)
     assert worker is not None, kind
     return worker
 
@@ -275,6 +284,8 @@ async def measure(
         for rep in range(config.reps):
             for profile, stack in stacks.items():
                 kinds = ["floor", *([VISIBLE_FLOOR] if config.visible_floor else []), "temporal"]
+                if config.without_search_attributes:
+                    kinds.append(NO_SEARCH_ATTRIBUTES)
                 if config.postgres and stack.postgres:
                     kinds.append(POSTGRES)
                 if rep % 2:

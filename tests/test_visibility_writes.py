@@ -51,3 +51,18 @@ async def test_a_run_started_without_them_publishes_them_itself(skipping_env, le
     assert kinds.count(UPSERT) == 2 and kinds.count(MEMO) == 1  # the start's, then the end's; the memo once
     shown = description.typed_search_attributes
     assert shown.get(sa.AGENT_STATUS) == "completed" and shown.get(sa.AGENT_STEP) == result.usage.steps
+
+
+async def test_a_run_started_without_search_attributes_writes_none(skipping_env, ledger, task_queue):
+    """`search_attributes=False`: the price list's switch (docs/benchmarks.md) — no upsert, no memo, nothing to
+    filter on; the run itself is unchanged, and its progress is still answered by the query."""
+    agent = agent_named("t-rows")
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(agent, search_attributes=False)
+        result = await run.result()
+        history = await run.workflow.fetch_history()
+        description = await run.describe()
+    assert result.stop is Stop.ANSWERED and result.usage.steps >= 3
+    kinds = [e.event_type for e in history.events]
+    assert UPSERT not in kinds and MEMO not in kinds
+    assert description.typed_search_attributes.get(sa.AGENT_STATUS) is None

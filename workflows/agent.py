@@ -106,7 +106,7 @@ class AgentWorkflow:
         self.mcp_schemas_ref: str | None = None
         self.status: RunStatus = "running"
         self.label = "starting"
-        self.publish = Publisher()
+        self.publish = Publisher(input.search_attributes)
 
     @property
     def run_id(self) -> str:
@@ -438,6 +438,7 @@ class AgentWorkflow:
             transcript=self.transcript.mode,
             limits=self.input.limits,
             continue_as_new=self.input.continue_as_new,
+            search_attributes=self.input.search_attributes,
             delegation=child_delegation(self.input.delegation, self.run_id, call),
         )
         try:

@@ -184,7 +184,7 @@ class AgentClient:
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
                 # What the run's first publish would write, written with the start: an event and a visibility
                 # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
-                search_attributes=sa.at_start(input.agent, input.consumed),
+                search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
             raise RunAlreadyExists(f"a run with id {run_id!r} already exists; run ids are never reused") from None

@@ -26,9 +26,10 @@ class Publisher:
     one event and one visibility write fewer per run). Rebuilt identically on replay, so the commands it
     issues are deterministic."""
 
-    def __init__(self) -> None:
+    def __init__(self, search_attributes: bool = True) -> None:
         self.pending: list[dict[str, object]] | None = None
         self.started = False
+        self.search_attributes = search_attributes  # False: the run asked to publish none (AgentInput)
 
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
@@ -41,9 +42,10 @@ class Publisher:
             # recorded history), writes the empty memo as before: replaying those histories must issue it.
             info = workflow.info()
             attributes_at_start = info.typed_search_attributes.get(sa.AGENT_STATUS) is not None
-            by_our_client = info.continued_run_id is None and attributes_at_start
+            # (A run without search attributes asked for it in an input field today's clients alone know.)
+            by_our_client = info.continued_run_id is None and (attributes_at_start or not self.search_attributes)
             self.pending = workflow.memo_value(PENDING_APPROVALS, default=[] if by_our_client else None, type_hint=list)
-        publish(status, agent, state, book, label, charged=charged)
+        publish(status, agent, state, book, label, charged=charged, search_attributes=self.search_attributes)
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
             workflow.upsert_memo({PENDING_APPROVALS: pending})
@@ -51,7 +53,14 @@ class Publisher:
 
 
 def publish(
-    status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
+    status: str,
+    agent: str,
+    state: LoopState,
+    book: ApprovalBook,
+    label: str,
+    *,
+    charged: bool = False,
+    search_attributes: bool = True,
 ) -> None:
     """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption was
     just added to this run's, so its tokens and cost are shown now, children included."""
@@ -61,7 +70,7 @@ def publish(
     if changed or charged or state.consumed.steps % PROGRESS_EVERY == 0:
         wanted |= sa.progress_values(state.consumed)
     updates = [key.value_set(value) for key, value in wanted.items() if current.get(key) != value]  # type: ignore[attr-defined]
-    if updates:
+    if updates and search_attributes:
         workflow.upsert_search_attributes(updates)
     workflow.set_current_details(
         f"**{status}** — step {state.consumed.steps}: {label}\n\n"
