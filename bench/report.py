@@ -181,6 +181,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 str(row.get("lock_errors", "—")),
                 _cpu(row, "server_cpu_per_run_ms"),
                 _cpu(row, "worker_cpu_per_run_ms"),
+                _cpu(row, "client_cpu_per_run_ms"),
                 _num(row.get("store_rows_per_step")) if row.get("store_rows_per_step") is not None else "—",
                 _num(row.get("store_writes_per_step")) if row.get("store_writes_per_step") is not None else "—",
             ]
@@ -201,6 +202,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 '"database is locked"',
                 "server CPU/run (ms)",
                 "worker CPU/run (ms)",
+                "client CPU/run (ms)",
                 "store rows/step",
                 "store writes/step",
             ],

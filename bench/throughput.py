@@ -21,6 +21,7 @@ one process, each with its own connection) isolates SQLite contention from proce
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -306,7 +307,8 @@ async def measure(
                     say(
                         f"  throughput {kind} ({profile}) n={n} rep {rep + 1}/{config.reps}: {_rate(row)} runs/s"
                         f" ({row['completed']}/{n} completed; CPU per run: server {_ms(row['server_cpu_per_run_ms'])}"
-                        f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms{stores})"
+                        f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms,"
+                        f" client {_ms(row['client_cpu_per_run_ms'])} ms{stores})"
                     )
                     rows.append(row)
     for n in config.baseline_threads_n:
@@ -321,8 +323,9 @@ async def measure(
 
 
 async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:
-    """One batch, with the CPU seconds the server and the worker process used during it, per run."""
-    pids = {"server": stack.server.process.pid, "worker": worker_of(stack, kind).pid}
+    """One batch, with the CPU seconds the server, the worker process and this process (the client: starts
+    and visibility polls) used during it, per run."""
+    pids = {"server": stack.server.process.pid, "worker": worker_of(stack, kind).pid, "client": os.getpid()}
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
     for name, pid in pids.items():
