@@ -58,7 +58,14 @@ def frame_name(frame: str) -> str:
 
 # Frames every stack passes through (the event loop, the thread pool, the entry point): in the total-time
 # table they would only push the informative rows out.
-PLUMBING = ("asyncio/", "threading.py", "runpy", "concurrent/futures/thread.py", "selectors.py", "contextlib.py")
+PLUMBING = (
+    "asyncio/",
+    "threading.py",
+    "<frozen runpy>",
+    "concurrent/futures/thread.py",
+    "selectors.py",
+    "contextlib.py",
+)
 ENTRY = ("(worker.py)", "(ops/cli/boundary.py)", "(bench/floor_worker.py)")
 
 
