@@ -40,22 +40,27 @@ class ModelActivities:
         recorded = input.tools or (await asyncio.to_thread(self._recorded, input.tools_ref) if input.tools_ref else [])
         schemas = served.agent.schemas(recorded)
         if input.transcript is None:
-            reply = await self._complete(model, input.messages, schemas, input.call_index, input.settings)
+            reply = await heartbeating(
+                asyncio.to_thread(self._ask, model, input.messages, schemas, input.call_index, input.settings)
+            )
             return ModelStep(reply=reply)
+        # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
+        # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
+        return await heartbeating(asyncio.to_thread(self._by_reference, model, schemas, input))
+
+    def _by_reference(self, model: Model, schemas: list[ToolSchema], input: ModelCallInput) -> ModelStep:
+        assert input.transcript is not None
         transcripts = self._store()
         with stored_here():
             # Written as the run's own rows: retention deletes them with the run, never while it is kept.
-            head = await asyncio.to_thread(
-                transcripts.append, input.transcript.head, input.transcript.unsaved, input.run_id
-            )
-            messages = await asyncio.to_thread(transcripts.load, head)
-        reply = await self._complete(model, messages, schemas, input.call_index, input.settings)
-        limits = input.limits or PayloadLimits()
-        stub = await asyncio.to_thread(_claim_checked, transcripts, reply.message, limits, input.run_id)
-        head = await asyncio.to_thread(transcripts.append, head, [stub], input.run_id)
+            head = transcripts.append(input.transcript.head, input.transcript.unsaved, input.run_id)
+            messages = transcripts.load(head)
+        reply = self._ask(model, messages, schemas, input.call_index, input.settings)
+        stub = _claim_checked(transcripts, reply.message, input.limits or PayloadLimits(), input.run_id)
+        head = transcripts.append(head, [stub], input.run_id)
         return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
 
-    async def _complete(
+    def _ask(
         self,
         model: Model,
         messages: list[Message],
@@ -63,16 +68,12 @@ class ModelActivities:
         call_index: int,
         settings: ModelSettings | None,
     ) -> ModelReply:
+        """The model call, in a thread (models are synchronous; the caller heartbeats meanwhile, so Temporal
+        knows within seconds, not the model timeout, if this worker dies)."""
         try:
-            # Models are synchronous; a thread keeps the worker's event loop free meanwhile, and heartbeats
-            # tell Temporal within seconds, not the model timeout, if this worker dies.
             # Admitted here, before it enters history or the store: a reply over the per-reply limits (10,000
             # tool calls, megabytes of arguments) travels refused and cut short, exactly as the loop records it.
-            return admitted(
-                await heartbeating(
-                    asyncio.to_thread(ask, model, messages, schemas, call_index=call_index, settings=settings)
-                )
-            )
+            return admitted(ask(model, messages, schemas, call_index=call_index, settings=settings))
         except ModelError as exc:
             # `from None`: the message already says what went wrong, and the client library's exception chain
             # (openai -> httpx -> socket, each with its stack trace: 6.5 KB for a refused connection) is over

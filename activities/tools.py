@@ -29,21 +29,32 @@ class ToolActivities:
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
         served = self.served.get(input.agent)
         context = self._context(served, input.run_id, input.call.identity, input.idempotency_key, input.options)
-        if input.transcript is not None:
-            # Before the effect: a run whose transcript this worker cannot read fails without acting.
-            with stored_here():
-                await asyncio.to_thread(self._store().require, input.transcript.head)
         if input.tool is not None and input.tool.mcp is not None:
             # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
+            await asyncio.to_thread(self._require_transcript, input)
             call = asyncio.ensure_future(
                 served.agent.dispatch_mcp(input.call, context, input.tool, approved=input.approved)
             )
             result = await heartbeating(call, call.cancel)
-        else:
-            result = await heartbeating(
-                asyncio.to_thread(served.agent.registry.dispatch, input.call, context, approved=input.approved),
-                context.cancel,
-            )
+            return await asyncio.to_thread(self._finish, input, result)
+        # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
+        # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
+        return await heartbeating(asyncio.to_thread(self._run_local, served, input, context), context.cancel)
+
+    def _run_local(self, served: ServedAgent, input: ToolCallInput, context: ToolContext) -> ToolStep:
+        self._require_transcript(input)
+        result = served.agent.registry.dispatch(input.call, context, approved=input.approved)
+        if context.cancelled:
+            return ToolStep(result=result)  # the workflow records the cancellation, not this result
+        return self._finish(input, result)
+
+    def _require_transcript(self, input: ToolCallInput) -> None:
+        if input.transcript is not None:
+            # Before the effect: a run whose transcript this worker cannot read fails without acting.
+            with stored_here():
+                self._store().require(input.transcript.head)
+
+    def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
@@ -51,10 +62,9 @@ class ToolActivities:
             return ToolStep(result=result)
         # By reference, the tool's message is stored here, so its content enters history at most once
         # (as this result; as a preview when large) and the next model call carries only a head.
-        result = await asyncio.to_thread(self._claim_checked, result, input.limits or PayloadLimits(), input.run_id)
-        transcripts = self._store()
-        head = await asyncio.to_thread(
-            transcripts.append, input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
+        result = self._claim_checked(result, input.limits or PayloadLimits(), input.run_id)
+        head = self._store().append(
+            input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
         )
         return ToolStep(result=result, head=head)
 

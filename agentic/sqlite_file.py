@@ -101,11 +101,12 @@ def begin_immediate(db: sqlite3.Connection, patience: float = WRITE_PATIENCE) ->
 
 @contextmanager
 def write_transaction(
-    db: sqlite3.Connection, path: str | Path, patience: float = WRITE_PATIENCE
+    db: sqlite3.Connection, path: str | Path, patience: float = WRITE_PATIENCE, lock: threading.RLock | None = None
 ) -> Iterator[sqlite3.Connection]:
     """A write transaction on `db` (a connection to `path`): the write lock is taken up front, so a
-    check-then-write cannot race; committed on success, rolled back on any exception."""
-    with writer_lock(path):
+    check-then-write cannot race; committed on success, rolled back on any exception. `lock`: `path`'s
+    `writer_lock`, when the caller holds it already (resolving the path costs a realpath per write)."""
+    with lock or writer_lock(path):
         begin_immediate(db, patience)
         try:
             yield db
@@ -123,7 +124,8 @@ class SqliteFile:
         create_private(self.path)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
-        with writer_lock(self.path), self.connect() as db:
+        self._writer = writer_lock(self.path)
+        with self._writer, self.connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(schema)
 
@@ -140,5 +142,5 @@ class SqliteFile:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """`BEGIN IMMEDIATE` (see `write_transaction`): the write lock is taken up front."""
-        with self.connect() as db, write_transaction(db, self.path) as tx:
+        with self.connect() as db, write_transaction(db, self.path, lock=self._writer) as tx:
             yield tx

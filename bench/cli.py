@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "bench.http_progress",
     "bench.mutate",
     "bench.knobs",
+    "bench.profile",
 ]
 
 

@@ -73,11 +73,27 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         sub.add_argument("--baseline-processes", type=ints, default=defaults.baseline_processes_n)
         sub.add_argument("--baseline-threads", type=ints, default=defaults.baseline_threads_n)
         sub.add_argument(
+            "--throughput-reps",
+            type=int,
+            default=defaults.reps,
+            help="Temporal batches per engine and N, interleaved; the goals use their medians",
+        )
+        sub.add_argument(
             "--postgres-url",
             help="a PostgreSQL server for the PostgreSQL-stores row (a scratch database is made in it and dropped);"
             " default: one started from Debian's binaries when installed",
         )
         sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
+        sub.add_argument(
+            "--visible-floor",
+            action="store_true",
+            help="also the floor with a search attribute upsert per step (floor+sa): the server's price of upserts",
+        )
+        sub.add_argument(
+            "--without-search-attributes",
+            action="store_true",
+            help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
+        )
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -114,6 +130,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 baseline_processes_n=[5],
                 baseline_threads_n=[5, 20],
                 postgres=not args.no_postgres,
+                reps=1,
             )
             if quick
             else ThroughputConfig(
@@ -122,6 +139,9 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 args.baseline_processes,
                 args.baseline_threads,
                 postgres=not args.no_postgres,
+                reps=args.throughput_reps,
+                visible_floor=args.visible_floor,
+                without_search_attributes=args.without_search_attributes,
             )
         )
     if "recovery" in sections:

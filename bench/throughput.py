@@ -21,6 +21,7 @@ one process, each with its own connection) isolates SQLite contention from proce
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import threading
@@ -32,7 +33,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from agentic.ledger import EffectsLedger
 from baseline import jobs
@@ -58,6 +60,13 @@ class ThroughputConfig:
     baseline_threads_n: list[int] = field(default_factory=lambda: [10, 100, 1000])
     timeout: float = 600.0
     postgres: bool = True  # a row with the PostgreSQL stores (when a PostgreSQL is at hand)
+    # The floor plus a search attribute upsert per step (`BenchFloorVisibleWorkflow`): the server's price of
+    # visibility upserts, measured next to the floor (issue 20's price list).
+    visible_floor: bool = False
+    # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
+    without_search_attributes: bool = False
+    reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates); medians reported
+    history_sample: int = 5  # runs per engine whose histories are read for the per-run breakdown by event type
 
 
 async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
@@ -68,12 +77,13 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
     async def start(run_id: str) -> None:
         async with gate:
-            if kind == "floor":
-                await client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
+            if kind in FLOORS:
+                await client.start_workflow(FLOORS[kind], steps, id=run_id, task_queue=stack.floor_queue)
             else:
                 agents = stack.postgres.agents if kind == POSTGRES and stack.postgres else stack.agents
                 task = f"Run the no-op steps ({run_id})."
-                await agents.start(noop.agent, task, run_id=run_id, options={"records": steps})
+                extra = {"search_attributes": False} if kind == NO_SEARCH_ATTRIBUTES else {}
+                await agents.start(noop.agent, task, run_id=run_id, options={"records": steps}, **extra)
 
     stored_before = _stored(stack, kind)
     started = time.perf_counter()
@@ -108,6 +118,7 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
         "engine": kind,
         "n": n,
         "steps": steps,
+        "batch": batch,
         "completed": completed,
         "statuses": statuses,
         "span_s": span,
@@ -121,19 +132,27 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
 
 POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
+VISIBLE_FLOOR = "floor+sa"
+NO_SEARCH_ATTRIBUTES = "temporal-no-sa"  # ours, started with search_attributes=False, on our worker
+FLOORS = {"floor": "BenchFloorWorkflow", VISIBLE_FLOOR: "BenchFloorVisibleWorkflow"}  # served by the floor's worker
 
 
 def _stored(stack: Stack, kind: str) -> StoreCount | None:
     """What the stores of `kind`'s worker hold now (the floor has none)."""
     if kind == POSTGRES and stack.postgres:
         return postgres_count(stack.postgres.url)
-    if kind == "temporal":
+    if kind in ("temporal", NO_SEARCH_ATTRIBUTES):
         return sqlite_count(stack.settings.data_dir, stack.settings.ledger_path)
     return None
 
 
-def _worker_of(stack: Stack, kind: str) -> WorkerProcess:
-    worker = {"temporal": stack.worker, "floor": stack.floor, POSTGRES: stack.postgres and stack.postgres.worker}[kind]
+def worker_of(stack: Stack, kind: str) -> WorkerProcess:
+    ours = {
+        "temporal": stack.worker,
+        NO_SEARCH_ATTRIBUTES: stack.worker,
+        POSTGRES: stack.postgres and stack.postgres.worker,
+    }
+    worker = ours.get(kind, stack.floor)
     assert worker is not None, kind
     return worker
 
@@ -263,32 +282,35 @@ async def measure(
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for n in config.temporal_n:
-        for profile, stack in stacks.items():
-            kinds = ("floor", "temporal", POSTGRES) if config.postgres and stack.postgres else ("floor", "temporal")
-            for kind in kinds:
-                pids = {"server": stack.server.process.pid}
-                pids["worker"] = _worker_of(stack, kind).pid
-                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-                row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
-                row["profile"] = profile
-                # Where the time went: CPU seconds per run in the server and in the worker process.
-                for name, pid in pids.items():
-                    after, earlier = cpu_seconds(pid), before[name]
-                    row[f"{name}_cpu_per_run_ms"] = (
-                        (after - earlier) / n * 1000 if after is not None and earlier is not None else None
+        for rep in range(config.reps):
+            for profile, stack in stacks.items():
+                kinds = ["floor", *([VISIBLE_FLOOR] if config.visible_floor else []), "temporal"]
+                if config.without_search_attributes:
+                    kinds.append(NO_SEARCH_ATTRIBUTES)
+                if config.postgres and stack.postgres:
+                    kinds.append(POSTGRES)
+                if rep % 2:
+                    kinds.reverse()  # interleaved: a drift in the machine's load does not favour one engine
+                for kind in kinds:
+                    row = await _measured_batch(stack, kind, n, config)
+                    row["profile"], row["rep"] = profile, rep
+                    if rep == 0 and config.history_sample:
+                        row["history"] = await history_by_type(
+                            stack.client, row["batch"], min(n, config.history_sample)
+                        )
+                    stores = (
+                        f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
+                        f" {_ms(row['store_writes_per_step'])} store writes"
+                        if kind not in FLOORS
+                        else ""
                     )
-                stores = (
-                    f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
-                    f" {_ms(row['store_writes_per_step'])} store writes"
-                    if kind != "floor"
-                    else ""
-                )
-                say(
-                    f"  throughput {kind} ({profile}) n={n}: {_rate(row)} runs/s ({row['completed']}/{n} completed;"
-                    f" CPU per run: server {_ms(row['server_cpu_per_run_ms'])} ms,"
-                    f" worker {_ms(row['worker_cpu_per_run_ms'])} ms{stores})"
-                )
-                rows.append(row)
+                    say(
+                        f"  throughput {kind} ({profile}) n={n} rep {rep + 1}/{config.reps}: {_rate(row)} runs/s"
+                        f" ({row['completed']}/{n} completed; CPU per run: server {_ms(row['server_cpu_per_run_ms'])}"
+                        f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms,"
+                        f" client {_ms(row['client_cpu_per_run_ms'])} ms{stores})"
+                    )
+                    rows.append(row)
     for n in config.baseline_threads_n:
         row = await asyncio.to_thread(baseline_threads, workdir, n, config.steps)
         say(f"  throughput baseline threads n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
@@ -297,7 +319,35 @@ async def measure(
         row = await asyncio.to_thread(baseline_processes, workdir, n, config.steps, config.timeout)
         say(f"  throughput baseline processes n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
         rows.append(row)
-    return {"steps": config.steps, "profiles": list(stacks), "rows": rows}
+    return {"steps": config.steps, "profiles": list(stacks), "reps": config.reps, "rows": rows}
+
+
+async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:
+    """One batch, with the CPU seconds the server, the worker process and this process (the client: starts
+    and visibility polls) used during it, per run."""
+    pids = {"server": stack.server.process.pid, "worker": worker_of(stack, kind).pid, "client": os.getpid()}
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
+    for name, pid in pids.items():
+        after, earlier = cpu_seconds(pid), before[name]
+        row[f"{name}_cpu_per_run_ms"] = (
+            (after - earlier) / n * 1000 if after is not None and earlier is not None else None
+        )
+    return row
+
+
+async def history_by_type(client: Client, batch: str, sample: int) -> dict[str, dict[str, float]]:
+    """What the server stored per run, by event type: events and bytes (each event serialized, payloads
+    included), averaged over the batch's first `sample` runs. The server's work per run follows these."""
+    totals: dict[str, dict[str, float]] = {}
+    for i in range(sample):
+        history = await client.get_workflow_handle(f"{batch}-{i}").fetch_history()
+        for event in history.events:
+            name = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_").lower()
+            entry = totals.setdefault(name, {"events": 0.0, "bytes": 0.0})
+            entry["events"] += 1 / sample
+            entry["bytes"] += event.ByteSize() / sample
+    return dict(sorted(totals.items(), key=lambda item: -item[1]["bytes"]))
 
 
 def _ms(value: float | None) -> str:

@@ -79,7 +79,12 @@ with workflow.unsafe.imports_passed_through():
 
 # Bad input (a field that does not validate; an agent, model or options the worker rejects) fails the
 # workflow at once instead of failing workflow tasks that Temporal would retry forever.
-@workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError])
+# Unsandboxed: the sandbox re-imports this module for every run (compiling it from source where no bytecode
+# is cached, as under PYTHONDONTWRITEBYTECODE=1 in our image) and proxies every call, which cost 40 % of the
+# worker's Python CPU per run (docs/benchmarks.md, issue 20). Only our own code runs here (agents' code runs
+# in activities); tests/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
+# non-deterministic call added to this code still fails a test.
+@workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError], sandboxed=False)
 class AgentWorkflow:
     @workflow.init
     def __init__(self, input: AgentInput) -> None:
@@ -101,7 +106,7 @@ class AgentWorkflow:
         self.mcp_schemas_ref: str | None = None
         self.status: RunStatus = "running"
         self.label = "starting"
-        self.publish = Publisher()
+        self.publish = Publisher(input.search_attributes)
 
     @property
     def run_id(self) -> str:
@@ -433,6 +438,7 @@ class AgentWorkflow:
             transcript=self.transcript.mode,
             limits=self.input.limits,
             continue_as_new=self.input.continue_as_new,
+            search_attributes=self.input.search_attributes,
             delegation=child_delegation(self.input.delegation, self.run_id, call),
         )
         try:

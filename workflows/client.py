@@ -53,6 +53,7 @@ from workflows.errors import (
     WorkerUnavailable,
 )
 from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Progress, Timeouts
+from workflows.visibility import PENDING_APPROVALS
 
 PENDING_QUERY = 'WorkflowType = "AgentWorkflow" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -181,6 +182,9 @@ class AgentClient:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
+                # What the run's first publish would write, written with the start: an event and a visibility
+                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
+                search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
             raise RunAlreadyExists(f"a run with id {run_id!r} already exists; run ids are never reused") from None
@@ -219,7 +223,7 @@ class AgentClient:
         found: list[PendingApproval] = []
         try:
             async for execution in self.client.list_workflows(PENDING_QUERY):
-                found += _from_memo(await execution.memo_value("pending_approvals", default=[]))
+                found += _from_memo(await execution.memo_value(PENDING_APPROVALS, default=[]))
         except RPCError as exc:
             raise _rpc_error(exc, "cannot list pending approvals") from exc
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
@@ -285,7 +289,7 @@ class RunHandle:
         return await self._tree_pending(await self.describe())
 
     async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        found = _from_memo(await description.memo_value("pending_approvals", default=[]))
+        found = _from_memo(await description.memo_value(PENDING_APPROVALS, default=[]))
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children

@@ -103,6 +103,13 @@ class AgentInput(BaseModel):
     transcript: TranscriptMode = Field("reference", description="reference: linear history; inline: naive.")
     limits: PayloadLimits = Field(default_factory=PayloadLimits)
     continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
+    search_attributes: bool = Field(
+        True,
+        exclude_if=lambda v: v,
+        description="False: the run publishes no search attributes (status, step, tokens, cost...): a history"
+        " event and a visibility write fewer per run, and a smaller visibility record (docs/benchmarks.md, the"
+        " price list); filters on them (`starter.py runs`, the approvals inbox) then do not find the run.",
+    )
     carry: Carried | None = Field(None, description="Set by the run itself when it continues as new.")
     delegation: Delegation | None = Field(
         None,

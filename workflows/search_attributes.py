@@ -7,8 +7,10 @@ from __future__ import annotations
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest, ListSearchAttributesRequest
 from temporalio.client import Client
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError, RPCStatusCode
+
+from agentic import Usage
 
 AGENT_STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 AGENT_NAME = SearchAttributeKey.for_keyword("AgentName")
@@ -27,6 +29,29 @@ ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_COST,
     AGENT_STOP,
 )
+
+
+def status_values(status: str, agent: str, pending: int, stop: str) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
+    """What a run shows of its state whenever it changes (workflows/visibility.py)."""
+    return {AGENT_STATUS: status, AGENT_NAME: agent, AGENT_PENDING_APPROVALS: pending, AGENT_STOP: stop}
+
+
+def progress_values(consumed: Usage) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
+    """What a run shows of its progress, refreshed every few steps (workflows/visibility.py)."""
+    return {
+        AGENT_STEP: consumed.steps,
+        AGENT_TOKENS: consumed.input_tokens + consumed.output_tokens,
+        AGENT_COST: consumed.cost,
+    }
+
+
+def at_start(agent: str, consumed: Usage) -> TypedSearchAttributes:
+    """What a run shows as it starts, set by the client with the start: exactly what the workflow's first
+    publish would upsert, so that upsert — a history event and a visibility write per run — is not needed
+    (issue 20). A run started without them (an older client, a raw start) upserts them itself."""
+    values = {**status_values("running", agent, 0, ""), **progress_values(consumed)}
+    return TypedSearchAttributes([SearchAttributePair(key, value) for key, value in values.items()])  # type: ignore[misc]
+
 
 # The server's names for each indexed value type, as the CLI flag spells them.
 _CLI_TYPE = {
