@@ -250,6 +250,24 @@ def test_credentials_the_server_refuses_fail_at_once(crm, monkeypatch):
     assert "wrong" not in str(refused.value)
 
 
+def test_a_call_over_its_timeout_is_abandoned_as_a_timeout_and_the_model_is_told(crm_db, monkeypatch):
+    """`MCPServer(timeout=)`: a call the server has not answered in time is given up (a TIMEOUT the model
+    reads), while the server, which committed before it stalled, holds the effect once."""
+    server = CRM(crm_db, token="s3cret", slow_after_effect=5.0).start()  # commits, then answers 5 s later
+    monkeypatch.setenv("MCP_TEST_URL", server.url)
+    monkeypatch.setenv("MCP_TEST_TOKEN", "s3cret")
+    try:
+        agent = mcp_agents.crm_agent(mcp_agents.crm_http(timeout=0.5), registry=Registry(confirm=lambda n, a: True))
+        run = agent.run(run_id="slow")
+    finally:
+        server.stop()
+    [lookup, closed] = run.records
+    assert (lookup.status, closed.status) == (ToolStatus.OK, ToolStatus.TIMEOUT)
+    assert closed.content == "Error: crm__close_account timed out after 0.5s and was abandoned."
+    assert run.output == f"Done: {closed.content} [{V1_TOOLS}]"  # the model read why
+    assert effects(crm_db, "close_account") == ["slow:2.1"]  # made once, under the call's key
+
+
 def _call(name: str, **arguments: object) -> ToolCall:
     return ToolCall(id="c", name=name, arguments=arguments)
 
