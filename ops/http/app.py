@@ -27,6 +27,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Query
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -77,6 +78,18 @@ def create_app(
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse({"error": exc.message}, status_code=exc.status_code)
+
+    @app.exception_handler(HTTPException)
+    async def routing(request: Request, exc: HTTPException) -> JSONResponse:
+        # What the framework answers itself (no such route 404, a method a route lacks 405, a body it cannot
+        # decode 400): in the API's one error shape too, with its headers (`Allow`).
+        message = str(exc.detail)
+        if exc.status_code == 404:
+            message = f"no such route: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            allowed = (exc.headers or {}).get("allow", "")
+            message = f"{request.method} is not allowed on {request.url.path}" + (f" (only {allowed})" if allowed else "")
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
