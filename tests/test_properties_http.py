@@ -14,6 +14,7 @@ Only syntactically valid HTTP messages are sent: a malformed request line or hea
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -129,10 +130,9 @@ def send(port: int, request: Request, timeout: float = 60) -> Answer:
         body = request.body
     head.append("Connection: close")
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
+        # The server may answer (413) before reading it all: its answer is still there to read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall("\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server answered (413) before reading it all: its answer is still there to read
         response = http.client.HTTPResponse(sock, method=request.method)
         response.begin()
         if (response.getheader("content-type") or "").startswith("text/event-stream"):
@@ -147,12 +147,19 @@ def send(port: int, request: Request, timeout: float = 60) -> Answer:
         return Answer(response.status, response.msg, data)
 
 
+def uniformly(*branches: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """One of the branches, each as often (`st.one_of` favours the first ones in a short run)."""
+    return st.sampled_from(branches).flatmap(lambda branch: branch)
+
+
 # Run ids and call ids: the real ones, near misses, traversal, encoded bytes, markup, huge.
 def _segments(real: list[str]) -> st.SearchStrategy[str]:
     printable = st.text(
         st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="/?#%"), min_size=1, max_size=30
     )
-    return st.one_of(
+    return uniformly(
+        st.sampled_from(real),
+        st.sampled_from(real),
         st.sampled_from(real),
         st.sampled_from(real).map(lambda r: quote(r[0], safe="") + "%" + r[1:2].encode().hex() + r[2:]),
         st.sampled_from(real).map(lambda r: r.upper() + "%00"),
@@ -179,7 +186,7 @@ def _routes(t: Target) -> st.SearchStrategy[tuple[str, str]]:
     """(the route's own method, a target aimed at it): every route equally often, then junk paths."""
     run = _segments([t.done, t.waits])
     call = _segments([t.call_id, "1.1"])
-    return st.one_of(
+    return uniformly(
         _query().map(lambda q: ("GET", f"/runs{q}")),
         _query().map(lambda q: ("POST", f"/runs{q}")),
         run.map(lambda r: ("GET", f"/runs/{r}")),
@@ -190,8 +197,12 @@ def _routes(t: Target) -> st.SearchStrategy[tuple[str, str]]:
         st.sampled_from(["/", "/inbox", "/login"]).map(lambda p: ("GET", p)),
         st.sampled_from(["/login", "/logout"]).map(lambda p: ("POST", p)),
         run.map(lambda r: ("GET", f"/inbox/runs/{r}")),
-        st.tuples(run, st.sampled_from(["/approvals", "/", "/x", "/events/x"])).map(lambda p: ("GET", f"/runs/{p[0]}{p[1]}")),
-        st.lists(_segments(["runs", "inbox", "approvals"]), min_size=1, max_size=4).map(lambda s: ("GET", "/" + "/".join(s))),
+        st.tuples(run, st.sampled_from(["/approvals", "/", "/x", "/events/x"])).map(
+            lambda p: ("GET", f"/runs/{p[0]}{p[1]}")
+        ),
+        st.lists(_segments(["runs", "inbox", "approvals"]), min_size=1, max_size=4).map(
+            lambda s: ("GET", "/" + "/".join(s))
+        ),
     )
 
 
@@ -204,7 +215,7 @@ json_values = st.recursive(
 junk_json = st.one_of(
     json_values,
     st.integers(1, 4_000).map(lambda n: "x" * n),
-    st.sampled_from(["refund", "billing", "migration", "", "../../etc/passwd", "0" * 64, "a" * 64]),
+    st.sampled_from(["refund", "billing", "migration", "", "../../etc/passwd", "0" * 64, "a" * 64, "\ud800 lone"]),
 )
 
 
@@ -218,7 +229,9 @@ def _shaped(t: Target) -> st.SearchStrategy[Any]:
             st.fixed_dictionaries({}, optional={"records": junk_json, "step_delay": junk_json}), junk_json
         ),
         "model": junk_json,
-        "webhook": st.one_of(st.sampled_from(["http://hooks.example.com/x", "https://h.example/x", "file:///x"]), junk_json),
+        "webhook": st.one_of(
+            st.sampled_from(["http://hooks.example.com/x", "https://h.example/x", "file:///x"]), junk_json
+        ),
         "approve": st.one_of(st.booleans(), junk_json),
         "reason": junk_json,
         "arguments_hash": st.one_of(st.sampled_from(["0" * 64, "F" * 64]), junk_json),
@@ -229,18 +242,24 @@ def _shaped(t: Target) -> st.SearchStrategy[Any]:
 
 def _bodies(t: Target) -> st.SearchStrategy[bytes]:
     dumps = lambda v: json.dumps(v, allow_nan=True).encode()  # noqa: E731
-    return st.one_of(
+    return uniformly(
         st.just(b""),
         st.binary(max_size=200),
         st.text(max_size=100).map(str.encode),
         json_values.map(dumps),
         _shaped(t).map(dumps),
+        _shaped(t).map(dumps),
+        _shaped(t).map(dumps),
         _shaped(t).map(lambda v: dumps(v)[:-1]),  # cut short: malformed
-        st.sampled_from([b"{}", b"[]", b"null", b"NaN", b"1e999", b'"\\ud800"', b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00"]),
+        st.sampled_from(
+            [b"{}", b"[]", b"null", b"NaN", b"1e999", b'"\\ud800"', b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00"]
+        ),
         st.integers(1000, 8000).map(lambda n: b"[" * n + b"]" * n),  # deep nesting
         st.just(b'{"options": {"records": ' + b"9" * 5000 + b"}}"),  # past Python's int-parsing limit
         st.sampled_from([b"token=" + APPROVER.encode(), b"token=x", b"token=%ff%fe"]),  # the login form
-        st.integers(MAX_BODY - 100, MAX_BODY + 5000).map(lambda n: b'{"agent": "billing", "task": "' + b"x" * n + b'"}'),
+        st.integers(MAX_BODY - 100, MAX_BODY + 5000).map(
+            lambda n: b'{"agent": "billing", "task": "' + b"x" * n + b'"}'
+        ),
     )
 
 
@@ -391,13 +410,20 @@ def _state(t: Target, run_id: str) -> dict[str, Any]:
     }
 
 
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body.strip() else None
+    except ValueError:
+        return ...  # not JSON
+
+
 def _validly_changed(request: Request, answer: Answer, before: dict[str, Any], after: dict[str, Any]) -> bool:
     """The waiting run changed because an approver asked for exactly that, and was told so (a 2xx)."""
     if not (200 <= answer.status < 300 and request.method == "POST" and _credentials(request) == "approver"):
         return False
     path = _path(request.target)
     if path.endswith("/cancel"):
-        return True  # it ends (abandoned), however far it got
+        return _json(request.body) in (None, {})  # no body or `{}`: it ends (abandoned), however far it got
     decided = [a for a in after["audit"] if a not in before["audit"] and a["outcome"] != "rejected"]
     return "/approvals/" in path and [a["approver"] for a in decided] in ([], ["maria"])
 
@@ -420,6 +446,50 @@ def test_junk_at_the_runs_api_gets_a_4xx_and_changes_no_run(target: Target, data
     with t.api() as api:  # nothing was started but what was answered 201
         listed = {r["run_id"] for r in api.get("/runs", params={"limit": 1000}).json()}
     assert listed <= t.known, (request, listed - t.known)
+
+
+# -- what the fuzz found, one regression test each -----------------------------------------------------------
+
+
+def test_an_unknown_route_or_method_is_answered_in_the_api_error_shape(target: Target) -> None:
+    """Found by the fuzz: the framework's own 404 and 405 were `{"detail": "Not Found"}`, not the API's
+    `{"error": why}`."""
+    with target.api() as api:
+        missing = api.get("/runs/x/nothing-here")
+        assert missing.status_code == 404 and missing.json() == {"error": "no such route: GET /runs/x/nothing-here"}
+        wrong = api.delete(f"/runs/{target.done}")
+        assert wrong.status_code == 405 and wrong.headers["allow"] == "GET"
+        assert wrong.json() == {"error": f"DELETE is not allowed on /runs/{target.done} (only GET)"}
+
+
+def test_a_body_the_json_parser_gives_up_on_is_a_422_saying_why_and_starts_nothing(target: Target) -> None:
+    """Found by the fuzz: bytes that are not UTF-8, nesting too deep for the parser or a number past Python's
+    digit limit were a bare 400 `{"detail": "There was an error parsing the body"}`; now the documented 422
+    for malformed JSON, naming why."""
+    with target.api() as api:
+        runs = len(api.get("/runs", params={"limit": 1000}).json())
+        for raw, why in (
+            (b'{"agent": "\xff"}', "not UTF-8 (byte 11)"),
+            (b"[" * 50_000 + b"]" * 10, "nested too deeply"),
+            (b'{"agent": "billing", "options": {"records": ' + b"9" * 5000 + b"}}", "Exceeds the limit (4300 digits)"),
+        ):
+            response = api.post("/runs", content=raw, headers={"content-type": "application/json"})
+            assert response.status_code == 422, (raw[:40], response.text)
+            assert response.json()["error"].startswith(f"body: malformed JSON: {why}"), response.text
+            assert response.json()["fields"][0]["field"] == "body"
+        assert len(api.get("/runs", params={"limit": 1000}).json()) == runs
+
+
+def test_a_cancel_whose_body_is_not_nothing_or_an_empty_object_is_refused_and_cancels_nothing(target: Target) -> None:
+    """Found by the fuzz: `POST /runs/{id}/cancel` ignored its body, so random bytes sent as JSON cancelled
+    the run. Now only no body or `{}` cancels; anything else is a 422 and the run waits on."""
+    url = f"/runs/{target.waits}/cancel"
+    before = _state(target, target.waits)
+    with target.api() as api:
+        for raw in (b"\x00\xff junk", b"[]", b'{"reason": "x"}', b"{", b"7"):
+            refused = api.post(url, content=raw, headers={"content-type": "application/json"})
+            assert refused.status_code == 422 and refused.json()["fields"], (raw, refused.text)
+    assert _state(target, target.waits) == before
 
 
 def test_afterwards_the_server_lists_exactly_the_runs_it_said_it_started(target: Target) -> None:

@@ -169,6 +169,13 @@ class DecisionRequest(BaseModel):
     )
 
 
+class CancelRequest(BaseModel):
+    """`POST /runs/{id}/cancel`: no body, or `{}`. Anything else is refused (422) rather than ignored, so a
+    body of random bytes never cancels a run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class Started(BaseModel):
     run_id: str
 
