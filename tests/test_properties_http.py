@@ -10,6 +10,9 @@ and content types, random bytes, malformed and every-shape JSON, right-shaped JS
 past the 64 KiB limit (declared or chunked). Every route is drawn: list, start, get, progress (SSE), cancel,
 decisions, the pending approvals, the schema and the inbox pages (whose reflected text must be escaped).
 Only syntactically valid HTTP messages are sent: a malformed request line or header is uvicorn's to refuse.
+Three drawn tests (any route; starting a run; cancelling or deciding), then a table that puts every hostile
+value alone into every field of every body (hypothesis draws a rare value rarely), then a regression test
+for each bug the fuzzing found (docs/design.md, "Property-based tests").
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import Phase, event, given, settings
+from hypothesis import Phase, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from tests.runs_api_stack import (
@@ -182,17 +185,23 @@ def _query() -> st.SearchStrategy[str]:
     return st.lists(pair, max_size=4).map(lambda pairs: "?" + "&".join(f"{k}={v}" for k, v in pairs) if pairs else "")
 
 
-def _routes(t: Target) -> st.SearchStrategy[tuple[str, str]]:
-    """(the route's own method, a target aimed at it): every route equally often, then junk paths."""
+def _routes(t: Target, only: str | None = None) -> st.SearchStrategy[tuple[str, str]]:
+    """(the route's own method, a target aimed at it): every route, those that change something (and check
+    the most) three times as often, then junk paths."""
     run = _segments([t.done, t.waits])
     call = _segments([t.call_id, "1.1"])
+    start = _query().map(lambda q: ("POST", f"/runs{q}"))
+    cancel = run.map(lambda r: ("POST", f"/runs/{r}/cancel"))
+    decide = st.tuples(run, call).map(lambda p: ("POST", f"/runs/{p[0]}/approvals/{p[1]}"))
+    if only == "start":
+        return start
+    if only == "act":
+        return uniformly(cancel, decide)
     return uniformly(
+        *[start, cancel, decide] * 3,
         _query().map(lambda q: ("GET", f"/runs{q}")),
-        _query().map(lambda q: ("POST", f"/runs{q}")),
         run.map(lambda r: ("GET", f"/runs/{r}")),
         run.map(lambda r: ("GET", f"/runs/{r}/events")),
-        run.map(lambda r: ("POST", f"/runs/{r}/cancel")),
-        st.tuples(run, call).map(lambda p: ("POST", f"/runs/{p[0]}/approvals/{p[1]}")),
         st.sampled_from(["/approvals", "/openapi.json"]).map(lambda p: ("GET", p)),
         st.sampled_from(["/", "/inbox", "/login"]).map(lambda p: ("GET", p)),
         st.sampled_from(["/login", "/logout"]).map(lambda p: ("POST", p)),
@@ -213,25 +222,25 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=10,
 )
-junk_json = st.one_of(
+junk_json = uniformly(
     json_values,
     st.integers(1, 4_000).map(lambda n: "x" * n),
     st.sampled_from(["refund", "billing", "migration", "", "../../etc/passwd", "0" * 64, "a" * 64, "\ud800 lone"]),
-    st.sampled_from([2**62, 10**23, -(2**63) - 1, 1e308, -0.0]),
+    st.sampled_from([2**62, 10**23, -(2**63) - 1, 1e308, -0.0, "\udfff", "https://[::1/x", "https://h:99999/"]),
 )
 
 
-def _shaped(t: Target) -> st.SearchStrategy[Any]:
-    """The fields the routes take (and a few they refuse), each present or not, valid or junk."""
-    fields = {
+def _fields(t: Target) -> dict[str, st.SearchStrategy[Any]]:
+    """Each field the routes take (and one they refuse), valid or junk."""
+    return {
         "agent": st.one_of(st.sampled_from(["billing", "refund", "nobody"]), junk_json),
         "task": junk_json,
         "run_id": st.one_of(st.sampled_from([t.done, t.waits, "has spaces", "ok-id"]), junk_json),
         "options": st.one_of(
             st.fixed_dictionaries({}, optional={"records": junk_json, "step_delay": junk_json}), junk_json
         ),
-        "model": junk_json,
-        "webhook": st.one_of(
+        "model": uniformly(st.sampled_from(["local", "nope", "\ud800"]), junk_json),
+        "webhook": uniformly(
             st.sampled_from(
                 ["http://hooks.example.com/x", "https://h.example/x", "file:///x", "https://[::1/x", "https://h:99999/"]
             ),
@@ -242,20 +251,45 @@ def _shaped(t: Target) -> st.SearchStrategy[Any]:
         "arguments_hash": st.one_of(st.sampled_from(["0" * 64, "F" * 64]), junk_json),
         "approver": st.just("eve"),
     }
-    return st.fixed_dictionaries({}, optional=fields)
 
 
-def _bodies(t: Target) -> st.SearchStrategy[bytes]:
-    dumps = lambda v: json.dumps(v, allow_nan=True).encode()  # noqa: E731
+def _shaped(t: Target) -> st.SearchStrategy[Any]:
+    """The routes' fields, each present or not, valid or junk."""
+    return st.fixed_dictionaries({}, optional=_fields(t))
+
+
+def _one_field_off(t: Target, path: str) -> st.SearchStrategy[Any]:
+    """The body the route takes, valid but for one field (junk, or a field it refuses): every check after
+    the first is reached. A decision starts from a wrong hash, so that a valid one is rare."""
+    if path.startswith("/runs/") and "/approvals/" in path:
+        base: dict[str, Any] = {"approve": True, "reason": "ok", "arguments_hash": "0" * 64}
+        names = ["approve", "reason", "arguments_hash", "approver", "agent"]
+    elif path.endswith("/cancel"):
+        base, names = {}, ["reason", "approver", "agent"]
+    else:
+        base, names = {"agent": "billing"}, ["task", "run_id", "options", "model", "webhook", "approver", "approve"]
+    fields = _fields(t)
+    off = st.sampled_from(names).flatmap(lambda name: fields[name].map(lambda value: {name: value}))
+    agent = st.sampled_from(["billing", "migration", "refund"]).map(lambda a: {"agent": a} if "agent" in base else {})
+    return st.tuples(agent, off).map(lambda parts: base | parts[0] | parts[1])
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, allow_nan=True).encode()
+
+
+def _bodies(t: Target, path: str) -> st.SearchStrategy[bytes]:
+    return uniformly(_one_field_off(t, path).map(_dumps), _junk_bodies(t))  # half near-valid
+
+
+def _junk_bodies(t: Target) -> st.SearchStrategy[bytes]:
     return uniformly(
         st.just(b""),
         st.binary(max_size=200),
         st.text(max_size=100).map(str.encode),
-        json_values.map(dumps),
-        _shaped(t).map(dumps),
-        _shaped(t).map(dumps),
-        _shaped(t).map(dumps),
-        _shaped(t).map(lambda v: dumps(v)[:-1]),  # cut short: malformed
+        json_values.map(_dumps),
+        _shaped(t).map(_dumps),
+        _shaped(t).map(lambda v: _dumps(v)[:-1]),  # cut short: malformed
         st.sampled_from(
             [b"{}", b"[]", b"null", b"NaN", b"1e999", b'"\\ud800"', b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00"]
         ),
@@ -315,18 +349,23 @@ def _headers(t: Target) -> st.SearchStrategy[list[tuple[str, str]]]:
         ),
         max_size=2,
     )
-    return st.tuples(host, auth, content_type, extra).map(lambda h: [("Host", h[0]), *h[1], *h[2], *h[3]])
+    noisy = st.tuples(host, auth, content_type, extra).map(lambda h: [("Host", h[0]), *h[1], *h[2], *h[3]])
+    clean = [("Host", f"127.0.0.1:{t.port}"), ("Authorization", f"Bearer {APPROVER}")]
+    return uniformly(noisy, st.just([*clean, ("Content-Type", "application/json")]))  # half reach the handler
 
 
-def requests(t: Target) -> st.SearchStrategy[Request]:
+def requests(t: Target, only: str | None = None) -> st.SearchStrategy[Request]:
     """Mostly the route's own method (so the handlers see the junk), sometimes any other method token."""
     other = st.sampled_from(["GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "get", "M-SEARCH"])
-    aimed = st.tuples(_routes(t), st.integers(0, 4)).flatmap(
+    aimed = st.tuples(_routes(t, only), st.integers(0, 4)).flatmap(
         lambda r: other.map(lambda m: (m, r[0][1])) if r[1] == 0 else st.just(r[0])
     )
     chunked = st.integers(0, 9).map(lambda n: n == 0)
-    return st.tuples(aimed, _headers(t), _bodies(t), chunked).map(
-        lambda r: Request(r[0][0], r[0][1], r[1], r[2] if r[0][0] not in ("GET", "HEAD") or r[3] else b"", r[3])
+    with_body = aimed.flatmap(lambda a: st.tuples(st.just(a), _bodies(t, _path(a[1]))))
+    return st.tuples(with_body, _headers(t), chunked).map(
+        lambda r: Request(
+            r[0][0][0], r[0][0][1], r[1], r[0][1] if r[0][0][0] not in ("GET", "HEAD") or r[2] else b"", r[2]
+        )
     )
 
 
@@ -347,9 +386,12 @@ def _route(target: str) -> str:
     return "/".join(parts[:3])[:30]
 
 
-def _credentials(request: Request) -> str | None:
-    """Whose token the request carries, as the server reads it (a bearer token; cookies are not judged here)."""
+def _credentials(t: Target, request: Request) -> str | None:
+    """The role the request's credentials may carry, as the server reads them: a bearer token, or the inbox
+    session cookie (maria's, unless a `/logout` in the fuzz ended it: then a 401, which this does not judge)."""
     for name, value in request.headers:
+        if name == "Cookie" and value == t.cookie:
+            return "approver"
         if name == "Authorization":
             scheme, _, credential = value.partition(" ")
             if scheme.lower() == "bearer":
@@ -358,7 +400,8 @@ def _credentials(request: Request) -> str | None:
 
 
 def _check_answer(t: Target, request: Request, answer: Answer) -> None:
-    event(f"{request.method} {_route(request.target)} {answer.status}")
+    if currently_in_test_context():
+        event(f"{request.method} {_route(request.target)} {answer.status}")
     assert answer.status < 500, (request, answer.status, answer.text[:2000])
     for leak in ("Traceback", 'File "/', "Internal Server Error", APPROVER, VIEWER):
         assert leak not in answer.text, (leak, request, answer.text[:2000])
@@ -381,8 +424,8 @@ def _check_answer(t: Target, request: Request, answer: Answer) -> None:
         return
     # A 2xx: a valid request, answered in the documented shape, and only to a caller holding a token.
     if path.startswith(API_PREFIXES):
-        role = _credentials(request)
-        assert role is not None or any(n == "Cookie" for n, _ in request.headers), (request, answer.status)
+        role = _credentials(t, request)
+        assert role is not None, (request, answer.status)
         if request.method == "POST":
             assert role != "viewer", (request, answer.status)
     if answer.media_type == "text/event-stream":
@@ -424,9 +467,11 @@ def _json(body: bytes) -> Any:
         return ...  # not JSON
 
 
-def _validly_changed(request: Request, answer: Answer, before: dict[str, Any], after: dict[str, Any]) -> bool:
+def _validly_changed(
+    t: Target, request: Request, answer: Answer, before: dict[str, Any], after: dict[str, Any]
+) -> bool:
     """The waiting run changed because an approver asked for exactly that, and was told so (a 2xx)."""
-    if not (200 <= answer.status < 300 and request.method == "POST" and _credentials(request) == "approver"):
+    if not (200 <= answer.status < 300 and request.method == "POST" and _credentials(t, request) == "approver"):
         return False
     path = _path(request.target)
     if path.endswith("/cancel"):
@@ -435,19 +480,39 @@ def _validly_changed(request: Request, answer: Answer, before: dict[str, Any], a
     return "/approvals/" in path and [a["approver"] for a in decided] in ([], ["maria"])
 
 
-@settings(max_examples=400 if DEEP else 60, phases=[Phase.explicit, Phase.generate, Phase.shrink])
+# Each a few seconds per engine in the default profile (derandomized: CI and a laptop send the same requests).
+FUZZ = settings(max_examples=400 if DEEP else 30, phases=[Phase.explicit, Phase.generate, Phase.shrink])
+
+
+@FUZZ
 @given(data=st.data())
-def test_junk_at_the_runs_api_gets_a_4xx_and_changes_no_run(target: Target, data: st.DataObject) -> None:
-    t = target
+def test_junk_at_any_route_gets_a_4xx_and_changes_no_run(target: Target, data: st.DataObject) -> None:
+    _fuzz_once(target, data.draw(requests(target)))
+
+
+@FUZZ
+@given(data=st.data())
+def test_junk_starting_a_run_gets_a_4xx_and_starts_nothing(target: Target, data: st.DataObject) -> None:
+    """`POST /runs`, where most checks are (agent, options, model, webhook, run id): near-valid bodies."""
+    _fuzz_once(target, data.draw(requests(target, only="start")))
+
+
+@FUZZ
+@given(data=st.data())
+def test_junk_cancelling_or_deciding_gets_a_4xx_and_changes_no_run(target: Target, data: st.DataObject) -> None:
+    """`POST /runs/{id}/cancel` and `/approvals/{call_id}` aimed mostly at the runs that exist."""
+    _fuzz_once(target, data.draw(requests(target, only="act")))
+
+
+def _fuzz_once(t: Target, request: Request) -> None:
     before = {run_id: _state(t, run_id) for run_id in (t.done, t.waits)}
-    request = data.draw(requests(t))
     answer = send(t.port, request)
     _check_answer(t, request, answer)
 
     assert _state(t, t.done) == before[t.done], request  # a finished run: nothing may change it
     after = _state(t, t.waits)
     if after != before[t.waits]:
-        assert _validly_changed(request, answer, before[t.waits], after), (request, answer.status, before, after)
+        assert _validly_changed(t, request, answer, before[t.waits], after), (request, answer.status, before, after)
         event("a valid cancel or decision")
         t.new_waiting_run()
     with t.api() as api:  # nothing was started but what was answered 201
@@ -455,11 +520,51 @@ def test_junk_at_the_runs_api_gets_a_4xx_and_changes_no_run(target: Target, data
     assert listed <= t.known, (request, listed - t.known)
 
 
+# Hypothesis draws a rare value rarely: every hostile value is also put, alone, into every field of every body.
+HOSTILE: list[Any] = [
+    None, True, 0, -1, 2**62, 10**23, -(2**63) - 1, 1e308, float("nan"), "", "\ud800", "x \udfff", "x" * 25_000,
+    "https://[::1/x", "https://h.example:99999/", "file:///etc/passwd", "../../etc/passwd", "'; DROP TABLE runs;--",
+    [], {}, [1, [2, [3]]], {"records": 10**23}, {"records": "\ud800"}, {"\ud800": 1}, {"a": {"b": None}},
+]  # fmt: skip
+BODY_FIELDS = {
+    "start": ["agent", "task", "run_id", "options", "model", "webhook", "approver"],
+    "decide": ["approve", "reason", "arguments_hash", "approver"],
+    "cancel": ["reason"],
+}
+
+
+def test_every_hostile_value_in_every_field_gets_a_4xx_and_changes_no_run(target: Target) -> None:
+    t = target
+    before = {run_id: _state(t, run_id) for run_id in (t.done, t.waits)}
+    clean = [("Host", f"127.0.0.1:{t.port}"), ("Authorization", f"Bearer {APPROVER}")]
+    clean.append(("Content-Type", "application/json"))
+    bases = {
+        "start": ("/runs", {"agent": "migration", "options": {"records": 1, "step_delay": 0}}),
+        "decide": (
+            f"/runs/{t.waits}/approvals/{t.call_id}",
+            {"approve": True, "reason": "", "arguments_hash": "0" * 64},
+        ),
+        "cancel": (f"/runs/{t.waits}/cancel", {}),
+    }
+    statuses: dict[int, int] = {}
+    for route, (path, base) in bases.items():
+        for name in BODY_FIELDS[route]:
+            for value in HOSTILE:
+                request = Request("POST", path, clean, _dumps(base | {name: value}))
+                answer = send(t.port, request)
+                _check_answer(t, request, answer)
+                statuses[answer.status] = statuses.get(answer.status, 0) + 1
+    assert {s for s in statuses if s >= 300} <= {409, 413, 422}, statuses
+    assert {run_id: _state(t, run_id) for run_id in (t.done, t.waits)} == before
+    with t.api() as api:
+        assert {r["run_id"] for r in api.get("/runs", params={"limit": 1000}).json()} <= t.known
+
+
 # -- what the fuzz found, one regression test each -----------------------------------------------------------
 
 
 def test_an_unknown_route_or_method_is_answered_in_the_api_error_shape(target: Target) -> None:
-    """Found by the fuzz: the framework's own 404 and 405 were `{"detail": "Not Found"}`, not the API's
+    """Found fuzzing: the framework's own 404 and 405 were `{"detail": "Not Found"}`, not the API's
     `{"error": why}`."""
     with target.api() as api:
         missing = api.get("/runs/x/nothing-here")
@@ -470,7 +575,7 @@ def test_an_unknown_route_or_method_is_answered_in_the_api_error_shape(target: T
 
 
 def test_a_body_the_json_parser_gives_up_on_is_a_422_saying_why_and_starts_nothing(target: Target) -> None:
-    """Found by the fuzz: bytes that are not UTF-8, nesting too deep for the parser or a number past Python's
+    """Found fuzzing: bytes that are not UTF-8, nesting too deep for the parser or a number past Python's
     digit limit were a bare 400 `{"detail": "There was an error parsing the body"}`; now the documented 422
     for malformed JSON, naming why."""
     with target.api() as api:
@@ -488,7 +593,7 @@ def test_a_body_the_json_parser_gives_up_on_is_a_422_saying_why_and_starts_nothi
 
 
 def test_a_cancel_whose_body_is_not_nothing_or_an_empty_object_is_refused_and_cancels_nothing(target: Target) -> None:
-    """Found by the fuzz: `POST /runs/{id}/cancel` ignored its body, so random bytes sent as JSON cancelled
+    """Found fuzzing: `POST /runs/{id}/cancel` ignored its body, so random bytes sent as JSON cancelled
     the run. Now only no body or `{}` cancels; anything else is a 422 and the run waits on."""
     url = f"/runs/{target.waits}/cancel"
     before = _state(target, target.waits)
@@ -500,7 +605,7 @@ def test_a_cancel_whose_body_is_not_nothing_or_an_empty_object_is_refused_and_ca
 
 
 def test_text_json_can_spell_but_nothing_can_store_is_a_422_naming_the_field(target: Target) -> None:
-    """Found by the fuzz: a lone surrogate (`"\\ud800"`) in a field without a length limit (`model`, inside
+    """Found fuzzing: a lone surrogate (`"\\ud800"`) in a field without a length limit (`model`, inside
     `options`) passed validation, then failed the Temporal payload encoding: a 500."""
     before = _state(target, target.waits)
     with target.api() as api:
@@ -521,7 +626,7 @@ def test_text_json_can_spell_but_nothing_can_store_is_a_422_naming_the_field(tar
 
 
 def test_a_webhook_url_that_cannot_be_parsed_is_a_422_and_starts_nothing(target: Target) -> None:
-    """Found by the fuzz: `https://[::1/x` made the URL check itself raise (ValueError: Invalid IPv6 URL): a
+    """Found fuzzing: `https://[::1/x` made the URL check itself raise (ValueError: Invalid IPv6 URL): a
     500 from both engines. A port out of range raised only when read, at delivery."""
     with target.api() as api:
         runs = len(api.get("/runs", params={"limit": 1000}).json())
@@ -534,7 +639,7 @@ def test_a_webhook_url_that_cannot_be_parsed_is_a_422_and_starts_nothing(target:
 
 
 def test_an_option_too_large_for_the_checkpoint_store_is_a_422(target: Target) -> None:
-    """Found by the fuzz: `{"records": 10**23}` gave the migration an estimate past SQLite's 64-bit
+    """Found fuzzing: `{"records": 10**23}` gave the migration an estimate past SQLite's 64-bit
     integers, and `job serve` answered 500 (OverflowError) — the CLI's `job run` too. Temporal has no such
     limit: there the run is valid (its budget ends it), so it is started and cancelled."""
     with target.api() as api:
@@ -551,7 +656,7 @@ def test_an_option_too_large_for_the_checkpoint_store_is_a_422(target: Target) -
 
 
 def test_a_bad_filter_value_names_the_filter_it_was_given_in(target: Target) -> None:
-    """Found by the fuzz (Temporal): `?status=\\` was refused naming `agent` (only a quote was told apart)."""
+    """Found fuzzing (Temporal): `?status=\\` was refused naming `agent` (only a quote was told apart)."""
     with target.api() as api:
         for name in ("status", "agent"):
             response = api.get("/runs", params={name: "\\"})
