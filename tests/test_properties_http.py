@@ -8,7 +8,8 @@ The requests are written on a raw socket, so the fuzz reaches the server as sent
 (`/runs/../x`), percent-encoded bytes and huge ids, any method token, wrong, missing or forged credentials
 and content types, random bytes, malformed and every-shape JSON, right-shaped JSON with wrong types, bodies
 past the 64 KiB limit (declared or chunked). Every route is drawn: list, start, get, progress (SSE), cancel,
-decisions, the pending approvals, the schema and the inbox pages (whose reflected text must be escaped).
+decisions, the pending approvals, the schema, the facts (read, forget) and the inbox pages (whose reflected
+text must be escaped).
 Only syntactically valid HTTP messages are sent: a malformed request line or header is uvicorn's to refuse.
 Three drawn tests (any route; starting a run; cancelling or deciding), then a table that puts every hostile
 value alone into every field of every body (hypothesis draws a rare value rarely), then a regression test
@@ -79,7 +80,8 @@ class Target:
 @pytest.fixture(scope="module", params=["temporal", "checkpoints"])
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     tmp = tmp_path_factory.mktemp(f"http-fuzz-{request.param}")
-    stack = temporal_stack(tmp) if request.param == "temporal" else checkpoint_stack(tmp)
+    # The fact store too in tmp (`job serve` would otherwise open the work tree's .data/facts.db).
+    stack = temporal_stack(tmp) if request.param == "temporal" else checkpoint_stack(tmp, {"AGENT_DATA_DIR": str(tmp)})
     try:
         with stack.client() as api:
             done = api.post("/runs", json={"agent": "billing"}).json()["run_id"]
@@ -190,6 +192,7 @@ def _routes(t: Target, only: str | None = None) -> st.SearchStrategy[tuple[str, 
     the most) three times as often, then junk paths."""
     run = _segments([t.done, t.waits])
     call = _segments([t.call_id, "1.1"])
+    namespace = _segments(["orders", "user:maria"])
     start = _query().map(lambda q: ("POST", f"/runs{q}"))
     cancel = run.map(lambda r: ("POST", f"/runs/{r}/cancel"))
     decide = st.tuples(run, call).map(lambda p: ("POST", f"/runs/{p[0]}/approvals/{p[1]}"))
@@ -206,6 +209,11 @@ def _routes(t: Target, only: str | None = None) -> st.SearchStrategy[tuple[str, 
         st.sampled_from(["/", "/inbox", "/login"]).map(lambda p: ("GET", p)),
         st.sampled_from(["/login", "/logout"]).map(lambda p: ("POST", p)),
         run.map(lambda r: ("GET", f"/inbox/runs/{r}")),
+        st.just(("GET", "/facts")),
+        st.tuples(namespace, st.sampled_from(["", "/history", "/audit", "/history?key=%00", "/x"])).map(
+            lambda p: ("GET", f"/facts/{p[0]}{p[1]}")
+        ),
+        namespace.map(lambda n: ("POST", f"/facts/{n}/forget")),
         st.tuples(run, st.sampled_from(["/approvals", "/", "/x", "/events/x"])).map(
             lambda p: ("GET", f"/runs/{p[0]}{p[1]}")
         ),
@@ -250,6 +258,8 @@ def _fields(t: Target) -> dict[str, st.SearchStrategy[Any]]:
         "reason": junk_json,
         "arguments_hash": st.one_of(st.sampled_from(["0" * 64, "F" * 64]), junk_json),
         "approver": st.just("eve"),
+        "source": junk_json,
+        "by": st.just("eve"),
     }
 
 
@@ -266,6 +276,8 @@ def _one_field_off(t: Target, path: str) -> st.SearchStrategy[Any]:
         names = ["approve", "reason", "arguments_hash", "approver", "agent"]
     elif path.endswith("/cancel"):
         base, names = {}, ["reason", "approver", "agent"]
+    elif path.startswith("/facts/"):
+        base, names = {"source": "run-1"}, ["source", "by", "approver"]
     else:
         base, names = {"agent": "billing"}, ["task", "run_id", "options", "model", "webhook", "approver", "approve"]
     fields = _fields(t)
@@ -371,7 +383,7 @@ def requests(t: Target, only: str | None = None) -> st.SearchStrategy[Request]:
 
 # -- the properties ------------------------------------------------------------------------------------------
 
-API_PREFIXES = ("/runs", "/approvals", "/openapi.json")
+API_PREFIXES = ("/runs", "/approvals", "/openapi.json", "/facts")
 
 
 def _path(target: str) -> str:
@@ -530,6 +542,7 @@ BODY_FIELDS = {
     "start": ["agent", "task", "run_id", "options", "model", "webhook", "approver"],
     "decide": ["approve", "reason", "arguments_hash", "approver"],
     "cancel": ["reason"],
+    "forget": ["source", "by"],
 }
 
 
@@ -545,6 +558,7 @@ def test_every_hostile_value_in_every_field_gets_a_4xx_and_changes_no_run(target
             {"approve": True, "reason": "", "arguments_hash": "0" * 64},
         ),
         "cancel": (f"/runs/{t.waits}/cancel", {}),
+        "forget": ("/facts/orders/forget", {"source": "run-1"}),
     }
     statuses: dict[int, int] = {}
     for route, (path, base) in bases.items():
