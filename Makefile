@@ -42,7 +42,8 @@ test: setup llm
 # tests with many more examples (HYPOTHESIS_PROFILE=deep; `make test` runs them bounded).
 test-slow: setup
 	$(BIN)/python -m pytest -m slow
-	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/test_properties_runs.py tests/test_properties_approvals.py tests/test_properties_cli.py
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/test_properties_runs.py tests/test_properties_approvals.py tests/test_properties_cli.py \
+		tests/test_properties_http.py
 
 # Temporal vs the checkpoint baseline on this machine: tables, results/bench.json, PNG plots (docs/benchmarks.md).
 bench: setup

@@ -56,15 +56,18 @@ def create(
         raise BadInput(str(exc)) from None
     if options.task is None and spec.task is None:
         raise BadInput(f"agent {spec.name} has no default task: give one with --task")
-    store.create_run(
-        run_id,
-        spec.name,
-        options.model_dump_json(),
-        owner=owner,
-        lease_seconds=options.lease_seconds,
-        webhook_url=webhook_url,
-        progress=Progress(0, spec.estimated_actions, "starting"),
-    )
+    try:
+        store.create_run(
+            run_id,
+            spec.name,
+            options.model_dump_json(),
+            owner=owner,
+            lease_seconds=options.lease_seconds,
+            webhook_url=webhook_url,
+            progress=Progress(0, spec.estimated_actions, "starting"),
+        )
+    except OverflowError:  # an option so large the agent's estimate of its actions is past SQLite's 64 bits
+        raise BadInput(f"an option of agent {spec.name} is too large: {spec.estimated_actions} actions") from None
 
 
 def resume(

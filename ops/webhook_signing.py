@@ -57,7 +57,11 @@ def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
 def url_problem(url: str) -> str | None:
     """Why deliveries cannot go to `url` (https, or plain http to a loopback host such as a local relay), or
     None. Checked before a run starts, by both engines, and again by whatever delivers."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range or not a number raises only when read (and at delivery)
+    except ValueError as exc:  # "https://[::1/x": Invalid IPv6 URL
+        return f"the URL cannot be parsed ({exc})"
     if parts.scheme not in ("https", "http"):
         return "the URL must be http(s)"
     if not parts.hostname:

@@ -27,6 +27,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Query
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -35,9 +36,19 @@ from ops.http.engine import Engine
 from ops.http.errors import ApiError, InvalidRequest
 from ops.http.facts import add_facts
 from ops.http.inbox import add_inbox
-from ops.http.limits import MAX_BODY_BYTES, BodyLimit, field_errors, require_json
+from ops.http.limits import MAX_BODY_BYTES, BodyLimit, field_errors, require_json, unreadable_body
 from ops.http.sse import with_keepalives
-from ops.http.views import AuditView, Cancelled, DecisionRequest, InboxItem, RunSummary, RunView, Started, StartRequest
+from ops.http.views import (
+    AuditView,
+    Cancelled,
+    CancelRequest,
+    DecisionRequest,
+    InboxItem,
+    RunSummary,
+    RunView,
+    Started,
+    StartRequest,
+)
 from ops.http_auth import ANONYMOUS, HttpAuth, Principal
 
 STATUSES = "running | awaiting_approval | compensating | completed | compensated | abandoned | failed | ..."
@@ -78,6 +89,22 @@ def create_app(
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse({"error": exc.message}, status_code=exc.status_code)
 
+    @app.exception_handler(HTTPException)
+    async def routing(request: Request, exc: HTTPException) -> JSONResponse:
+        # What the framework answers itself (no such route 404, a method a route lacks 405, a body it cannot
+        # decode 400): in the API's one error shape too, with its headers (`Allow`).
+        if exc.status_code == 400 and exc.__cause__ is not None:  # the body could not even be decoded
+            return JSONResponse(unreadable_body(exc.__cause__), status_code=422)
+        message = str(exc.detail)
+        if exc.status_code == 404:
+            message = f"no such route: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            allowed = next((v for k, v in (exc.headers or {}).items() if k.lower() == "allow"), "")
+            message = f"{request.method} is not allowed on {request.url.path}" + (
+                f" (only {allowed})" if allowed else ""
+            )
+        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(field_errors(list(exc.errors())), status_code=422)
@@ -109,7 +136,9 @@ def create_app(
         )
 
     @app.post("/runs/{run_id}/cancel", status_code=202, response_model=Cancelled)
-    async def cancel_run(run_id: str, who: Principal = approver, _: None = json_only) -> Cancelled:
+    async def cancel_run(
+        run_id: str, body: CancelRequest | None = None, who: Principal = approver, _: None = json_only
+    ) -> Cancelled:
         await engine.cancel(run_id, who)
         return Cancelled(run_id=run_id, cancel_requested=True, by=who.name)
 

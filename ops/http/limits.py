@@ -84,3 +84,16 @@ def field_errors(errors: list[Any]) -> dict[str, Any]:
         fields.append({"field": ".".join(location), "message": message})
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields) or "invalid request"
     return json.loads(json.dumps({"error": summary, "fields": fields}, default=str))
+
+
+def unreadable_body(cause: BaseException) -> dict[str, Any]:
+    """A 422 body for a JSON body the parser gave up on before any field (the framework's bare 400 "There
+    was an error parsing the body"): bytes that are not UTF-8, nesting too deep, a number too long."""
+    if isinstance(cause, UnicodeDecodeError):
+        why = f"not UTF-8 (byte {cause.start})"
+    elif isinstance(cause, RecursionError):
+        why = "nested too deeply"
+    else:
+        why = str(cause).split("; use sys.set_int_max_str_digits", 1)[0] or type(cause).__name__
+    message = f"malformed JSON: {why}"
+    return {"error": f"body: {message}", "fields": [{"field": "body", "message": message}]}

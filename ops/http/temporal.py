@@ -77,7 +77,7 @@ class TemporalEngine:
             try:
                 found = await self.agents.list(status=status, agent=agent, limit=limit)
             except ValueError as exc:
-                raise InvalidRequest(str(exc), "status" if status and '"' in status else "agent") from None
+                raise InvalidRequest(str(exc), "status" if str(exc).endswith(repr(status)) else "agent") from None
         return [
             RunSummary(
                 run_id=r.run_id,

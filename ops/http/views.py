@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 EngineName = Literal["temporal", "checkpoints"]
 
@@ -138,10 +139,25 @@ class InboxItem(PendingView):
 # -- requests ------------------------------------------------------------------------------------------
 
 
-class StartRequest(BaseModel):
-    """`POST /runs`. Unknown fields are refused (a misspelt option must not be silently dropped)."""
+class _Request(BaseModel):
+    """A request body: unknown fields refused, and no text that JSON can spell but nothing can store."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        # JSON may spell a lone surrogate ("\ud800"); no UTF-8 store, Temporal payload or log line can hold
+        # one, so the engines failed on it (a 500) long after the request was accepted.
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError("text must be valid Unicode (a lone surrogate such as \\ud800 is not)") from None
+        return value
+
+
+class StartRequest(_Request):
+    """`POST /runs`. Unknown fields are refused (a misspelt option must not be silently dropped)."""
 
     agent: StrictStr = Field(min_length=1, max_length=200, description="An agent the engine serves, by name.")
     task: StrictStr | None = Field(None, max_length=20_000, description="Overrides the agent's default task.")
@@ -155,10 +171,8 @@ class StartRequest(BaseModel):
     )
 
 
-class DecisionRequest(BaseModel):
+class DecisionRequest(_Request):
     """`POST /runs/{id}/approvals/{call_id}`. Who decides is the caller's token identity, never a field here."""
-
-    model_config = ConfigDict(extra="forbid")
 
     approve: StrictBool
     reason: StrictStr = Field("", max_length=2000)
@@ -167,6 +181,11 @@ class DecisionRequest(BaseModel):
         pattern=r"^[0-9a-f]{64}$",
         description="The sha256 of the arguments the approver saw (required to approve).",
     )
+
+
+class CancelRequest(_Request):
+    """`POST /runs/{id}/cancel`: no body, or `{}`. Anything else is refused (422) rather than ignored, so a
+    body of random bytes never cancels a run."""
 
 
 class Started(BaseModel):
