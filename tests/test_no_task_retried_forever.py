@@ -10,10 +10,11 @@ it is added below.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
@@ -24,12 +25,14 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import RawValue
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Stop
 from agentic.approvals import Decision
-from tests.conftest import eventually, new_worker
+from tests.conftest import TEST_SERVER, eventually, new_worker
+from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -194,13 +197,29 @@ async def test_a_continuation_forged_in_the_input_is_refused(skipping_env, ledge
     assert ledger.effects(handle.id) == []
 
 
+@pytest_asyncio.fixture
+async def own_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server of this test's own. A workflow task that keeps failing holds the test server's
+    clock even after the run is terminated (it never skips time again), so this test must not share the
+    session's server: run after it there, a 3-day approval timer never fired (test_workflow_hygiene.py)."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
+    )
+    await search_attributes.register(env.client)
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
 async def test_an_input_in_an_encoding_this_worker_cannot_read_waits_for_the_operator(
-    skipping_env, ledger, task_queue
+    own_skipping_env, ledger, task_queue
 ) -> None:
     """The one deliberate exception: a run input whose payload encoding the worker does not know (a client
     that encrypted with a codec this worker was not given) is a worker configuration to fix, not bad input;
     failing the run would lose it. Its workflow task fails, saying which encoding, and is retried until the
     worker gets the codec — or someone terminates the run. Nothing executes meanwhile."""
+    skipping_env = own_skipping_env
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
             "AgentWorkflow",
