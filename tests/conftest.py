@@ -58,15 +58,20 @@ TEST_SERVER = BIN / "temporal-test-server"
 DEV_SERVER = BIN / "temporal"
 
 
-@pytest_asyncio.fixture(scope="session")
-async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server: durable timers of days complete in milliseconds."""
+async def start_skipping_env() -> WorkflowEnvironment:
+    """A time-skipping test server with our search attributes registered: unlike the dev server, it takes no
+    search attribute flags, and an unregistered attribute would fail every workflow task that upserts it."""
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
     )
-    # Unlike the dev server, the test server takes no search attribute flags; an unregistered
-    # attribute would fail every workflow task that upserts it, and the test would hang.
     await search_attributes.register(env.client)
+    return env
+
+
+@pytest_asyncio.fixture(scope="session")
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server: durable timers of days complete in milliseconds."""
+    env = await start_skipping_env()
     try:
         yield env
     finally:

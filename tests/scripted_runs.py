@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from hypothesis import strategies as st
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import (
@@ -43,7 +42,6 @@ from agentic import (
 from agentic.ledger import EffectsLedger
 from agentic.loop import GIVE_UP
 from examples.effects import record_effect
-from workflows import search_attributes
 
 T = TypeVar("T")
 
@@ -242,15 +240,12 @@ def temporal_in_background(
     """A time-skipping server of its own and a worker serving `agents`, on a background loop: for synchronous
     (hypothesis) tests and for command lines that make their own event loops, neither of which can share the
     session's async fixtures."""
-    from tests.conftest import TEST_SERVER, new_worker
+    from tests.conftest import new_worker, start_skipping_env
 
     with background_loop() as loop:
 
         async def start() -> tuple[WorkflowEnvironment, Any]:
-            env = await WorkflowEnvironment.start_time_skipping(
-                data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-            )
-            await search_attributes.register(env.client)
+            env = await start_skipping_env()
             worker = new_worker(env.client, task_queue, ledger, agents=list(agents))
             await worker.__aenter__()
             return env, worker

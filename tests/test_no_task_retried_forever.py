@@ -25,14 +25,12 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.common import RawValue
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Stop
 from agentic.approvals import Decision
-from tests.conftest import TEST_SERVER, eventually, new_worker
-from workflows import search_attributes
+from tests.conftest import eventually, new_worker, start_skipping_env
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -202,10 +200,7 @@ async def own_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping server of this test's own. A workflow task that keeps failing holds the test server's
     clock even after the run is terminated (it never skips time again), so this test must not share the
     session's server: run after it there, a 3-day approval timer never fired (test_workflow_hygiene.py)."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-    )
-    await search_attributes.register(env.client)
+    env = await start_skipping_env()
     try:
         yield env
     finally:
