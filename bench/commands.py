@@ -90,6 +90,11 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             help="also the floor with a search attribute upsert per step (floor+sa): the server's price of upserts",
         )
         sub.add_argument(
+            "--payload-floor",
+            action="store_true",
+            help="also the floor carrying ours' payload bytes per event (floor+payloads): the price of the bytes",
+        )
+        sub.add_argument(
             "--without-search-attributes",
             action="store_true",
             help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
@@ -141,6 +146,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 postgres=not args.no_postgres,
                 reps=args.throughput_reps,
                 visible_floor=args.visible_floor,
+                payload_floor=args.payload_floor,
                 without_search_attributes=args.without_search_attributes,
             )
         )

@@ -23,6 +23,16 @@ TIMEOUT = timedelta(seconds=60)
 # this module, which must stay free of the project's imports.
 STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 STEP = SearchAttributeKey.for_int("AgentStep")
+# The payload bytes ours carries beyond the floor's, per event, measured on `bench-noop` histories (2 steps,
+# `search_attributes=False`; `python -m bench throughput` prints them by event type): the start input +650
+# bytes, the recorded agent spec (a local-activity marker) 1.1 KB, each activity's input +370 and result +245,
+# the workflow's result +600 — 9.1 KB a run against the floor's 3.6. `BenchFloorPayloadWorkflow` carries
+# the same, so its cost over the floor is the price of the bytes alone (issue 20's price list).
+START_PAD = 600
+SPEC_PAD = 750
+INPUT_PAD = 340
+RESULT_PAD = 245
+OUTPUT_PAD = 600
 
 
 @activity.defn(name=FLOOR_MODEL)
@@ -33,6 +43,21 @@ async def floor_model(step: int) -> int:
 @activity.defn(name=FLOOR_TOOL)
 async def floor_tool(step: int) -> int:
     return step
+
+
+@activity.defn(name="bench_floor_padded_model")
+async def floor_padded_model(step: int, pad: str) -> str:
+    return "r" * RESULT_PAD
+
+
+@activity.defn(name="bench_floor_padded_tool")
+async def floor_padded_tool(step: int, pad: str) -> str:
+    return "r" * RESULT_PAD
+
+
+@activity.defn(name="bench_floor_spec")
+async def floor_spec() -> str:
+    return "s" * SPEC_PAD
 
 
 @workflow.defn(name="BenchFloorWorkflow")
@@ -63,6 +88,24 @@ class FloorVisibleWorkflow:
         await workflow.execute_activity(floor_model, steps, start_to_close_timeout=TIMEOUT)
         workflow.upsert_search_attributes([STATUS.value_set("completed")])
         return steps
+
+
+@workflow.defn(name="BenchFloorPayloadWorkflow")
+class FloorPayloadWorkflow:
+    """The floor carrying ours' payload bytes (the module's *_PAD sizes): a larger start input, a recorded
+    local-activity result at the start (ours records the agent's spec so), every activity's input and result
+    padded, a larger result. No state, no search attributes: the difference to the floor is the price of the
+    bytes (server: history and persistence; worker: conversion), and ours minus this is our code's."""
+
+    @workflow.run
+    async def run(self, steps: int, pad: str) -> str:
+        await workflow.execute_local_activity(floor_spec, start_to_close_timeout=TIMEOUT)
+        padding = "i" * INPUT_PAD
+        for step in range(steps):
+            await workflow.execute_activity(floor_padded_model, args=[step, padding], start_to_close_timeout=TIMEOUT)
+            await workflow.execute_activity(floor_padded_tool, args=[step, padding], start_to_close_timeout=TIMEOUT)
+        await workflow.execute_activity(floor_padded_model, args=[steps, padding], start_to_close_timeout=TIMEOUT)
+        return "o" * OUTPUT_PAD
 
 
 @workflow.defn(name="BenchTimerWorkflow")

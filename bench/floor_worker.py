@@ -11,7 +11,17 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
-from bench.floor import FloorVisibleWorkflow, FloorWorkflow, TimerWorkflow, floor_model, floor_tool
+from bench.floor import (
+    FloorPayloadWorkflow,
+    FloorVisibleWorkflow,
+    FloorWorkflow,
+    TimerWorkflow,
+    floor_model,
+    floor_padded_model,
+    floor_padded_tool,
+    floor_spec,
+    floor_tool,
+)
 from ops.connection import connect
 from ops.settings import Settings
 
@@ -23,8 +33,8 @@ async def main() -> None:
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[FloorWorkflow, FloorVisibleWorkflow, TimerWorkflow],
-        activities=[floor_model, floor_tool],
+        workflows=[FloorWorkflow, FloorVisibleWorkflow, FloorPayloadWorkflow, TimerWorkflow],
+        activities=[floor_model, floor_tool, floor_padded_model, floor_padded_tool, floor_spec],
         max_cached_workflows=1000,
         graceful_shutdown_timeout=timedelta(seconds=10),
     )

@@ -119,6 +119,10 @@ def overhead_section(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+# The Temporal engines measured batch by batch next to the bare floor (bench/throughput.py's kinds).
+BESIDE_FLOOR = ("temporal", "temporal-postgres", "floor+sa", "floor+payloads", "temporal-no-sa")
+
+
 def _label(row: dict[str, Any], profiles: list[str]) -> str:
     """The engine, and the server profile it ran on when the run compared several."""
     return f"{row['engine']} ({row['profile']})" if row.get("profile") and len(profiles) > 1 else row["engine"]
@@ -128,7 +132,7 @@ def throughput_pairs(data: dict[str, Any]) -> dict[tuple[str | None, int, int], 
     """(profile, N, repetition) -> {"temporal": row, "floor": row, ...}: the batches measured side by side."""
     pairs: dict[tuple[str | None, int, int], dict[str, Any]] = {}
     for row in data["rows"]:
-        if row["engine"] in ("temporal", "floor", "temporal-postgres", "floor+sa", "temporal-no-sa"):
+        if row["engine"] == "floor" or row["engine"] in BESIDE_FLOOR:
             pairs.setdefault((row.get("profile"), row["n"], row.get("rep", 0)), {})[row["engine"]] = row
     return pairs
 
@@ -165,7 +169,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
     for row in data["rows"]:
         vs_floor = ""
         pair = pairs.get((row.get("profile"), row["n"], row.get("rep", 0)), {})
-        if row["engine"] in ("temporal", "temporal-postgres", "floor+sa", "temporal-no-sa") and "floor" in pair:
+        if row["engine"] in BESIDE_FLOOR and "floor" in pair:
             floor = pair["floor"]["runs_per_s"]
             vs_floor = f"{row['runs_per_s'] / floor:.0%}" if row["runs_per_s"] and floor else "n/a"
         rows.append(
@@ -215,6 +219,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
     ]
     if reps > 1:
         lines += ["", *_medians_table(data, reps)]
+    lines += _price_table(data)
     lines += _history_table(data)
     return lines
 
@@ -226,10 +231,7 @@ def _medians_table(data: dict[str, Any], reps: int) -> list[str]:
     for row in data["rows"]:
         if "rep" in row:
             by_engine.setdefault((_label(row, data.get("profiles", [])), row["n"]), []).append(row)
-    ratios = {
-        engine: throughput_ratios(data, engine)
-        for engine in ("temporal", "temporal-postgres", "floor+sa", "temporal-no-sa")
-    }
+    ratios = {engine: throughput_ratios(data, engine) for engine in BESIDE_FLOOR}
     out = []
     for (label, n), rows in by_engine.items():
         engine, profile = rows[0]["engine"], rows[0].get("profile")
@@ -250,6 +252,45 @@ def _medians_table(data: dict[str, Any], reps: int) -> list[str]:
     ]
 
 
+# Issue 20's price list: what ours costs beyond the floor, feature by feature, each the difference of two engines
+# measured side by side (`--payload-floor --without-search-attributes`): (feature, minuend, subtrahend, meaning).
+PRICES = (
+    ("search attributes", "temporal", "temporal-no-sa", "ours - ours started with search_attributes=False"),
+    ("payload bytes", "floor+payloads", "floor", "the floor carrying ours' bytes per event - the floor"),
+    ("our code", "temporal-no-sa", "floor+payloads", "ours without search attributes - the floor with ours' bytes"),
+    ("all of it", "temporal", "floor", "ours - the floor"),
+)
+
+
+def _price_table(data: dict[str, Any]) -> list[str]:
+    """The price list: each feature's server and worker CPU per run (ms), the median of the per-repetition
+    differences (each repetition's pair ran back to back), every repetition's shown."""
+    priced = ("server_cpu_per_run_ms", "worker_cpu_per_run_ms")
+    measured: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+    for (profile, n, _), pair in throughput_pairs(data).items():
+        for feature, minuend, subtrahend, meaning in PRICES:
+            if minuend in pair and subtrahend in pair:
+                entry = measured.setdefault((profile, n, feature, meaning), {key: [] for key in priced})
+                for key in priced:
+                    a, b = pair[minuend].get(key), pair[subtrahend].get(key)
+                    if a is not None and b is not None:
+                        entry[key].append(a - b)
+    if all(feature == "all of it" for (_, _, feature, _) in measured):
+        return []  # only ours and the floor were measured: nothing to split the difference by
+    rows = [
+        [str(profile or ""), str(n), feature, meaning]
+        + [f"{_num(_median(v))} ({', '.join(_num(x) for x in v)})" for v in entry.values()]
+        for (profile, n, feature, meaning), entry in measured.items()
+    ]
+    return [
+        "",
+        "Price list — what ours costs per run beyond the floor, feature by feature (ms of CPU per run; median of"
+        " the per-repetition differences, each repetition's shown):",
+        "",
+        *table(["profile", "N", "feature", "measured as", "server CPU/run (ms)", "worker CPU/run (ms)"], rows),
+    ]
+
+
 def _history_table(data: dict[str, Any]) -> list[str]:
     """Per run, by event type: what the server stored for ours and for the floor (the largest N's first batch)."""
     sampled = [row for row in data["rows"] if row.get("history")]
@@ -258,7 +299,7 @@ def _history_table(data: dict[str, Any]) -> list[str]:
     primary = (data.get("profiles") or [None])[-1]
     n = max(row["n"] for row in sampled)
     histories = {row["engine"]: row["history"] for row in sampled if row["n"] == n and row.get("profile") == primary}
-    engines = [e for e in ("floor", "floor+sa", "temporal", "temporal-no-sa", "temporal-postgres") if e in histories]
+    engines = [e for e in ("floor", *BESIDE_FLOOR) if e in histories]
     types = sorted(
         {t for h in histories.values() for t in h},
         key=lambda t: -max(h.get(t, {}).get("bytes", 0) for h in histories.values()),

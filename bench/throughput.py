@@ -41,6 +41,7 @@ from baseline import jobs
 from baseline.options import RunOptions
 from baseline.store import Store
 from bench import agents as noop
+from bench.floor import START_PAD
 from bench.machine import cpu_seconds
 from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack
@@ -63,6 +64,8 @@ class ThroughputConfig:
     # The floor plus a search attribute upsert per step (`BenchFloorVisibleWorkflow`): the server's price of
     # visibility upserts, measured next to the floor (issue 20's price list).
     visible_floor: bool = False
+    # The floor carrying ours' payload bytes per event (`BenchFloorPayloadWorkflow`): the price of the bytes.
+    payload_floor: bool = False
     # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
     without_search_attributes: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates); medians reported
@@ -78,7 +81,8 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
     async def start(run_id: str) -> None:
         async with gate:
             if kind in FLOORS:
-                await client.start_workflow(FLOORS[kind], steps, id=run_id, task_queue=stack.floor_queue)
+                args = [steps, "p" * START_PAD] if kind == PAYLOAD_FLOOR else [steps]
+                await client.start_workflow(FLOORS[kind], args=args, id=run_id, task_queue=stack.floor_queue)
             else:
                 agents = stack.postgres.agents if kind == POSTGRES and stack.postgres else stack.agents
                 task = f"Run the no-op steps ({run_id})."
@@ -133,8 +137,13 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 
 POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
 VISIBLE_FLOOR = "floor+sa"
+PAYLOAD_FLOOR = "floor+payloads"  # the floor carrying ours' payload bytes (bench/floor.py)
 NO_SEARCH_ATTRIBUTES = "temporal-no-sa"  # ours, started with search_attributes=False, on our worker
-FLOORS = {"floor": "BenchFloorWorkflow", VISIBLE_FLOOR: "BenchFloorVisibleWorkflow"}  # served by the floor's worker
+FLOORS = {  # served by the floor's worker
+    "floor": "BenchFloorWorkflow",
+    VISIBLE_FLOOR: "BenchFloorVisibleWorkflow",
+    PAYLOAD_FLOOR: "BenchFloorPayloadWorkflow",
+}
 
 
 def _stored(stack: Stack, kind: str) -> StoreCount | None:
@@ -284,7 +293,12 @@ async def measure(
     for n in config.temporal_n:
         for rep in range(config.reps):
             for profile, stack in stacks.items():
-                kinds = ["floor", *([VISIBLE_FLOOR] if config.visible_floor else []), "temporal"]
+                kinds = [
+                    "floor",
+                    *([VISIBLE_FLOOR] if config.visible_floor else []),
+                    *([PAYLOAD_FLOOR] if config.payload_floor else []),
+                    "temporal",
+                ]
                 if config.without_search_attributes:
                     kinds.append(NO_SEARCH_ATTRIBUTES)
                 if config.postgres and stack.postgres:

@@ -447,6 +447,30 @@ def test_throughput_goals_use_the_median_of_each_repetitions_ratio():
     assert "| marker_recorded | 0.0 | 0 | 1.0 | 900 |" in text
 
 
+def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
+    """Issue 20's price list: with the floor carrying ours' bytes and ours without search attributes measured
+    beside them, the report prices each feature as the median of the per-repetition differences (CPU per run),
+    each repetition's shown; with only ours and the floor there is nothing to split, and no price list."""
+    rows = []
+    for rep, extra in enumerate([0.0, 2.0, 4.0]):
+        rows += [
+            _batch("floor", 1000, rep, 20.0, 20.0, 40.0),
+            _batch("floor+payloads", 1000, rep, 19.0, 22.0 + extra, 43.0 + extra),
+            _batch("temporal-no-sa", 1000, rep, 18.0, 25.0, 46.0),
+            _batch("temporal", 1000, rep, 17.0, 26.0, 50.0 - extra),
+        ]
+    text = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 3, "rows": rows}})
+    assert "Price list" in text
+    lines = {line.split(" | ")[2]: line for line in text.splitlines() if line.startswith("| tuned | 1000 |")}
+    assert lines["search attributes"].endswith("| 2.0 (4.0, 2.0, 0.0) | 1.0 (1.0, 1.0, 1.0) |")
+    assert lines["payload bytes"].endswith("| 5.0 (3.0, 5.0, 7.0) | 4.0 (2.0, 4.0, 6.0) |")
+    assert lines["our code"].endswith("| 1.0 (3.0, 1.0, -1.0) | 1.0 (3.0, 1.0, -1.0) |")
+    assert lines["all of it"].endswith("| 8.0 (10.0, 8.0, 6.0) | 6.0 (6.0, 6.0, 6.0) |")
+    only_ours = [r for r in rows if r["engine"] in ("floor", "temporal")]
+    bare = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 3, "rows": only_ours}})
+    assert "Price list" not in bare
+
+
 def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
     """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
@@ -540,10 +564,25 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     bench(
         *("throughput", "--concurrency", "3", "--throughput-steps", "2", "--baseline-threads", "2"),
         *("--baseline-processes", "1", "--postgres-url", own_postgres.url, "--server-profile", "tuned"),
+        *("--payload-floor", "--without-search-attributes"),
         out=tmp_path,
     )
     rows = {row["engine"]: row for row in json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]}
     sqlite, postgres = rows["temporal"], rows["temporal-postgres"]
+    # The price list's engines: the floor carrying ours' bytes stores about what ours without search attributes
+    # does (bench/floor.py's pads, measured on bench-noop), far more than the bare floor.
+    all_rows = json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]
+    sampled = {row["engine"]: row for row in all_rows if row.get("history")}  # the first repetition's
+    padded, bare, without = sampled["floor+payloads"], sampled["floor"], sampled["temporal-no-sa"]
+    assert padded["completed"] == without["completed"] == 3
+
+    def stored(row: dict) -> float:
+        return sum(entry["bytes"] for entry in row["history"].values())
+
+    assert abs(stored(padded) - stored(without)) < 0.05 * stored(without) and stored(padded) > 2 * stored(bare)
+    assert padded["history"]["marker_recorded"]["events"] == 1.0
+    report_text = (tmp_path / "throughput.md").read_text()
+    assert "Price list" in report_text and "| payload bytes |" in report_text
     assert sqlite["completed"] == postgres["completed"] == 3 and postgres["runs_per_s"] > 0
     assert postgres["store_rows_per_step"] == sqlite["store_rows_per_step"] > 0
     assert sqlite["store_writes_per_step"] is None and postgres["store_writes_per_step"] >= 4  # 2 per stored message
