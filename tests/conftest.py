@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -68,14 +69,44 @@ async def start_skipping_env() -> WorkflowEnvironment:
     return env
 
 
+class SkippingServer:
+    """The session's time-skipping test server, replaced when a test leaves it unable to skip time.
+
+    The test server locks time skipping while an activity task is out and releases the lock when the task
+    completes, fails or times out. Terminate a run while its activity is in flight (what this file does to a
+    run a test left open) and the completion is refused (the run is closed), so the lock stays until the
+    activity's own timeout passes in real time: every later test that waits on a timer hangs (CI saw four
+    such tests time out after one leak). Reproduced in tests/test_workflow_hygiene.py."""
+
+    def __init__(self, env: WorkflowEnvironment) -> None:
+        self.env = env
+
+    async def skips_time(self, within: float = 5.0) -> bool:
+        """Whether an hour of server time passes at once (nothing may be running between tests)."""
+        try:
+            await asyncio.wait_for(self.env.sleep(timedelta(hours=1)), timeout=within)
+        except TimeoutError:
+            return False
+        return True
+
+    async def replace(self) -> None:
+        await self.env.shutdown()
+        self.env = await start_skipping_env()
+
+
 @pytest_asyncio.fixture(scope="session")
-async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """The time-skipping test server: durable timers of days complete in milliseconds."""
-    env = await start_skipping_env()
+async def skipping_server() -> AsyncIterator[SkippingServer]:
+    server = SkippingServer(await start_skipping_env())
     try:
-        yield env
+        yield server
     finally:
-        await env.shutdown()
+        await server.env.shutdown()
+
+
+@pytest_asyncio.fixture
+async def skipping_env(skipping_server: SkippingServer) -> WorkflowEnvironment:
+    """The time-skipping test server: durable timers of days complete in milliseconds."""
+    return skipping_server.env
 
 
 async def open_workflow_ids(env: WorkflowEnvironment) -> list[str]:
@@ -100,13 +131,24 @@ async def _no_workflow_outlives_its_test(request: pytest.FixtureRequest) -> Asyn
     """A test on the shared time-skipping server that fails (or forgets) with a workflow open would stop
     time skipping for every later test: the server only skips while no workflow it knows of is busy. So
     whatever a test left open is terminated when it ends, pass or fail — and before a test starts, whatever is
-    still open (a run some module-scoped fixture left behind), named on stderr so a hang can be traced."""
-    uses_it = "skipping_env" in request.fixturenames
-    if uses_it and (left := await terminate_open_workflows(request.getfixturevalue("skipping_env"))):
+    still open (a run some module-scoped fixture left behind), named on stderr so a hang can be traced. If time
+    still does not skip after that (see SkippingServer), the tests after this one get a fresh server."""
+    if "skipping_env" not in request.fixturenames:
+        yield
+        return
+    server: SkippingServer = request.getfixturevalue("skipping_server")
+    if left := await terminate_open_workflows(server.env):
         print(f"terminated before {request.node.nodeid}: workflows left open {left}", file=sys.stderr)
     yield
-    if uses_it:
-        await terminate_open_workflows(request.getfixturevalue("skipping_env"))
+    await terminate_open_workflows(server.env)
+    if not await server.skips_time():
+        STUCK_AFTER.append(request.node.nodeid)
+        await server.replace()
+
+
+# The tests after which time skipping was stuck, named at the end of the run (a passing test's output is
+# never shown, and these should be: each one ends with an activity out).
+STUCK_AFTER: list[str] = []
 
 
 @pytest.fixture
@@ -246,6 +288,8 @@ _postgres_set_aside = pytest.StashKey[str]()
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     if line := config.stash.get(_postgres_set_aside, ""):
         terminalreporter.write_line(line, yellow=True, bold=True)
+    for nodeid in STUCK_AFTER:
+        terminalreporter.write_line(f"time skipping stuck after {nodeid}: the tests after it got a fresh server")
 
 
 @pytest.fixture(scope="session")
