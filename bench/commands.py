@@ -85,6 +85,12 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         )
         sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
         sub.add_argument(
+            "--same-server",
+            action="store_true",
+            help="every batch on one long-lived dev server (default: a server of its own per batch, since a batch"
+            " on a server that ran others costs more)",
+        )
+        sub.add_argument(
             "--visible-floor",
             action="store_true",
             help="also the floor with a search attribute upsert per step (floor+sa): the server's price of upserts",
@@ -136,6 +142,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 baseline_threads_n=[5, 20],
                 postgres=not args.no_postgres,
                 reps=1,
+                fresh_server=False,  # a smoke run: seconds matter more than the drift across batches
             )
             if quick
             else ThroughputConfig(
@@ -148,6 +155,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 visible_floor=args.visible_floor,
                 payload_floor=args.payload_floor,
                 without_search_attributes=args.without_search_attributes,
+                fresh_server=not args.same_server,
             )
         )
     if "recovery" in sections:

@@ -10,6 +10,9 @@ completed over the span from the first run's start to the last run's close (serv
 run's latency is its close time minus its start time. The CPU the server and the worker process used
 during the batch, per run, says where the time went. With several server profiles, each N runs on each
 profile's server in turn, every row naming its profile (the PostgreSQL-stores row: the last profile only).
+Each batch runs on a dev server and workers started for it and removed after it (`--same-server`: all on one):
+a dev server's CPU per run grows with the closed runs its database holds, so on a shared one the engine that
+went later was charged for those before it — more than the gaps the goals measure.
 
 Baseline: the baseline runs one worker process per run (`job run --agents bench.agents ...`; no pool), so
 N runs are N `job run` processes started at once, sharing one SQLite store and one ledger; the rate is N
@@ -22,12 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +49,7 @@ from bench import agents as noop
 from bench.floor import START_PAD
 from bench.machine import cpu_seconds
 from bench.served import JOB_AGENTS, agent_set
-from bench.stack import Stack
+from bench.stack import Stack, temporal_stack
 from bench.stats import summarize
 from bench.store_rows import StoreCount, postgres_count, sqlite_count
 from ops.settings import ROOT
@@ -70,6 +75,10 @@ class ThroughputConfig:
     without_search_attributes: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates); medians reported
     history_sample: int = 5  # runs per engine whose histories are read for the per-run breakdown by event type
+    # Each batch on a dev server (and workers) started for it. On one long-lived server a batch costs more
+    # than the one before: 5 batches of 1,000 floor runs in a row took 43, 53, 58, 60, 65 ms of server CPU per
+    # run as its database grew, so whichever engine ran later in a repetition was charged for the others.
+    fresh_server: bool = True
 
 
 async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
@@ -306,24 +315,12 @@ async def measure(
                 if rep % 2:
                     kinds.reverse()  # interleaved: a drift in the machine's load does not favour one engine
                 for kind in kinds:
-                    row = await _measured_batch(stack, kind, n, config)
-                    row["profile"], row["rep"] = profile, rep
-                    if rep == 0 and config.history_sample:
-                        row["history"] = await history_by_type(
-                            stack.client, row["batch"], min(n, config.history_sample)
-                        )
-                    stores = (
-                        f"; per step: {_ms(row['store_rows_per_step'])} store rows,"
-                        f" {_ms(row['store_writes_per_step'])} store writes"
-                        if kind not in FLOORS
-                        else ""
-                    )
-                    say(
-                        f"  throughput {kind} ({profile}) n={n} rep {rep + 1}/{config.reps}: {_rate(row)} runs/s"
-                        f" ({row['completed']}/{n} completed; CPU per run: server {_ms(row['server_cpu_per_run_ms'])}"
-                        f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms,"
-                        f" client {_ms(row['client_cpu_per_run_ms'])} ms{stores})"
-                    )
+                    if config.fresh_server:
+                        batch_dir = workdir / "batches" / f"{profile}-{n}-{rep}-{kind}"
+                        async with _fresh_stack(stack, batch_dir, kind) as own:
+                            row = await _reported_batch(own, kind, n, rep, config, say)
+                    else:
+                        row = await _reported_batch(stack, kind, n, rep, config, say)
                     rows.append(row)
     for n in config.baseline_threads_n:
         row = await asyncio.to_thread(baseline_threads, workdir, n, config.steps)
@@ -334,6 +331,37 @@ async def measure(
         say(f"  throughput baseline processes n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
         rows.append(row)
     return {"steps": config.steps, "profiles": list(stacks), "reps": config.reps, "rows": rows}
+
+
+@asynccontextmanager
+async def _fresh_stack(stack: Stack, workdir: Path, kind: str) -> AsyncIterator[Stack]:
+    """A stack like `stack` (same server profile, the same PostgreSQL) for one batch, deleted after it."""
+    try:
+        url = stack.postgres.url if kind == POSTGRES and stack.postgres else None
+        async with temporal_stack(workdir, floor=kind in FLOORS, profile=stack.profile, database_url=url) as own:
+            yield own
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)  # a server database of 30 MB per 1,000 runs
+
+
+async def _reported_batch(
+    stack: Stack, kind: str, n: int, rep: int, config: ThroughputConfig, say: Callable[[str], None]
+) -> dict[str, Any]:
+    row = await _measured_batch(stack, kind, n, config)
+    row["profile"], row["rep"], row["server_pid"] = stack.profile.name, rep, stack.server.process.pid
+    if rep == 0 and config.history_sample:
+        row["history"] = await history_by_type(stack.client, row["batch"], min(n, config.history_sample))
+    stores = (
+        f"; per step: {_ms(row['store_rows_per_step'])} store rows, {_ms(row['store_writes_per_step'])} store writes"
+        if kind not in FLOORS
+        else ""
+    )
+    say(
+        f"  throughput {kind} ({stack.profile.name}) n={n} rep {rep + 1}/{config.reps}: {_rate(row)} runs/s"
+        f" ({row['completed']}/{n} completed; CPU per run: server {_ms(row['server_cpu_per_run_ms'])}"
+        f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms, client {_ms(row['client_cpu_per_run_ms'])} ms{stores})"
+    )
+    return row
 
 
 async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:
