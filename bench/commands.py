@@ -143,6 +143,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 postgres=not args.no_postgres,
                 reps=1,
                 fresh_server=False,  # a smoke run: seconds matter more than the drift across batches
+                warmup=0,
             )
             if quick
             else ThroughputConfig(

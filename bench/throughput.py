@@ -8,9 +8,11 @@ ours twice when a PostgreSQL is at hand — with the default SQLite stores and w
 completion is watched through visibility (until all N are seen closed), and the rate is the number
 completed over the span from the first run's start to the last run's close (server timestamps). Each
 run's latency is its close time minus its start time. The CPU the server and the worker process used
-during the batch, per run, says where the time went. With several server profiles, each N runs on each
+during the batch and until the server is back at its idle rate (up to a minute after 1,000 runs), per run,
+says where the time went. With several server profiles, each N runs on each
 profile's server in turn, every row naming its profile (the PostgreSQL-stores row: the last profile only).
-Each batch runs on a dev server and workers started for it and removed after it (`--same-server`: all on one):
+Each batch runs on a dev server and workers started for it and removed after it (`--same-server`: all on one),
+after a few unmeasured runs of the same engine (a fresh worker's first runs import what later ones reuse):
 a dev server's CPU per run grows with the closed runs its database holds, so on a shared one the engine that
 went later was charged for those before it — more than the gaps the goals measure.
 
@@ -79,6 +81,10 @@ class ThroughputConfig:
     # than the one before: 5 batches of 1,000 floor runs in a row took 43, 53, 58, 60, 65 ms of server CPU per
     # run as its database grew, so whichever engine ran later in a repetition was charged for the others.
     fresh_server: bool = True
+    settle_timeout: float = 120.0  # how long to wait, at most, for the server to go idle after a batch
+    # Runs of the same engine before each measured batch, unmeasured: a worker's first runs import and build
+    # what later ones reuse (the floor's sandbox: about 1 s), which a fresh worker would charge to the batch.
+    warmup: int = 10
 
 
 async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: float) -> dict[str, Any]:
@@ -347,6 +353,8 @@ async def _fresh_stack(stack: Stack, workdir: Path, kind: str) -> AsyncIterator[
 async def _reported_batch(
     stack: Stack, kind: str, n: int, rep: int, config: ThroughputConfig, say: Callable[[str], None]
 ) -> dict[str, Any]:
+    if config.warmup:
+        await temporal_batch(stack, kind, config.warmup, config.steps, config.timeout)
     row = await _measured_batch(stack, kind, n, config)
     row["profile"], row["rep"], row["server_pid"] = stack.profile.name, rep, stack.server.process.pid
     if rep == 0 and config.history_sample:
@@ -366,16 +374,36 @@ async def _reported_batch(
 
 async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:
     """One batch, with the CPU seconds the server, the worker process and this process (the client: starts
-    and visibility polls) used during it, per run."""
-    pids = {"server": stack.server.process.pid, "worker": worker_of(stack, kind).pid, "client": os.getpid()}
+    and visibility polls) used per run: during it, and until the server is back to its idle rate after it (it
+    works for up to a minute after 1,000 runs have closed; that work is this batch's, not the next one's)."""
+    server = stack.server.process.pid
+    idle = await _cpu_rate(server, WINDOW)
+    pids = {"server": server, "worker": worker_of(stack, kind).pid, "client": os.getpid()}
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
+    settling = time.monotonic()
+    while time.monotonic() - settling < config.settle_timeout:
+        rate = await _cpu_rate(server, WINDOW)
+        if rate is None or idle is None or rate <= max(1.5 * idle, idle + 0.010):
+            break
+    row["server_settle_s"] = time.monotonic() - settling
     for name, pid in pids.items():
         after, earlier = cpu_seconds(pid), before[name]
         row[f"{name}_cpu_per_run_ms"] = (
             (after - earlier) / n * 1000 if after is not None and earlier is not None else None
         )
     return row
+
+
+WINDOW = 2.0  # seconds over which the server's CPU rate is sampled, idle or settling
+
+
+async def _cpu_rate(pid: int, seconds: float) -> float | None:
+    """CPU seconds per second `pid` used over the next `seconds`."""
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    after = cpu_seconds(pid)
+    return (after - before) / seconds if after is not None and before is not None else None
 
 
 async def history_by_type(client: Client, batch: str, sample: int) -> dict[str, dict[str, float]]:
