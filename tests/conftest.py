@@ -73,10 +73,10 @@ class SkippingServer:
     """The session's time-skipping test server, replaced when a test leaves it unable to skip time.
 
     The test server locks time skipping while an activity task is out and releases the lock when the task
-    completes, fails or times out. Terminate a run while its activity is in flight (what this file does to a
-    run a test left open) and the completion is refused (the run is closed), so the lock stays until the
-    activity's own timeout passes in real time: every later test that waits on a timer hangs (CI saw four
-    such tests time out after one leak). Reproduced in tests/test_workflow_hygiene.py."""
+    completes or fails. Terminate a run while its activity task is out (what this file does to a run a test
+    left open) and that release never comes — the run is closed — so the lock stays held and every later test
+    that waits on a timer hangs (on CI, four tests failed after one such leak). Reproduced in
+    tests/test_workflow_hygiene.py."""
 
     def __init__(self, env: WorkflowEnvironment) -> None:
         self.env = env
