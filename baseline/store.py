@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentic import Usage
-from agentic.sqlite_file import create_private, write_transaction, writer_lock
+from agentic.sqlite_file import create_private, use_wal, write_transaction, writer_lock
 from baseline import schema
 from baseline.errors import LeaseLost, RunExists, UnknownRun
 from ops.webhook_signing import terminal_event
@@ -121,7 +121,7 @@ class Store:
         self._db.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
         with writer_lock(self.path):
-            self._db.execute("PRAGMA journal_mode=WAL")
+            use_wal(self._db)
         if self._db.execute("PRAGMA user_version").fetchone()[0] != schema.VERSION:
             with self.transaction() as db:
                 for statement in schema.DDL.split(";"):
