@@ -217,6 +217,11 @@ class _WorkflowLogger(WorkflowInboundInterceptor):
         workflow.logger.info("run started", extra={"agent": getattr(arg, "agent", None)})
         try:
             result = await self.next.execute_workflow(input)
+        except GeneratorExit:
+            # Not an end: a worker dropped this run from its cache (shut down, evicted) and the coroutine is
+            # being closed, often later by the garbage collector, outside the workflow's event loop, where
+            # workflow.logger cannot even be asked whether it is replaying. The run goes on elsewhere.
+            raise
         except BaseException as exc:
             if type(exc).__name__ == "ContinueAsNewError":
                 workflow.logger.info("run continued as new")

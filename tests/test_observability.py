@@ -3,10 +3,12 @@ that follow a run from the client through the workflow into its activities."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
 import socket
+import sys
 import urllib.request
 import uuid
 from pathlib import Path
@@ -17,6 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio import activity, workflow
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from agentic.ledger import EffectsLedger
@@ -25,6 +28,7 @@ from ops.connection import connect
 from ops.settings import Settings
 from ops.worker_process import WorkerProcess
 from tests.conftest import eventually, new_worker
+from tests.test_approvals import pending_of, start
 from workflows.client import AgentClient
 from workflows.inputs import AgentInput, AgentResult
 
@@ -234,3 +238,22 @@ def test_json_formatter_fields_and_configuration() -> None:
 
     with pytest.raises(ValueError, match="LOG_LEVEL='LOUD'"):
         observability.configure_logging("json", "LOUD")
+
+
+async def test_a_run_dropped_from_a_stopped_workers_cache_logs_no_error(skipping_env, ledger, task_queue) -> None:
+    """A worker stops while a run waits for an approval: the run is not over, and closing its coroutine
+    (the garbage collector does, outside the workflow's event loop) must not be logged as an ending: that
+    raised 'Not in workflow event loop' from the log interceptor, an exception nobody could catch."""
+    escaped: list[BaseException | None] = []
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: escaped.append(unraisable.exc_value)
+    try:
+        async with new_worker(skipping_env.client, task_queue, ledger):
+            handle = await start(skipping_env, task_queue, AgentInput(agent="refund"))
+            await pending_of(handle)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert escaped == []
+    assert (await handle.describe()).status is WorkflowExecutionStatus.RUNNING  # still waiting, nothing done
+    assert ledger.effects(handle.id) == []
