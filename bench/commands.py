@@ -186,29 +186,44 @@ async def measure(
 ) -> dict[str, Any]:
     from bench import overhead, recovery, storage, throughput
     from bench.postgres import bench_database
-    from bench.stack import temporal_stacks
+    from bench.stack import Stack, temporal_stacks
 
     # Overhead and throughput compare server profiles (interleaved); recovery and storage use the last one.
-    per_profile = {"overhead": overhead, "throughput": throughput}
     single = {"recovery": recovery, "storage": storage}
     results: dict[str, Any] = {}
     floor = "overhead" in sections or "throughput" in sections
+    # Throughput on fresh servers alone needs no long-lived stack: none is started, so no idle server and
+    # workers run beside its batches.
+    needs_stacks = sections != ("throughput",) or not settings["throughput"].fresh_server
     with contextlib.ExitStack() as resources:
         database_url = None
         if "throughput" in sections and settings["throughput"].postgres:
             database_url = resources.enter_context(bench_database(postgres_url, say))
-        async with temporal_stacks(workdir / "temporal", profiles, floor=floor, database_url=database_url) as stacks:
-            primary = stacks[profiles[-1].name]
-            results["temporal_server"] = primary.server_version
+        async with contextlib.AsyncExitStack() as running:
+            stacks: dict[str, Stack] = {}
+            if needs_stacks:
+                stacks = await running.enter_async_context(
+                    temporal_stacks(workdir / "temporal", profiles, floor=floor, database_url=database_url)
+                )
+                targets = {name: throughput.Target.of(stack) for name, stack in stacks.items()}
+            else:
+                last = profiles[-1]  # the PostgreSQL row on the profile we ship, as temporal_stacks does
+                targets = {p.name: throughput.Target(p, database_url if p is last else None) for p in profiles}
             for section in sections:
                 say(f"[{section}]")
                 started = time.perf_counter()
-                if section in per_profile:
-                    results[section] = await per_profile[section].measure(stacks, workdir, settings[section], say)
+                if section == "overhead":
+                    results[section] = await overhead.measure(stacks, workdir, settings[section], say)
+                elif section == "throughput":
+                    results[section] = await throughput.measure(targets, workdir, settings[section], say)
                 else:
+                    primary = stacks[profiles[-1].name]
                     results[section] = await single[section].measure(primary, workdir, settings[section], say)
                     results[section]["profile"] = primary.profile.name
                 results[section]["seconds"] = time.perf_counter() - started
+            results["long_lived_stacks"] = list(stacks)  # servers (and workers) up through every section
+            measured_on = results.get("throughput", {}).pop("temporal_server", None)  # its fresh servers' version
+            results["temporal_server"] = stacks[profiles[-1].name].server_version if stacks else measured_on
     return results
 
 

@@ -54,6 +54,7 @@ from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack, temporal_stack
 from bench.stats import summarize
 from bench.store_rows import StoreCount, postgres_count, sqlite_count
+from ops.server_profile import ServerProfile
 from ops.settings import ROOT
 from ops.worker_process import WorkerProcess
 
@@ -301,13 +302,29 @@ def _baseline_result(
     }
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where one server profile's batches run. A fresh stack per batch copies only the profile and the
+    PostgreSQL URL; `stack`, the long-lived one, is for `--same-server` (and absent when nothing else of the
+    bench needs one, so no idle server and workers run beside the batches)."""
+
+    profile: ServerProfile
+    database_url: str | None = None
+    stack: Stack | None = None
+
+    @classmethod
+    def of(cls, stack: Stack) -> Target:
+        return cls(stack.profile, stack.postgres.url if stack.postgres else None, stack)
+
+
 async def measure(
-    stacks: dict[str, Stack], workdir: Path, config: ThroughputConfig, say: Callable[[str], None]
+    targets: dict[str, Target], workdir: Path, config: ThroughputConfig, say: Callable[[str], None]
 ) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
+    server_version: str | None = None
     for n in config.temporal_n:
         for rep in range(config.reps):
-            for profile, stack in stacks.items():
+            for name, target in targets.items():
                 kinds = [
                     "floor",
                     *([VISIBLE_FLOOR] if config.visible_floor else []),
@@ -316,17 +333,21 @@ async def measure(
                 ]
                 if config.without_search_attributes:
                     kinds.append(NO_SEARCH_ATTRIBUTES)
-                if config.postgres and stack.postgres:
+                if config.postgres and target.database_url:
                     kinds.append(POSTGRES)
                 if rep % 2:
                     kinds.reverse()  # interleaved: a drift in the machine's load does not favour one engine
                 for kind in kinds:
                     if config.fresh_server:
-                        batch_dir = workdir / "batches" / f"{profile}-{n}-{rep}-{kind}"
-                        async with _fresh_stack(stack, batch_dir, kind) as own:
+                        batch_dir = workdir / "batches" / f"{name}-{n}-{rep}-{kind}"
+                        async with _fresh_stack(target, batch_dir, kind) as own:
                             row = await _reported_batch(own, kind, n, rep, config, say)
+                            server_version = own.server_version
                     else:
-                        row = await _reported_batch(stack, kind, n, rep, config, say)
+                        if target.stack is None:
+                            raise ValueError("throughput on one server (--same-server) needs its long-lived stack")
+                        row = await _reported_batch(target.stack, kind, n, rep, config, say)
+                        server_version = target.stack.server_version
                     rows.append(row)
     for n in config.baseline_threads_n:
         row = await asyncio.to_thread(baseline_threads, workdir, n, config.steps)
@@ -336,15 +357,21 @@ async def measure(
         row = await asyncio.to_thread(baseline_processes, workdir, n, config.steps, config.timeout)
         say(f"  throughput baseline processes n={n}: {_rate(row)} runs/s, {row['lock_errors']} lock errors")
         rows.append(row)
-    return {"steps": config.steps, "profiles": list(stacks), "reps": config.reps, "rows": rows}
+    return {
+        "steps": config.steps,
+        "profiles": list(targets),
+        "reps": config.reps,
+        "rows": rows,
+        "temporal_server": server_version,
+    }
 
 
 @asynccontextmanager
-async def _fresh_stack(stack: Stack, workdir: Path, kind: str) -> AsyncIterator[Stack]:
-    """A stack like `stack` (same server profile, the same PostgreSQL) for one batch, deleted after it."""
+async def _fresh_stack(target: Target, workdir: Path, kind: str) -> AsyncIterator[Stack]:
+    """A stack of `target`'s profile (and its PostgreSQL, for that row) for one batch, deleted after it."""
     try:
-        url = stack.postgres.url if kind == POSTGRES and stack.postgres else None
-        async with temporal_stack(workdir, floor=kind in FLOORS, profile=stack.profile, database_url=url) as own:
+        url = target.database_url if kind == POSTGRES else None
+        async with temporal_stack(workdir, floor=kind in FLOORS, profile=target.profile, database_url=url) as own:
             yield own
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # a server database of 30 MB per 1,000 runs

@@ -534,6 +534,7 @@ def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     assert set(long) == {"in-process", "baseline", "temporal (tuned)", "floor (tuned)"}
     assert all(e["step"]["n"] == 4 for e in long.values())  # 1 run x 4 steps each
     assert set(results["config"]["server_profiles"]) == {"default", "tuned"}
+    assert results["long_lived_stacks"] == ["default", "tuned"]  # the overhead's, one per profile
     assert results["machine"]["temporal_server"] and results["machine"]["cpus"]
     assert (tmp_path / "overhead.png").read_bytes()[:4] == b"\x89PNG"
     assert "### Per-step overhead" in (tmp_path / "overhead.md").read_text()
@@ -567,10 +568,13 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
         *("--payload-floor", "--without-search-attributes", "--throughput-reps", "1"),
         out=tmp_path,
     )
-    rows = {row["engine"]: row for row in json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]}
+    results = json.loads((tmp_path / "throughput.json").read_text())
+    rows = {row["engine"]: row for row in results["throughput"]["rows"]}
     sqlite, postgres = rows["temporal"], rows["temporal-postgres"]
-    # Each batch on a server of its own (started for it): no engine pays for the runs of the one before.
+    # Each batch on a server of its own (started for it): no engine pays for the runs of the one before,
+    # and no long-lived server idles beside them (nothing else of this command needs one).
     assert len({row["server_pid"] for row in rows.values() if "server_pid" in row}) == 5
+    assert results["long_lived_stacks"] == [] and results["machine"]["temporal_server"]
     # The price list's engines: the floor carrying ours' bytes stores about what ours without search attributes
     # does (bench/floor.py's pads, measured on bench-noop), far more than the bare floor.
     all_rows = json.loads((tmp_path / "throughput.json").read_text())["throughput"]["rows"]
