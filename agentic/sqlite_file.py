@@ -12,7 +12,8 @@ Writes go through `write_transaction`, which does two things SQLite's busy timeo
   is woken when the lock is free: no polling, no starvation by timeout.
 - Writers in other processes (workers, a zombie worker, the command line) still meet on SQLite's lock: a
   `BEGIN IMMEDIATE` that times out busy is retried with jittered backoff until `patience` runs out (`when_free`).
-  Only the BEGIN is retried — it has done nothing yet — never a statement inside the transaction.
+  Only the BEGIN is retried — it has done nothing yet — never a statement inside the transaction. The
+  switch to WAL when a file is opened is retried the same way (SQLite does not wait for it at all).
 """
 
 from __future__ import annotations

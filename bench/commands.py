@@ -205,10 +205,10 @@ async def measure(
                 stacks = await running.enter_async_context(
                     temporal_stacks(workdir / "temporal", profiles, floor=floor, database_url=database_url)
                 )
-                targets = {name: throughput.Target.of(stack) for name, stack in stacks.items()}
-            else:
-                last = profiles[-1]  # the PostgreSQL row on the profile we ship, as temporal_stacks does
-                targets = {p.name: throughput.Target(p, database_url if p is last else None) for p in profiles}
+            last = profiles[-1]  # the PostgreSQL row on the profile we ship, as temporal_stacks does
+            targets = {
+                p.name: throughput.Target(p, database_url if p is last else None, stacks.get(p.name)) for p in profiles
+            }
             for section in sections:
                 say(f"[{section}]")
                 started = time.perf_counter()

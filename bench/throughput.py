@@ -312,10 +312,6 @@ class Target:
     database_url: str | None = None
     stack: Stack | None = None
 
-    @classmethod
-    def of(cls, stack: Stack) -> Target:
-        return cls(stack.profile, stack.postgres.url if stack.postgres else None, stack)
-
 
 async def measure(
     targets: dict[str, Target], workdir: Path, config: ThroughputConfig, say: Callable[[str], None]
