@@ -52,7 +52,9 @@ class TranscriptStore(Protocol):
 
     def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None: ...
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]: ...
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None: ...
+    def put_messages(  # message bodies and the nodes chaining them, in one transaction
+        self, blobs: dict[str, str], nodes: Sequence[tuple[str, str, str]], owner: str | None = None
+    ) -> None: ...
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]: ...  # node -> (previous, message)
 
 
@@ -136,10 +138,14 @@ class Transcripts:
     """Appends and reads transcripts on any `TranscriptStore`, with claim checks and a read cache.
 
     The cache maps heads to message lists; since a head names an immutable transcript, a cached list is
-    never stale, and reading the next head only fetches the few nodes added since.
+    never stale, and reading the next head only fetches the few nodes added since. A run's transcript only
+    grows, so a head extended here gives its place to the longer one: the cache holds one transcript per
+    active run (not each run's last few heads), and `cache_size` is how many concurrent runs a worker reads
+    without a round trip. A head read again (a retried activity) is fetched from the store: correct, slower.
+    Memory: up to `cache_size` transcripts, claim-checked contents held as their previews only.
     """
 
-    def __init__(self, store: TranscriptStore, cache_size: int = 64, *, refs: Refs | None = None) -> None:
+    def __init__(self, store: TranscriptStore, cache_size: int = 1024, *, refs: Refs | None = None) -> None:
         self.store = store
         # The store may bring its own (the encrypted one's are keyed): then every writer and reader agrees.
         self.refs: Refs = refs or getattr(store, "refs", None) or ContentRefs()
@@ -183,8 +189,9 @@ class Transcripts:
             nodes.append((node, head, message_ref))
             head = node
         if nodes:
-            self.store.put_blobs(blobs, owner)  # blobs before nodes: a node never points at nothing
-            self.store.put_nodes(nodes, owner)
+            # One transaction (one write lock, one commit): a node never points at nothing, and appending a
+            # message costs one round trip to the store instead of two.
+            self.store.put_messages(blobs, nodes, owner)
             self._remember_longer(base, head, messages)
         return head
 
@@ -231,7 +238,7 @@ class Transcripts:
         """A transcript this process just wrote on top of one it has read: the next activity here (the tool
         after the model call, the model call after the tool) then reads it without a round trip."""
         with self._lock:
-            known = [] if base == EMPTY else self._cache.get(base)
+            known = [] if base == EMPTY else self._cache.pop(base, None)
             if known is not None:
                 self._remember(head, [*known, *messages])
 
@@ -244,6 +251,7 @@ class Transcripts:
     def _stubs(self, head: str) -> list[Message]:
         chain: list[str] = []  # message refs newest first, back to a cached head or the start
         cursor = head
+        cached: list[Message] | None = None  # held here: another thread may drop it from the cache meanwhile
         while cursor != EMPTY:
             with self._lock:
                 cached = self._cache.get(cursor)
@@ -260,10 +268,15 @@ class Transcripts:
                 raise TranscriptIntegrityError(f"transcript node {cursor[:24]}… does not match its reference")
             chain.append(message_ref)
             cursor = previous
-        base = [] if cursor == EMPTY else list(self._cache[cursor])
+        if not chain:  # `head` itself is cached (or empty)
+            with self._lock:
+                if head in self._cache:
+                    self._cache.move_to_end(head)
+            return list(cached or [])
         bodies = self._checked_blobs(chain)
-        messages = base + [Message.from_dict(json.loads(bodies[r])) for r in reversed(chain)]
+        messages = (cached or []) + [Message.from_dict(json.loads(bodies[r])) for r in reversed(chain)]
         with self._lock:
+            self._cache.pop(cursor, None)  # extended: the longer transcript takes its place
             self._remember(head, messages)
         return list(messages)
 
@@ -296,8 +309,7 @@ class SqliteTranscriptStore:
 
     def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
         with self.file.transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
-            _own(db, blobs, owner)
+            _insert_blobs(db, blobs, owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -307,8 +319,11 @@ class SqliteTranscriptStore:
                 found |= dict(db.execute(f"SELECT ref, body FROM blobs WHERE ref IN ({marks})", chunk).fetchall())
         return require_all(refs, found)
 
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None:
+    def put_messages(
+        self, blobs: dict[str, str], nodes: Sequence[tuple[str, str, str]], owner: str | None = None
+    ) -> None:
         with self.file.transaction() as db:
+            _insert_blobs(db, blobs, owner)
             db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
             _own(db, [node for node, _, _ in nodes], owner)
 
@@ -340,6 +355,11 @@ class SqliteTranscriptStore:
                 nodes += db.execute(f"DELETE FROM nodes WHERE {unowned.format(table='nodes')}", chunk).rowcount
                 blobs += db.execute(f"DELETE FROM blobs WHERE {unowned.format(table='blobs')}", chunk).rowcount
         return Released(nodes=nodes, blobs=blobs, shared=shared)
+
+
+def _insert_blobs(db: sqlite3.Connection, blobs: dict[str, str], owner: str | None) -> None:
+    db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
+    _own(db, blobs, owner)
 
 
 def _own(db: sqlite3.Connection, refs: Iterable[str], owner: str | None) -> None:

@@ -123,8 +123,7 @@ def test_what_was_written_before_still_reads(tmp_path: Path) -> None:
         node = node_of(head, ref_of(body))
         nodes.append((node, head, ref_of(body)))
         head = node
-    store.put_blobs(blobs)
-    store.put_nodes(nodes)
+    store.put_messages(blobs, nodes)
     assert encrypted(old_db, c).load(head) == MESSAGES
 
 

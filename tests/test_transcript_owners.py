@@ -143,8 +143,7 @@ def test_rows_stored_before_owners_existed_are_kept_forever_postgres(postgres_ur
     database = Database(postgres_url)
     try:
         store = PostgresTranscriptStore(database)
-        store.put_blobs({"sha256:old": "old body"}, "run-a")
-        store.put_nodes([("sha256:node", "empty", "sha256:old")], "run-a")
+        store.put_messages({"sha256:old": "old body"}, [("sha256:node", "empty", "sha256:old")], "run-a")
         assert store.release("run-a") == Released(nodes=0, blobs=0, shared=2)
         assert store.get_nodes(["sha256:node"]) and store.get_blobs(["sha256:old"])
     finally:
@@ -166,7 +165,8 @@ class _NoOwners:
         with self.store.file.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
 
-    def put_nodes(self, nodes: list[tuple[str, str, str]], owner: str | None = None) -> None:
+    def put_messages(self, blobs: dict[str, str], nodes: list[tuple[str, str, str]], owner: str | None = None) -> None:
+        self.put_blobs(blobs)
         with self.store.file.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
 

@@ -166,3 +166,32 @@ def test_encrypted_at_rest_on_either_backend(backend):
     # Without the keys the bodies are unreadable, not silently wrong.
     with pytest.raises(ValueError):  # the stored text is "enc:" + base64, not a message
         Transcripts(backend.transcript_store()).load(head)
+
+
+def test_a_worker_reads_the_transcripts_of_many_concurrent_runs_without_the_store(tmp_path):
+    # 500 runs interleaved step by step, as a worker under load sees them: each run's transcript stays in the
+    # cache (its older heads give way to the newer), so no step reads the store back. With a cache that kept
+    # each run's last few heads, 64 entries in all, every model call here walked its run's whole chain again.
+    store = CountingStore(tmp_path / "transcripts.db")
+    transcripts = Transcripts(store)
+    runs = [f"run-{n}" for n in range(500)]
+    heads = {run: transcripts.append(EMPTY, [Message("user", run)], run) for run in runs}
+    for step in range(5):
+        for run in runs:
+            messages = transcripts.load(heads[run])  # the model call reads the transcript...
+            assert len(messages) == 1 + 2 * step and messages[0].content == run
+            reply = transcripts.append(heads[run], [Message("assistant", f"call {step}")], run)  # ...stores
+            transcripts.require(reply)  # the reply; the tool activity checks the head and stores its result
+            heads[run] = transcripts.append(reply, [Message("tool", f"ok {step}", tool_call_id="c")], run)
+    assert store.lookups == 0
+    assert len(Transcripts(SqliteTranscriptStore(tmp_path / "transcripts.db")).load(heads["run-7"])) == 11
+
+
+def test_a_head_read_again_after_its_run_moved_on_is_read_from_the_store(tmp_path):
+    # A retried model call hands the same (older) head again: it is no longer cached, and reads right.
+    store = CountingStore(tmp_path / "transcripts.db")
+    transcripts = Transcripts(store)
+    head = transcripts.append(EMPTY, MESSAGES[:2])
+    longer = transcripts.append(head, MESSAGES[2:])
+    assert transcripts.load(head) == MESSAGES[:2] and store.lookups > 0
+    assert transcripts.load(longer) == MESSAGES

@@ -30,17 +30,7 @@ class PostgresTranscriptStore:
         self.database = database
 
     def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
-        if not blobs:
-            return
-        refs = sorted(blobs)
-        with self.database.connection() as db, db.pipeline(), db.transaction():
-            _share_lock(db)
-            db.execute(
-                "INSERT INTO transcript_blobs (ref, body) SELECT * FROM unnest(%s::text[], %s::bytea[])"
-                " ON CONFLICT DO NOTHING",
-                (refs, [blobs[r].encode() for r in refs]),
-            )
-            _own(db, refs, owner)
+        self.put_messages(blobs, [], owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         with self.database.connection() as db:
@@ -49,18 +39,30 @@ class PostgresTranscriptStore:
             ).fetchall()
         return require_all(refs, {ref: bytes(body).decode() for ref, body in rows})
 
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None:
-        if not nodes:
+    def put_messages(
+        self, blobs: dict[str, str], nodes: Sequence[tuple[str, str, str]], owner: str | None = None
+    ) -> None:
+        """Blobs, then the nodes pointing at them, in one transaction (one pipelined round trip)."""
+        if not blobs and not nodes:
             return
+        refs = sorted(blobs)
         ordered = sorted(set(nodes))
         with self.database.connection() as db, db.pipeline(), db.transaction():
             _share_lock(db)
-            db.execute(
-                "INSERT INTO transcript_nodes (ref, previous, message)"
-                " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
-                tuple(list(column) for column in zip(*ordered, strict=True)),
-            )
-            _own(db, [node for node, _, _ in ordered], owner)
+            if refs:
+                db.execute(
+                    "INSERT INTO transcript_blobs (ref, body) SELECT * FROM unnest(%s::text[], %s::bytea[])"
+                    " ON CONFLICT DO NOTHING",
+                    (refs, [blobs[r].encode() for r in refs]),
+                )
+            if ordered:
+                db.execute(
+                    "INSERT INTO transcript_nodes (ref, previous, message)"
+                    " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) ON CONFLICT DO NOTHING",
+                    tuple(list(column) for column in zip(*ordered, strict=True)),
+                )
+            # Owners in key order over both tables' refs, so two writers cannot deadlock on them either.
+            _own(db, sorted({*refs, *(node for node, _, _ in ordered)}), owner)
 
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
         with self.database.connection() as db:

@@ -76,13 +76,15 @@ class EncryptedTranscriptStore:
         self.refs = KeyedRefs(codec.keyring)  # `Transcripts` on this store makes and checks refs with these
 
     def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
-        self.inner.put_blobs({ref: self._seal(ref, body) for ref, body in blobs.items()}, owner)
+        self.inner.put_blobs(self._sealed(blobs), owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         return {ref: self._open(ref, body) for ref, body in self.inner.get_blobs(refs).items()}
 
-    def put_nodes(self, nodes: Sequence[tuple[str, str, str]], owner: str | None = None) -> None:
-        self.inner.put_nodes(nodes, owner)
+    def put_messages(
+        self, blobs: dict[str, str], nodes: Sequence[tuple[str, str, str]], owner: str | None = None
+    ) -> None:
+        self.inner.put_messages(self._sealed(blobs), nodes, owner)
 
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
         return self.inner.get_nodes(refs)
@@ -93,6 +95,9 @@ class EncryptedTranscriptStore:
 
     def release(self, owner: str) -> Released:
         return releasable(self.inner).release(owner)
+
+    def _sealed(self, blobs: dict[str, str]) -> dict[str, str]:
+        return {ref: self._seal(ref, body) for ref, body in blobs.items()}
 
     def _seal(self, ref: str, body: str) -> str:
         kid, data = self.codec.seal(body.encode(), _BLOB_CONTEXT + ref.encode())
