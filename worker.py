@@ -48,6 +48,9 @@ from workflows.agent import AgentWorkflow
 from workflows.plugin import has_plugin
 from workflows.webhook import WebhookWorkflow
 
+# After a worker dies, its runs' next workflow tasks wait this long on its sticky queue (SDK default: 10 s).
+STICKY_TIMEOUT = timedelta(seconds=5)
+
 
 def build_worker(
     client: Client,
@@ -60,7 +63,7 @@ def build_worker(
     approver_keys: Mapping[str, str] | None = None,
     max_cached_workflows: int = 1000,
     interceptors: Sequence[Interceptor] = (),
-    sticky_timeout: timedelta = timedelta(seconds=5),
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
     webhook_secret: bytes | None = None,
 ) -> Worker:
     """A worker that serves `agents` on `task_queue`.

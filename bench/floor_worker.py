@@ -24,6 +24,7 @@ from bench.floor import (
 )
 from ops.connection import connect
 from ops.settings import Settings
+from worker import STICKY_TIMEOUT
 
 
 async def main() -> None:
@@ -37,6 +38,9 @@ async def main() -> None:
         activities=[floor_model, floor_tool, floor_padded_model, floor_padded_tool, floor_spec],
         max_cached_workflows=1000,
         graceful_shutdown_timeout=timedelta(seconds=10),
+        # Ours' sticky timeout: it sets when the server's workflow-task timeout timers fire, work the server's
+        # CPU per run counts only if it lands before the batch settles (the floor had the SDK's 10 s).
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
