@@ -308,8 +308,7 @@ class SqliteTranscriptStore:
                     db.execute(f"PRAGMA user_version = {self.OWNERS_VERSION}")
 
     def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
-        with self.file.transaction() as db:
-            _insert_blobs(db, blobs, owner)
+        self.put_messages(blobs, [], owner)
 
     def get_blobs(self, refs: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -323,7 +322,8 @@ class SqliteTranscriptStore:
         self, blobs: dict[str, str], nodes: Sequence[tuple[str, str, str]], owner: str | None = None
     ) -> None:
         with self.file.transaction() as db:
-            _insert_blobs(db, blobs, owner)
+            db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
+            _own(db, blobs, owner)
             db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
             _own(db, [node for node, _, _ in nodes], owner)
 
@@ -355,11 +355,6 @@ class SqliteTranscriptStore:
                 nodes += db.execute(f"DELETE FROM nodes WHERE {unowned.format(table='nodes')}", chunk).rowcount
                 blobs += db.execute(f"DELETE FROM blobs WHERE {unowned.format(table='blobs')}", chunk).rowcount
         return Released(nodes=nodes, blobs=blobs, shared=shared)
-
-
-def _insert_blobs(db: sqlite3.Connection, blobs: dict[str, str], owner: str | None) -> None:
-    db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
-    _own(db, blobs, owner)
 
 
 def _own(db: sqlite3.Connection, refs: Iterable[str], owner: str | None) -> None:

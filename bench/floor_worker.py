@@ -38,8 +38,8 @@ async def main() -> None:
         activities=[floor_model, floor_tool, floor_padded_model, floor_padded_tool, floor_spec],
         max_cached_workflows=1000,
         graceful_shutdown_timeout=timedelta(seconds=10),
-        # Ours' sticky timeout: it sets when the server's workflow-task timeout timers fire, work the server's
-        # CPU per run counts only if it lands before the batch settles (the floor had the SDK's 10 s).
+        # Ours' sticky timeout, not the SDK's 10 s: it decides when the server's workflow-task timeout timers
+        # fire, and a batch's server CPU counts them only if they fire before the batch settles.
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
     stop = asyncio.Event()
