@@ -32,8 +32,9 @@ from bench.stats import intervals, ratio, summarize
 from bench.temporal_runs import run_floor, run_ours
 
 LOCAL_ENGINES = ("in-process", "baseline")
-# floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility.
-TEMPORAL_ENGINES = ("temporal", "floor", "floor+sa")
+# floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility;
+# temporal-no-sa: ours started with `search_attributes=False`, the switch that price is for.
+TEMPORAL_ENGINES = ("temporal", "temporal-no-sa", "floor", "floor+sa")
 LONG_TEMPORAL_ENGINES = ("temporal", "floor")
 
 # steps -> (step times, the whole run's wall time, where a Temporal step's time went: `PHASES` durations)
@@ -89,8 +90,14 @@ def runners(stacks: dict[str, Stack], store: Store, agents: AgentSet) -> dict[st
 
     def temporal(stack: Stack, kind: str) -> Run:
         async def run(steps: int) -> tuple[list[float], float, dict[str, list[float]]]:
-            if kind == "temporal":
-                done = await run_ours(stack.agents, f"ovh-t-{uuid.uuid4().hex[:10]}", noop.agent, {"records": steps})
+            if kind in ("temporal", "temporal-no-sa"):
+                done = await run_ours(
+                    stack.agents,
+                    f"ovh-t-{uuid.uuid4().hex[:10]}",
+                    noop.agent,
+                    {"records": steps},
+                    search_attributes=kind == "temporal",
+                )
             else:
                 workflow = "BenchFloorWorkflow" if kind == "floor" else "BenchFloorVisibleWorkflow"
                 done = await run_floor(

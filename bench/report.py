@@ -428,7 +428,15 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     if overhead:
         profiles = overhead.get("profiles") or [None]
         primary = overhead.get("primary")
-        ours = overhead["engines"]["temporal" if len(profiles) == 1 else f"temporal ({primary})"]
+
+        def engine(kind: str) -> dict[str, Any] | None:
+            return overhead["engines"].get(kind if len(profiles) == 1 else f"{kind} ({primary})")
+
+        ours = engine("temporal")
+        assert ours is not None
+        # The price of visibility per step, next to the goal: what the switch a user has moves it to.
+        without = engine("temporal-no-sa")
+        switch = f" (started with search_attributes=False: {_x(without['x_floor'])})" if without else ""
         where = f" on the {primary} server" if primary else ""
         step = ours["step"]["median"]
         out.append(
@@ -441,7 +449,7 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {
                 "goal": f"our agent step within {GOALS['step_x_floor']}x the bare Temporal floor{where}",
-                "measured": _x(ours["x_floor"]),
+                "measured": _x(ours["x_floor"]) + switch,
                 "met": ours["x_floor"] is not None and ours["x_floor"] <= GOALS["step_x_floor"],
             }
         )
