@@ -41,15 +41,12 @@ from ops.cli.connection import require_namespace
 from ops.cli.output import CliError
 from ops.connection import connect
 from ops.models import declared_models
-from ops.settings import Settings
+from ops.settings import STICKY_TIMEOUT, Settings
 from ops.stores import transcripts_for
 from ops.webhook_signing import load_secret
 from workflows.agent import AgentWorkflow
 from workflows.plugin import has_plugin
 from workflows.webhook import WebhookWorkflow
-
-# After a worker dies, its runs' next workflow tasks wait this long on its sticky queue (SDK default: 10 s).
-STICKY_TIMEOUT = timedelta(seconds=5)
 
 
 def build_worker(

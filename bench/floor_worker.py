@@ -23,8 +23,7 @@ from bench.floor import (
     floor_tool,
 )
 from ops.connection import connect
-from ops.settings import Settings
-from worker import STICKY_TIMEOUT
+from ops.settings import STICKY_TIMEOUT, Settings
 
 
 async def main() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench.overhead import engine_name
+
 GOALS = {
     "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it (issue 20)
     "step_x_floor": 1.1,  # our agent step within 1.1x the bare Temporal floor on the same server
@@ -429,13 +431,10 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         profiles = overhead.get("profiles") or [None]
         primary = overhead.get("primary")
 
-        def engine(kind: str) -> dict[str, Any] | None:
-            return overhead["engines"].get(kind if len(profiles) == 1 else f"{kind} ({primary})")
-
-        ours = engine("temporal")
-        assert ours is not None
+        engines = overhead["engines"]
+        ours = engines[engine_name("temporal", primary, profiles)]
         # The price of visibility per step, next to the goal: what the switch a user has moves it to.
-        without = engine("temporal-no-sa")
+        without = engines.get(engine_name("temporal-no-sa", primary, profiles))
         switch = f" (started with search_attributes=False: {_x(without['x_floor'])})" if without else ""
         where = f" on the {primary} server" if primary else ""
         step = ours["step"]["median"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -29,6 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # the context window it gives the model.
 LOCAL_MODEL_PORT = 8088
 LOCAL_MODEL_N_CTX = 4096
+
+# After a worker dies, its runs' next workflow tasks wait this long on its sticky queue (SDK default: 10 s).
+# Here, not in worker.py, so the bench's bare floor worker uses it without importing our engine.
+STICKY_TIMEOUT = timedelta(seconds=5)
 
 
 def data_dir() -> Path:

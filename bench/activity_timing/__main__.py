@@ -4,10 +4,12 @@ recorded in DIR. How to record: docs/benchmarks.md, "The last full run"."""
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from bench.report import table
+from bench.stats import summarize
 
 
 def summary(directory: Path) -> str:
@@ -18,11 +20,11 @@ def summary(directory: Path) -> str:
             times[name].append(seconds * 1000)
     if not times:
         raise SystemExit(f"no times-*.jsonl in {directory}: was BENCH_ACTIVITY_TIMES set to it?")
-    rows = ["| what | calls | median (ms) | mean (ms) |", "|---|---|---|---|"]
-    for name in sorted(times):
-        values = times[name]
-        rows.append(f"| {name} | {len(values)} | {statistics.median(values):.3f} | {statistics.mean(values):.3f} |")
-    return "\n".join(rows)
+    rows = []
+    for name, values in sorted(times.items()):
+        s = summarize(values)
+        rows.append([name, str(s["n"]), f"{s['median']:.3f}", f"{s['p99']:.3f}"])
+    return "\n".join(table(["what", "calls", "median (ms)", "p99 (ms)"], rows))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import atexit
 import functools
 import importlib.abc
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -33,7 +34,8 @@ FLUSH_EVERY = 20  # the worker is stopped with SIGTERM; at most this many record
 
 def _flush() -> None:
     with _lock:
-        lines, _pending[:] = list(_pending), []
+        lines = _pending[:]
+        _pending.clear()
     if lines and _OUT:
         with open(Path(_OUT) / f"times-{os.getpid()}.jsonl", "a") as out:
             out.writelines(json.dumps(line) + "\n" for line in lines)
@@ -49,7 +51,7 @@ def _record(name: str, seconds: float) -> None:
 
 def _timed(cls: type, attr: str, name: str) -> None:
     method: Callable[..., Any] = getattr(cls, attr)
-    if hasattr(method, "__code__") and method.__code__.co_flags & 0x80:  # a coroutine function
+    if inspect.iscoroutinefunction(method):
 
         @functools.wraps(method)
         async def timed_async(*args: Any, **kwargs: Any) -> Any:
