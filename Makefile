@@ -42,8 +42,8 @@ test: setup llm
 # tests with many more examples (HYPOTHESIS_PROFILE=deep; `make test` runs them bounded).
 test-slow: setup
 	$(BIN)/python -m pytest -m slow
-	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/test_properties_runs.py tests/test_properties_approvals.py tests/test_properties_cli.py \
-		tests/test_properties_http.py
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/agentic/test_properties_runs.py tests/agentic/test_properties_approvals.py tests/ops/test_properties_cli.py \
+		tests/ops/test_properties_http.py
 
 # Temporal vs the checkpoint baseline on this machine: tables, results/bench.json, PNG plots (docs/benchmarks.md).
 bench: setup
@@ -54,8 +54,10 @@ chaos: setup
 	$(BIN)/python -m bench chaos --engine baseline
 	$(BIN)/python -m bench chaos --engine temporal
 
+# ruff, then the architecture's import contracts (pyproject.toml [tool.importlinter]).
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .temporal .data results

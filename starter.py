@@ -9,6 +9,7 @@
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
+    python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
     python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
 
@@ -23,12 +24,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from config.observability import quiet_core_logs
+from config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
 from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
 from ops.cli.arguments import add_run_id, port_number
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
-from ops.cli.demo import cmd_demo
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
+from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
 from ops.cli.migrate import cmd_migrate
 from ops.cli.prune import add_archive_arguments, add_prune_arguments, cmd_archive, cmd_prune
 from ops.cli.run_options import positive_int
@@ -37,19 +40,18 @@ from ops.cli.serve import add_arguments as add_serve_arguments
 from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
-from ops.observability import quiet_core_logs
-from ops.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
+from ops.demo.scripted import cmd_demo
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
-    from ops import devserver
+    from ops.devstack import devserver
 
     db = Path(args.db) if args.db else devserver.default_db()
     return devserver.main_foreground(args.port, args.ui_port, db, as_json=args.json)
 
 
 def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
-    from ops import modelserver
+    from ops.devstack import modelserver
 
     return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, args.threads)
 
@@ -106,6 +108,8 @@ def parser() -> argparse.ArgumentParser:
     add_run_id(cancel)
     cancel.add_argument("--reason")
     command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
+    add_codec_key_arguments(command("codec-key", cmd_codec_key, "a new payload encryption key (AGENT_CODEC_KEYS)"))
+    add_approver_key_arguments(command("approver-key", cmd_approver_key, "an approver's new key pair"))
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
     command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
     commands.choices["demo"].add_argument(

@@ -6,7 +6,7 @@ drains and exits.
 
 An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
 the services its tools get as `ToolContext.deps`. Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-TEMPORAL_TASK_QUEUE and the rest of docs/operations.md. In Python, `build_worker` is the whole API.
+TEMPORAL_TASK_QUEUE and the rest of docs/operations.md. In Python, `durable_agents.build_worker` is the whole API.
 """
 
 from __future__ import annotations
@@ -15,100 +15,18 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
-from typing import Any
+from collections.abc import Sequence
 
-from temporalio.client import Client
-from temporalio.worker import Interceptor, Worker
-
-from activities.delegation import DelegationActivities
-from activities.describe import DescribeActivities
-from activities.mcp import MCPActivities
-from activities.model import ModelActivities
-from activities.served import ServedAgents
-from activities.tools import ToolActivities
-from activities.webhook import WebhookActivities
-from agentic import Agent
-from agentic.agent_set import AgentSet
-from agentic.models.catalog import ModelCatalog
-from agentic.transcript_store import Transcripts
-from ops import observability, stores
-from ops.agent_modules import load_agents_and_deps, module_names
-from ops.approver_keys import approver_public_keys
+from config import observability
+from config.agent_modules import load_agents_and_deps, module_names
+from config.settings import Settings
+from durable_agents.connection import connect
+from durable_agents.worker import build_worker
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.connection import require_namespace
 from ops.cli.output import CliError
-from ops.connection import connect
-from ops.models import declared_models
-from ops.settings import STICKY_TIMEOUT, Settings
-from ops.stores import transcripts_for
-from ops.webhook_signing import load_secret
-from workflows.agent import AgentWorkflow
-from workflows.plugin import has_plugin
-from workflows.webhook import WebhookWorkflow
-
-
-def build_worker(
-    client: Client,
-    *,
-    task_queue: str,
-    agents: Iterable[Agent],
-    deps: Any = None,
-    models: ModelCatalog | Mapping[str, Any] | None = None,
-    transcripts: Transcripts | None = None,
-    approver_keys: Mapping[str, str] | None = None,
-    max_cached_workflows: int = 1000,
-    interceptors: Sequence[Interceptor] = (),
-    sticky_timeout: timedelta = STICKY_TIMEOUT,
-    webhook_secret: bytes | None = None,
-) -> Worker:
-    """A worker that serves `agents` on `task_queue`.
-
-    `deps` reach every tool as `ToolContext.deps`: one object for all agents, or a mapping by agent name
-    (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name
-    (default: `ops.models.declared_models(Settings())`). `transcripts` is where runs keep their transcript
-    by reference (default: `transcripts.db` in the data directory; on several hosts, a shared database).
-    `approver_keys` (name -> Ed25519 public key; default: `AGENT_APPROVER_KEYS`) make only signed decisions
-    count (agentic/signing.py). `webhook_secret` signs the deliveries of runs started with a webhook
-    (default: `AGENT_WEBHOOK_SECRET`).
-    """
-    settings = Settings()
-    catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
-    keys = approver_public_keys(settings) if approver_keys is None else approver_keys
-    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
-    transcripts = transcripts or transcripts_for(settings)
-    describe = DescribeActivities(served)
-    model = ModelActivities(served, transcripts)
-    tools = ToolActivities(served, transcripts)
-    mcp = MCPActivities(served, transcripts)
-    delegation = DelegationActivities()
-    webhooks = WebhookActivities(webhook_secret if webhook_secret is not None else load_secret())
-    return Worker(
-        client,
-        task_queue=task_queue,
-        # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
-        workflows=[] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
-        activities=[
-            describe.describe_agent,
-            model.call_model,
-            tools.run_tool,
-            tools.compensate,
-            mcp.list_mcp_tools,
-            delegation.attach_delegate,
-            webhooks.deliver_webhook,
-        ],
-        max_cached_workflows=max_cached_workflows,
-        interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
-        # On SIGTERM, running activities get this long to finish before they are cancelled.
-        graceful_shutdown_timeout=timedelta(seconds=10),
-        # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any
-        # worker may take them: the floor of recovery time. Shorter recovers faster; too short moves tasks
-        # off a merely busy worker, which then replays them (SDK default: 10 s).
-        sticky_queue_schedule_to_start_timeout=sticky_timeout,
-        # AGENT_EAGER_ACTIVITIES=false spreads a run's activities over every worker on the queue.
-        disable_eager_activity_execution=not settings.eager_activities,
-    )
+from stores import configured as stores
+from stores.configured import transcripts_for
 
 
 async def serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,7 +45,12 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     await require_namespace(client, settings)
     stores.check(settings.database_url)  # an unreachable shared database: one clear line, non-zero exit
     worker = build_worker(
-        client, task_queue=settings.task_queue, agents=agents, deps=deps, transcripts=transcripts_for(settings)
+        client,
+        task_queue=settings.task_queue,
+        agents=agents,
+        deps=deps,
+        transcripts=transcripts_for(settings),
+        settings=settings,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,8 +16,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.inputs import AttachInput
-from workflows.inputs import AgentResult
+from activities.inputs import AgentResult, AttachInput
 
 DELEGATED_BY = "delegated_by"
 """The memo key a child run carries from its start: the parent run and call that started it."""

@@ -1,4 +1,6 @@
-"""One pydantic input (and output) per activity, so fields can be added without breaking running workflows.
+"""One pydantic input (and output) per activity, so fields can be added without breaking running workflows;
+and the wire types the workflow and its activities both speak (a run's status and result, payload limits, a
+transcript part), here so that activities never import workflow code.
 
 Every scheduled activity writes its input into history, once per step: fields left at their defaults are
 omitted from the payload (`exclude_if`), so a long run's history pays only for what differs.
@@ -6,14 +8,81 @@ omitted from the payload (`exclude_if`), so a long run's history pays only for w
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from agentic import Message, ModelReply, ModelSettings, ToolCall, ToolResult, ToolSchema, ToolSpec
+from agentic import Message, ModelReply, ModelSettings, Run, ToolCall, ToolResult, ToolSchema, ToolSpec
+from agentic.approvals import AuditEntry
+from agentic.compact import Compact
 from agentic.saga import CompensationStep
-from workflows.inputs import PayloadLimits
-from workflows.transcript import TranscriptPart
+from stores.transcripts import Transcripts
+
+# completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
+# without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
+# The client also reports runs that ended outside the loop: failed, terminated, timed_out; and, while a model
+# call is being retried after a failure (the provider is down), waiting_model.
+RunStatus = Literal[
+    "running",
+    "waiting_model",
+    "awaiting_approval",
+    "compensating",
+    "completed",
+    "abandoned",
+    "compensated",
+    "compensation_failed",
+    "failed",
+    "terminated",
+    "timed_out",
+    "canceled",
+]
+
+
+class PayloadLimits(Compact):
+    """Claim checks: contents over a threshold go to the transcript store and travel as a reference;
+    over the hard cap they fail clearly and are not retried (Temporal's own limit is 2 MB a payload)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_output_bytes: PositiveInt = 512
+    model_reply_bytes: PositiveInt = 65536
+    hard_cap_bytes: PositiveInt = 16 * 1024 * 1024
+
+
+class TranscriptPart(BaseModel):
+    """By reference, what an activity gets: the stored transcript (`head`) and the messages added after
+    it that are not stored yet (usually none)."""
+
+    head: str
+    unsaved: list[Message] = Field(default_factory=list, exclude_if=lambda v: not v)
+
+
+class AgentResult(Run):
+    """The in-process `Run`'s fields, plus how the durable run ended."""
+
+    run_id: str
+    agent: str
+    status: RunStatus
+    audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
+    compensations_remaining: list[CompensationStep] = Field(default_factory=list)
+    transcript_ref: str | None = Field(
+        None, description="By reference, the transcript is the store's messages at this head, then `messages`."
+    )
+    continued: int = Field(0, description="How many times the run continued as new.")
+
+    def transcript_messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The whole transcript, claim-checked contents restored (by reference, read from the store)."""
+        if self.transcript_ref is None:
+            return self.messages
+        if transcripts is None:
+            raise ValueError("this run kept its transcript by reference: pass the transcript store")
+        tail = [
+            m.model_copy(update={"content": transcripts.resolve(m.content, m.content_ref), "content_ref": None})
+            if m.content_ref
+            else m
+            for m in self.messages
+        ]
+        return transcripts.load(self.transcript_ref) + tail
 
 
 def _unset(value: Any) -> bool:

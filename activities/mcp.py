@@ -19,7 +19,7 @@ from activities.inputs import MCPListing, MCPListInput
 from activities.served import ServedAgents
 from agentic.mcp import MCPConfigError, MCPUnavailable
 from agentic.mcp.toolset import schemas_document, schemas_of
-from agentic.transcript_store import Transcripts
+from stores.transcripts import Transcripts
 
 
 class MCPActivities:

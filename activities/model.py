@@ -16,14 +16,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.inputs import ModelCallInput, ModelStep
+from activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from activities.served import ServedAgents
 from activities.stored_here import stored_here
 from agentic import Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.loop import admitted
 from agentic.models.base import ask
-from agentic.transcript_store import PayloadTooLarge, Transcripts
-from workflows.inputs import PayloadLimits
+from stores.transcripts import PayloadTooLarge, Transcripts
 
 
 class ModelActivities:
@@ -97,7 +96,7 @@ class ModelActivities:
     def _store(self) -> Transcripts:
         if self.transcripts is None:
             raise ApplicationError(
-                "this worker has no transcript store; start it with one (worker.build_worker(transcripts=...))",
+                "this worker has no transcript store; start it with one (durable_agents.build_worker(transcripts=...))",
                 type="ConfigurationError",
                 non_retryable=True,
             )

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from temporalio.exceptions import ApplicationError
 
-from agentic.transcript_store import TranscriptNotFound
+from stores.transcripts import TranscriptNotFound
 
 # The ApplicationError type: non-retryable, and a tool activity failing with it fails the run (workflows/agent.py).
 NOT_IN_THIS_STORE = "TranscriptNotFound"

@@ -9,12 +9,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.inputs import CompensationInput, ToolCallInput, ToolStep
+from activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
 from activities.served import ServedAgent, ServedAgents
 from activities.stored_here import stored_here
 from agentic import ToolContext, ToolResult, ToolStatus
-from agentic.transcript_store import PayloadTooLarge, Transcripts
-from workflows.inputs import PayloadLimits
+from stores.transcripts import PayloadTooLarge, Transcripts
 
 
 class ToolActivities:

@@ -1,7 +1,7 @@
 """The webhook activity: POST one signed terminal-state event to a run's webhook URL.
 
 Delivery is at least once: every attempt carries the same event id (receivers de-duplicate on it) and is
-signed afresh (ops/webhook_signing.py), so its timestamp is current. The secret is worker configuration
+signed afresh (config/webhook_signing.py), so its timestamp is current. The secret is worker configuration
 (`AGENT_WEBHOOK_SECRET`), never run input: a worker without it keeps retrying — an unsigned delivery is
 never sent — until one with it picks the attempt up.
 """
@@ -15,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.inputs import WebhookDelivered, WebhookInput
-from ops.webhook_signing import SECRET_ENV, redact_url, signed_headers, url_problem
+from config.webhook_signing import SECRET_ENV, redact_url, signed_headers, url_problem
 
 TIMEOUT_SECONDS = 10.0
 

@@ -46,7 +46,7 @@ def signed_text(run_id: str, call_id: str, approve: bool, approver: str, reason:
 
 @dataclass(frozen=True)
 class ApproverKey:
-    """One approver's private key: `name:base64(32-byte seed)`, as `python -m ops.approver_keys new` prints."""
+    """One approver's private key: `name:base64(32-byte seed)`, as `python starter.py approver-key` prints."""
 
     name: str
     private: Ed25519PrivateKey

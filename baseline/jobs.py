@@ -148,7 +148,7 @@ def recover(
     ]
     workers = []
     for run_id in stale:
-        command = [sys.executable, "-m", "baseline.cli", "resume", "--id", run_id]
+        command = [sys.executable, "-m", "ops.cli.job", "resume", "--id", run_id]
         command += ["--db", str(store.path), "--ledger", str(ledger_path)]
         for module in agent_modules or []:
             command += ["--agents", module]

@@ -6,10 +6,9 @@ import json
 import time
 from typing import Any
 
+from agentic.progress import percent
 from baseline import approvals, webhooks
-from baseline.progress import percent
 from baseline.store import RunRow, Store, iso
-from ops.cli.output import printable
 
 
 def run_status(store: Store, run_id: str) -> dict[str, Any]:
@@ -64,20 +63,3 @@ def lease_view(run: RunRow) -> dict[str, Any]:
         "expires_at": iso(run.lease_expires) if run.lease_owner else None,
         "live": live,
     }
-
-
-def summary_line(status: dict[str, Any]) -> str:
-    progress = status["progress"]
-    line = f"{status['run_id']}: {status['status']}"
-    if status["stop"]:
-        line += f" ({status['stop']})"
-    line += f", step {progress['step']}/{progress['total'] or '?'} {progress['label']}"
-    if status["output"]:
-        line += f" — {status['output']}"
-    return printable(line)  # labels and outputs are the model's: never raw to a terminal
-
-
-def call_text(approval: dict[str, Any]) -> str:
-    """`tool(name=value, …)` of an approval row, as a person reviews it (escape it before printing)."""
-    arguments = ", ".join(f"{k}={v!r}" for k, v in approval["arguments"].items())  # repr: quoted, escaped
-    return f"{approval['tool']}({arguments})"

@@ -11,8 +11,8 @@ from agentic.approvals import arguments_hash
 from agentic.loop import idempotency_key
 from agentic.messages import canonical_json
 from agentic.saga import CompensationStep
-from agentic.transcript_store import EMPTY, encode, node_of, ref_of
 from baseline.store import StepSpec
+from stores.transcripts import EMPTY, encode, node_of, ref_of
 
 MODEL = "model_call"
 MCP_TOOLS = "mcp_tools"
@@ -32,7 +32,7 @@ def describe(call: ToolCall, limit: int = 80) -> str:
 
 class TranscriptHash:
     """A model call's input hash: the head of a hash chain over the transcript sent, the one the Temporal
-    side's transcript store uses (`node = sha256(previous node + message ref)`, agentic/transcript_store.py).
+    side's transcript store uses (`node = sha256(previous node + message ref)`, stores/transcripts.py).
 
     Hashing the whole transcript at every model call cost O(n) per step, O(n^2) over a run; the chain
     hashes each message once, when it is first seen. The head still names the whole transcript — a change

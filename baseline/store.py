@@ -4,7 +4,7 @@
 Only short transactions hold the connection's lock, never a model or tool call, so the lease renewer
 thread always gets through. Other processes read concurrently thanks to WAL. Writes queue rather than
 fail: threads of a process take turns on one lock per file, other processes are waited for with backoff
-(`agentic.sqlite_file.write_transaction`), so many stores on one file never see "database is locked".
+(`stores.sqlite_file.write_transaction`), so many stores on one file never see "database is locked".
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from agentic import Usage
-from agentic.sqlite_file import create_private, use_wal, write_transaction, writer_lock
 from baseline import schema
 from baseline.errors import LeaseLost, RunExists, UnknownRun
-from ops.webhook_signing import terminal_event
+from config.webhook_signing import terminal_event
+from stores.sqlite_file import create_private, use_wal, write_transaction, writer_lock
 
 
 def iso(epoch: float | None = None) -> str:

@@ -3,7 +3,7 @@ transaction, then whoever finished the run (or `job recover`) POSTs it with retr
 every attempt is recorded in `webhook_attempts`. Delivery is at least once: receivers dedupe on
 `X-Agent-Event-Id` (`<run id>:<n>`; `X-Baseline-Delivery` carries `<n>` as before).
 
-Every delivery is signed (ops/webhook_signing.py: HMAC-SHA256 under `AGENT_WEBHOOK_SECRET`, with a timestamp):
+Every delivery is signed (config/webhook_signing.py: HMAC-SHA256 under `AGENT_WEBHOOK_SECRET`, with a timestamp):
 `job run --webhook` refuses to start without the secret, and a deliverer without it leaves the delivery
 pending rather than send it unsigned. URLs are https, or http to a loopback host (a local relay)."""
 
@@ -16,7 +16,7 @@ import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
-from ops.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, redact_url, signed_headers, url_problem
+from config.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, redact_url, signed_headers, url_problem
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5

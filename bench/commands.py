@@ -25,8 +25,8 @@ from bench.overhead import OverheadConfig
 from bench.recovery import RecoveryConfig
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
-from ops.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
-from ops.settings import ROOT
+from config.settings import ROOT
+from ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
 
 SECTIONS = ("overhead", "throughput", "recovery", "storage")
 LAST_LINE = re.compile(
@@ -56,7 +56,7 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         choices=[*PROFILES, "both"],
         default="both",
         help="the dev server as we ship it (tuned), as it comes (default), or both side by side, runs interleaved"
-        " (recovery and storage run on the tuned one); ops/server_profile.py (default: both)",
+        " (recovery and storage run on the tuned one); ops/devstack/server_profile.py (default: both)",
     )
     if "overhead" in sections:
         sub.add_argument("--overhead-steps", type=int, default=OverheadConfig.steps)

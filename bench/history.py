@@ -29,15 +29,16 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.inputs import AgentResult
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts, encode
 from bench.cli import Command, register
+from durable_agents.client import AgentClient
+from durable_agents.errors import RunFailed
+from durable_agents.worker import build_worker
 from examples.effects import tool_results
-from worker import build_worker
+from stores.transcripts import SqliteTranscriptStore, Transcripts, encode
 from workflows import search_attributes
-from workflows.client import AgentClient
-from workflows.errors import RunFailed
-from workflows.inputs import AgentResult, ContinueAsNewPolicy
+from workflows.inputs import ContinueAsNewPolicy
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
 _PAGE = re.compile(r"^page (\d+) of (\d+):")

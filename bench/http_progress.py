@@ -27,14 +27,14 @@ import uvicorn
 from temporalio.api.enums.v1 import EventType
 
 from bench.cli import Command, register
-from ops import devserver
-from ops.connection import connect
+from config.settings import Settings
+from durable_agents.client import AgentClient
+from durable_agents.connection import connect
+from ops.devstack import devserver
+from ops.devstack.worker_process import WorkerProcess
 from ops.http.app import create_app
+from ops.http.auth import HttpAuth, TokenTable
 from ops.http.temporal import TemporalEngine
-from ops.http_auth import HttpAuth, TokenTable
-from ops.settings import Settings
-from ops.worker_process import WorkerProcess
-from workflows.client import AgentClient
 
 TOKEN = "bench-token-0123456789abcdef"
 POLL_ALTERNATIVE_MS = 200  # what "re-query every run every 200 ms" would cost, per stream

@@ -45,8 +45,8 @@ from bench.stack import Stack, temporal_stack
 from bench.stats import percentile, summarize
 from bench.temporal_runs import run_floor
 from bench.throughput import temporal_batch
-from ops import devserver
-from ops.server_profile import DEFAULT, TUNED, ServerProfile
+from ops.devstack import devserver
+from ops.devstack.server_profile import DEFAULT, TUNED, ServerProfile
 
 # Knobs we measured and did not ship: docs/operations.md says what each showed.
 CANDIDATES: dict[str, dict[str, Any]] = {

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ops.settings import ROOT
+from config.settings import ROOT
 
 SHARED = "shared"
 
@@ -35,12 +35,12 @@ _LAYOUT = {
 FILE_SETS: dict[str, dict[str, list[str]]] = {
     "temporal": {
         # The workflow and its activities (workflows/agent.py, activities/*), the worker, the Python client
-        # that starts, approves, cancels and awaits runs (workflows/client.py, workflows/errors.py), the
-        # plugin wiring a client or worker (workflows/plugin.py), the connection and its settings.
-        "durability": ["workflows/*.py", "activities/*.py", "worker.py", "ops/connection.py", "ops/settings.py"],
-        # Not listed: the payload codec and observability (ops/codec, ops/observability.py), which the
+        # that starts, approves, cancels and awaits runs (durable_agents/client.py, durable_agents/errors.py), the
+        # plugin wiring a client or worker (durable_agents/plugin.py), the connection and its settings.
+        "durability": ["workflows/*.py", "activities/*.py", "worker.py", "config/connection.py", "config/settings.py"],
+        # Not listed: the payload codec and observability (ops/codec, config/observability.py), which the
         # baseline has no counterpart of.
-        "operations": ["ops/devserver.py", "ops/worker_process.py", "starter.py", "ops/cli/*.py"],
+        "operations": ["ops/devstack/devserver.py", "ops/devstack/worker_process.py", "starter.py", "ops/cli/*.py"],
     },
     "baseline": {
         "durability": [
@@ -56,7 +56,7 @@ FILE_SETS: dict[str, dict[str, list[str]]] = {
             "baseline/jobs.py",
             "baseline/options.py",
             "baseline/errors.py",
-            "baseline/progress.py",
+            "agentic/progress.py",
         ],
         # Everything else in baseline/ (so a new file is never silently left out).
         "operations": ["baseline/*.py"],
@@ -65,8 +65,8 @@ FILE_SETS: dict[str, dict[str, list[str]]] = {
         "not counted": [
             "agentic/**/*.py",  # the loop, Agent, AgentSet, AgentSpec, tools, models, ledger, stores
             "examples/*.py",  # the demo agents both engines run
-            "ops/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
-            "ops/models.py",  # the models a worker or a `job` process declares
+            "config/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
+            "config/models.py",  # the models a worker or a `job` process declares
             "ops/cli/run_options.py",  # the run flags of `starter.py run` and `job run`
         ]
     },

@@ -14,8 +14,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from agentic.postgres import describe
-from ops.local_postgres import LocalPostgres, find_binaries
+from ops.devstack.local_postgres import LocalPostgres, find_binaries
+from stores.postgres import describe
 
 SETTINGS = {"synchronous_commit": "off", "shared_preload_libraries": "pg_stat_statements"}
 

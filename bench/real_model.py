@@ -1,5 +1,5 @@
 """`python -m bench real-model`: what durability costs next to a real model. One run measures the local
-model's latency per step (SmolLM2-135M on llama-cpp-python, ops/modelserver.py) and, on the same agent and
+model's latency per step (SmolLM2-135M on llama-cpp-python, ops/devstack/modelserver.py) and, on the same agent and
 the same server, each runner's own per-step cost — the in-process `Agent.run`, the checkpoint runner
 (`baseline.jobs`) and Temporal (a worker and `AgentClient.start(..., model="local")`) — as a percentage of it.
 
@@ -33,19 +33,20 @@ from temporalio.client import Client
 from agentic import Agent, Budget, Message, ModelReply, ModelSettings, Registry, Stop, ToolSchema, tool
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from agentic.models.local import local_model
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.store import Store
 from bench import machine
 from bench.cli import Command, register
 from bench.stats import ratio, summarize
-from ops import devserver, modelserver
-from ops.connection import connect
-from ops.devserver import free_port
-from ops.settings import LOCAL_MODEL_N_CTX, Settings
-from worker import build_worker
-from workflows.client import AgentClient
+from config.settings import LOCAL_MODEL_N_CTX, Settings
+from durable_agents.client import AgentClient
+from durable_agents.connection import connect
+from durable_agents.worker import build_worker
+from ops.devstack import devserver, modelserver
+from ops.devstack.devserver import free_port
+from stores.transcripts import SqliteTranscriptStore, Transcripts
 
 NAME = "bench-real-model"
 MODEL = "local"
@@ -146,7 +147,7 @@ async def measure_runners(
     base_url: str, client: Client, workdir: Path, *, reps: int = 10, warmup: int = 1, max_tokens: int = 16
 ) -> dict[str, Any]:
     """`reps` runs per engine after `warmup` unmeasured rounds, against a model server and a Temporal server."""
-    timed = TimedModel(modelserver.local_model(base_url))
+    timed = TimedModel(local_model(base_url))
     runners = Runners(calculator(timed, max_tokens), timed, workdir, client)
     samples: list[Sample] = []
     try:
@@ -199,7 +200,7 @@ async def measure(
     threads: int | None = None,
 ) -> dict[str, Any]:
     """Against `base_url`, or a model server of our own; always a Temporal dev server of our own (tuned, as
-    we ship it: ops/server_profile.py), on a persistent SQLite database in a scratch directory. Both are
+    we ship it: ops/devstack/server_profile.py), on a persistent SQLite database in a scratch directory. Both are
     stopped by pid at the end, on Ctrl-C, SIGTERM or SIGHUP."""
     load_before = machine.load()
     with tempfile.TemporaryDirectory(prefix="bench-real-model-", ignore_cleanup_errors=True) as scratch:

@@ -30,14 +30,14 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-from agentic.ledger import EffectsLedger
 from baseline.store import Store
 from bench.served import JOB_AGENTS
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
+from config.settings import ROOT
 from examples import migration
-from ops.settings import ROOT
+from stores.ledger import EffectsLedger
 from workflows.inputs import Timeouts
 from workflows.policies import TOOL_RETRY
 
@@ -134,7 +134,7 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
     db, ledger_path = directory / "baseline.db", directory / "ledger.db"
     run_id = f"rec-b-{rep}"
     common = [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger_path)]
-    job = [sys.executable, "-m", "baseline.cli"]
+    job = [sys.executable, "-m", "ops.cli.job"]
     first = subprocess.Popen(
         [
             *job,

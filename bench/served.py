@@ -12,8 +12,8 @@ import dataclasses
 from pathlib import Path
 
 from agentic.agent_set import AgentSet
-from ops.agent_modules import load_agents_and_deps
-from ops.settings import Settings
+from config.agent_modules import load_agents_and_deps
+from config.settings import Settings
 
 MODULES = ("bench.agents", "bench.delegation_agents", "examples")
 

@@ -12,9 +12,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
+from activities.inputs import AgentResult
 from agentic import Agent
-from workflows.client import AgentClient
-from workflows.inputs import AgentResult
+from durable_agents.client import AgentClient
 
 
 @dataclass

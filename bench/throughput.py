@@ -43,7 +43,6 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from agentic.ledger import EffectsLedger
 from baseline import jobs
 from baseline.options import RunOptions
 from baseline.store import Store
@@ -54,9 +53,10 @@ from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack, temporal_stack
 from bench.stats import summarize
 from bench.store_rows import StoreCount, postgres_count, sqlite_count
-from ops.server_profile import ServerProfile
-from ops.settings import ROOT
-from ops.worker_process import WorkerProcess
+from config.settings import ROOT
+from ops.devstack.server_profile import ServerProfile
+from ops.devstack.worker_process import WorkerProcess
+from stores.ledger import EffectsLedger
 
 LOCKED = "database is locked"
 
@@ -188,7 +188,7 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     db, ledger = directory / "baseline.db", directory / "ledger.db"
     Store(db).close()  # the schema exists before the herd arrives, as it would in production
     EffectsLedger(ledger)
-    command = [sys.executable, "-m", "baseline.cli", "run", "--agent", noop.NAME, "--records", str(steps)]
+    command = [sys.executable, "-m", "ops.cli.job", "run", "--agent", noop.NAME, "--records", str(steps)]
     command += [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger)]
     started = time.perf_counter()
     processes = []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
 from agentic.mcp import MCPServer
-from ops.settings import Settings
+from config.settings import Settings
 
 SERVER = Path(__file__).with_name("notes_mcp_server.py")
 DB = Path(os.environ.get("NOTES_DB") or Settings().data_dir / "notes.db").resolve()

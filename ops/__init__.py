@@ -1,5 +1,5 @@
 """Running the engine: settings, the connection to Temporal, the embedded dev server, worker processes,
-observability, payload encryption (`ops.codec`) and the command line (`ops.cli`).
+observability, payload encryption (`config.codec`) and the command line (`ops.cli`).
 
 Nothing here decides anything about an agent run; the engine (`agentic`, `workflows`, `activities`) does.
 """

@@ -26,20 +26,20 @@ from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
-from agentic.facts import SqliteFactStore
-from agentic.ledger import EffectsLedger
-from agentic.transcript_store import SqliteTranscriptStore, Transcripts
+from config.settings import Settings
+from durable_agents.worker import build_worker
 from examples.options import DemoDeps
-from ops import modelserver
-from ops.devserver import free_port
-from ops.settings import Settings
-from tests import agents_for_tests
-from tests.backends import BACKENDS, Backend
-from tests.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
-from worker import build_worker
+from ops.devstack import modelserver
+from ops.devstack.devserver import free_port
+from stores.facts import SqliteFactStore
+from stores.ledger import EffectsLedger
+from stores.transcripts import SqliteTranscriptStore, Transcripts
+from tests.support import agents_for_tests
+from tests.support.backends import BACKENDS, Backend
+from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
 from workflows import search_attributes
 
-# What a test worker serves: the demo agents and the small agents of tests/agents_for_tests.py.
+# What a test worker serves: the demo agents and the small agents of tests/support/agents_for_tests.py.
 TEST_AGENTS: list[Agent] = [*examples.agents, *agents_for_tests.agents]
 
 # Property tests (hypothesis): a bounded run in `make test`, a deeper one with HYPOTHESIS_PROFILE=deep (what
@@ -76,7 +76,7 @@ class SkippingServer:
     completes or fails. Terminate a run while its activity task is out (what this file does to a run a test
     left open) and that release never comes — the run is closed — so the lock stays held and every later test
     that waits on a timer hangs (on CI, four tests failed after one such leak). Reproduced in
-    tests/test_workflow_hygiene.py."""
+    tests/temporal/test_workflow_hygiene.py."""
 
     def __init__(self, env: WorkflowEnvironment) -> None:
         self.env = env

@@ -25,7 +25,16 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from activities.describe import DescribeActivities
-    from activities.inputs import CompensationInput, DescribeInput, MCPListInput, ModelCallInput, ToolCallInput
+    from activities.inputs import (
+        AgentResult,
+        CompensationInput,
+        DescribeInput,
+        MCPListInput,
+        ModelCallInput,
+        PayloadLimits,
+        RunStatus,
+        ToolCallInput,
+    )
     from activities.mcp import MCPActivities
     from activities.model import ModelActivities
     from activities.stored_here import NOT_IN_THIS_STORE
@@ -68,9 +77,9 @@ with workflow.unsafe.imports_passed_through():
         undo_plan,
     )
     from agentic.spec import AgentSpec
-    from agentic.transcript_store import ref_of
+    from stores.transcripts import ref_of
     from workflows.delegation import failed_child, run_child
-    from workflows.inputs import AgentInput, AgentResult, ApprovalsView, Carried, PayloadLimits, Progress, RunStatus
+    from workflows.inputs import AgentInput, ApprovalsView, Carried, Progress
     from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
@@ -82,7 +91,7 @@ with workflow.unsafe.imports_passed_through():
 # Unsandboxed: the sandbox re-imports this module for every run (compiling it from source where no bytecode
 # is cached, as under PYTHONDONTWRITEBYTECODE=1 in our image) and proxies every call, which cost 40 % of the
 # worker's Python CPU per run (docs/benchmarks.md, issue 20). Only our own code runs here (agents' code runs
-# in activities); tests/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
+# in activities); tests/temporal/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
 # non-deterministic call added to this code still fails a test.
 @workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError], sandboxed=False)
 class AgentWorkflow:

@@ -21,10 +21,10 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from activities.delegation import DELEGATED_BY, DelegationActivities, delegated_by
-    from activities.inputs import AttachInput
+    from activities.inputs import AgentResult, AttachInput
     from agentic import Stop, ToolCall, ToolResult, ToolStatus, Usage
     from agentic.delegation import Delegated, failed_text
-    from workflows.inputs import AgentInput, AgentResult
+    from workflows.inputs import AgentInput
     from workflows.policies import ATTACH_RETRY
 
 

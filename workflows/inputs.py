@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
 
-from agentic import Budget, LoopState, Message, ModelSettings, Run, Usage
+from activities.inputs import PayloadLimits, RunStatus
+from agentic import Budget, LoopState, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
 from agentic.compact import Compact
 from agentic.delegation import Delegation
-from agentic.saga import CompensationStep, SagaPolicy
+from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
-from agentic.transcript_store import Transcripts
-from ops.webhook_signing import url_problem
+from config.webhook_signing import url_problem
 from workflows.transcript import TranscriptMode, WorkflowTranscript
-
-# completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
-# without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
-# The client also reports runs that ended outside the loop: failed, terminated, timed_out; and, while a model
-# call is being retried after a failure (the provider is down), waiting_model.
-RunStatus = Literal[
-    "running",
-    "waiting_model",
-    "awaiting_approval",
-    "compensating",
-    "completed",
-    "abandoned",
-    "compensated",
-    "compensation_failed",
-    "failed",
-    "terminated",
-    "timed_out",
-    "canceled",
-]
 
 
 class Timeouts(Compact):
@@ -44,17 +25,6 @@ class Timeouts(Compact):
     heartbeat_seconds: PositiveFloat = 10.0
     model_seconds: PositiveFloat = 120.0
     tool_seconds: PositiveFloat = 600.0
-
-
-class PayloadLimits(Compact):
-    """Claim checks: contents over a threshold go to the transcript store and travel as a reference;
-    over the hard cap they fail clearly and are not retried (Temporal's own limit is 2 MB a payload)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tool_output_bytes: PositiveInt = 512
-    model_reply_bytes: PositiveInt = 65536
-    hard_cap_bytes: PositiveInt = 16 * 1024 * 1024
 
 
 class ContinueAsNewPolicy(Compact):
@@ -151,34 +121,6 @@ class Progress(BaseModel):
     worker_answered: bool = Field(True, description="False: no worker answered; the rest is the last known state.")
     error: str | None = Field(None, description="Why a run that ended in failure failed.")
     total: int | None = Field(None, description="The agent's estimate of its actions (model + tool calls + undos).")
-
-
-class AgentResult(Run):
-    """The in-process `Run`'s fields, plus how the durable run ended."""
-
-    run_id: str
-    agent: str
-    status: RunStatus
-    audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
-    compensations_remaining: list[CompensationStep] = Field(default_factory=list)
-    transcript_ref: str | None = Field(
-        None, description="By reference, the transcript is the store's messages at this head, then `messages`."
-    )
-    continued: int = Field(0, description="How many times the run continued as new.")
-
-    def transcript_messages(self, transcripts: Transcripts | None = None) -> list[Message]:
-        """The whole transcript, claim-checked contents restored (by reference, read from the store)."""
-        if self.transcript_ref is None:
-            return self.messages
-        if transcripts is None:
-            raise ValueError("this run kept its transcript by reference: pass the transcript store")
-        tail = [
-            m.model_copy(update={"content": transcripts.resolve(m.content, m.content_ref), "content_ref": None})
-            if m.content_ref
-            else m
-            for m in self.messages
-        ]
-        return transcripts.load(self.transcript_ref) + tail
 
 
 class ApprovalsView(BaseModel):

@@ -11,18 +11,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from activities.inputs import TranscriptPart
 from agentic import Message
-from agentic.transcript_store import EMPTY
+from stores.transcripts import EMPTY
 
 TranscriptMode = Literal["reference", "inline"]
-
-
-class TranscriptPart(BaseModel):
-    """By reference, what an activity gets: the stored transcript (`head`) and the messages added after
-    it that are not stored yet (usually none)."""
-
-    head: str
-    unsaved: list[Message] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 class WorkflowTranscript(BaseModel):

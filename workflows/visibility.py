@@ -16,7 +16,7 @@ with workflow.unsafe.imports_passed_through():
 PROGRESS_EVERY = 5
 
 
-# The memo key of the approvals a run waits for: readable with no worker running (workflows/client.py).
+# The memo key of the approvals a run waits for: readable with no worker running (durable_agents/client.py).
 PENDING_APPROVALS = "pending_approvals"
 
 

@@ -87,7 +87,7 @@ TIMED = {
         ("ToolActivities", "_run_local", "tool activity: in the thread"),
         ("ToolActivities", "_finish", "tool activity: storing the result"),
     ],
-    "agentic.transcript_store": [
+    "stores.transcripts": [
         ("Transcripts", "append", "transcript append (a store transaction when not empty)"),
         ("Transcripts", "load", "transcript load"),
     ],

@@ -9,7 +9,7 @@
   car that was not compensated), a completed run missing an effect, a compensated trip with a booking
   left uncancelled, a booking of the leg that always fails, effects of a run nobody started.
 
-Pure functions over plain rows, so each rule is tested on synthetic ledgers (tests/test_bench.py).
+Pure functions over plain rows, so each rule is tested on synthetic ledgers (tests/bench/test_bench.py).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class EffectRow:
 
     @classmethod
     def of(cls, effect: Any) -> EffectRow:
-        """From an `agentic.ledger.Effect`."""
+        """From an `stores.ledger.Effect`."""
         return cls(effect.key, effect.run_id, effect.tool, dict(effect.args), effect.compensates)
 
 

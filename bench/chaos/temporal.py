@@ -12,15 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentic.ledger import EffectsLedger
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.plan import gaps
 from bench.stack import our_worker
-from ops import devserver
-from ops.settings import Settings
-from ops.worker_process import WorkerProcess
-from workflows.client import AgentClient, RunHandle
-from workflows.errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable, UnknownRun
+from config.settings import Settings
+from durable_agents.client import AgentClient, RunHandle
+from durable_agents.errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable, UnknownRun
+from ops.devstack import devserver
+from ops.devstack.worker_process import WorkerProcess
+from stores.ledger import EffectsLedger
 from workflows.inputs import Timeouts
 
 HEARTBEAT_SECONDS = 2.0

@@ -18,13 +18,13 @@ from typing import Any
 
 from agentic.approvals import PendingApproval
 from agentic.signing import ApproverKey
-from ops.approver_keys import load_private_key
+from config.approver_keys import load_private_key
+from config.settings import Settings
+from durable_agents.client import UPDATE_TIMEOUT, RunHandle, choose
+from durable_agents.errors import AgentClientError, NoPendingApproval, RunClosed
 from ops.cli.arguments import add_run_id, approver
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
-from ops.settings import Settings
-from workflows.client import UPDATE_TIMEOUT, RunHandle, choose
-from workflows.errors import AgentClientError, NoPendingApproval, RunClosed
 
 HASH_SHOWN = 12  # characters of the arguments hash `pending` prints and `--hash` must match
 HASH_MIN = 8

@@ -1,5 +1,5 @@
 """The one error boundary of every command line: `starter.py`, `job`, `worker.py`'s startup,
-`python -m ops.codec.server` / `ops.codec.keys`. A known error is one line on stderr (`error: ...`) and the
+`python -m ops.http.codec`. A known error is one line on stderr (`error: ...`) and the
 exit code below; anything else is one line too, plus how to see the traceback (`--debug`, or
 `AGENT_DEBUG=1` for a command without the flag).
 
@@ -33,15 +33,16 @@ from pydantic import ValidationError
 
 from agentic.agent import InvalidOptions
 from agentic.signing import ApproverKeyError
-from agentic.store_unavailable import StoreUnavailable
-from ops.agent_modules import AgentModuleError, UnknownAgentName
+from config.agent_modules import AgentModuleError, UnknownAgentName
+from config.codec.keys import KeyConfigError
+from config.connection import ConnectionSettingsError
+from config.settings import Settings
+from durable_agents.connection import TemporalConnectError
+from durable_agents.errors import AgentClientError, AmbiguousApproval
 from ops.cli.arguments import resolve_run_id
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
-from ops.codec.keys import KeyConfigError
-from ops.connection import ConnectionSettingsError, TemporalConnectError
-from ops.settings import Settings
-from workflows.errors import AgentClientError, AmbiguousApproval
+from stores.errors import StoreUnavailable
 
 BAD_INPUT: tuple[type[BaseException], ...] = (
     RunOptionError,

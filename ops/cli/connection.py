@@ -7,10 +7,10 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from config.settings import Settings
+from durable_agents.client import AgentClient
+from durable_agents.errors import TemporalUnavailable
 from ops.cli.output import CliError
-from ops.settings import Settings
-from workflows.client import AgentClient
-from workflows.errors import TemporalUnavailable
 
 
 async def agent_client(settings: Settings) -> AgentClient:

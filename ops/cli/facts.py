@@ -15,11 +15,11 @@ import argparse
 import json
 from typing import Any
 
-from agentic.facts import DurableFactStore, FactRecord, SqliteFactStore, check_namespace
-from agentic.store_unavailable import StoreUnavailable
-from ops import stores
+from config.settings import Settings
 from ops.cli.output import CliError, emit, fail, printable
-from ops.settings import Settings
+from stores import configured as stores
+from stores.errors import StoreUnavailable
+from stores.facts import DurableFactStore, FactRecord, SqliteFactStore, check_namespace
 
 ACTIONS = ("list", "history", "audit", "forget")
 

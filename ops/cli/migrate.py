@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from agentic.store_unavailable import StoreUnavailable
-from ops import stores
+from config.settings import Settings
 from ops.cli.output import CliError, emit
-from ops.settings import Settings
+from stores import configured as stores
+from stores.errors import StoreUnavailable
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,4 +1,4 @@
-"""`prune` and `archive`: retention for Temporal runs (ops/prune.py), and reading a run back from an archive.
+"""`prune` and `archive`: retention for Temporal runs (ops/retention/temporal.py), and reading an archived run.
 
     starter.py prune                          # which closed runs are due, and why others are kept (a dry run)
     starter.py prune --yes                    # archive them (gzip JSONL), then delete them everywhere
@@ -18,15 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentic.store_unavailable import StoreUnavailable
-from ops import stores
-from ops.archive import ArchiveUnreadable, iter_archive
+from config.settings import Settings
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.cli.run_options import positive_float
-from ops.prune import Pass, RunStores, prune
-from ops.retention import COMPLETED_DAYS, FAILED_DAYS, Policy
-from ops.settings import Settings
+from ops.retention.archive import ArchiveUnreadable, iter_archive
+from ops.retention.journal import open_prune_journal
+from ops.retention.policy import COMPLETED_DAYS, FAILED_DAYS, Policy
+from ops.retention.temporal import Pass, RunStores, prune
+from stores import configured as stores
+from stores.errors import StoreUnavailable
 
 # -- prune ------------------------------------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ def _stores(settings: Settings) -> RunStores:
         return RunStores(
             ledger=stores.open_ledger(settings.database_url, settings.ledger_path),
             transcripts=stores.transcripts_for(settings),
-            journal=stores.open_prune_journal(settings.database_url, settings.data_dir),
+            journal=open_prune_journal(settings.database_url, settings.data_dir),
         )
     except StoreUnavailable as exc:
         raise CliError(str(exc)) from exc

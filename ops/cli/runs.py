@@ -6,17 +6,18 @@ import argparse
 import sys
 from typing import Any
 
-from ops.agent_modules import find, load_agents, module_names
+from activities.inputs import AgentResult
+from config.agent_modules import find, load_agents, module_names
+from config.settings import Settings
+from durable_agents.client import RunHandle
+from durable_agents.errors import WorkerUnavailable
 from ops.cli import arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 from ops.cli.run_options import add_run_option_arguments, positive_float, run_request
 from ops.cli.waits import add_timeout, stalled, wait_for_result
-from ops.settings import Settings
 from workflows import search_attributes as sa
-from workflows.client import RunHandle
-from workflows.errors import WorkerUnavailable
-from workflows.inputs import AgentResult, Progress, Timeouts
+from workflows.inputs import Progress, Timeouts
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

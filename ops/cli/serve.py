@@ -4,23 +4,23 @@
 
 It validates `POST /runs` against the agents modules (`--agents`, default: the demo agents) as `run` does,
 and reaches Temporal with the usual settings (TEMPORAL_ADDRESS, ...). Where workers require signed decisions,
-`AGENT_API_APPROVER_KEYS` gives it the approvers' private keys to sign with (ops/approver_keys.py).
+`AGENT_API_APPROVER_KEYS` gives it the approvers' private keys to sign with (config/approver_keys.py).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ops import stores
-from ops.agent_modules import load_agents, module_names
-from ops.approver_keys import api_signing_keys
+from config.agent_modules import load_agents, module_names
+from config.approver_keys import api_signing_keys
+from config.settings import Settings
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError
 from ops.http.app import create_app
+from ops.http.auth import AuthConfigError
 from ops.http.serve import add_serve_arguments, auth_from, listen, listening_line, server
 from ops.http.temporal import TemporalEngine
-from ops.http_auth import AuthConfigError
-from ops.settings import Settings
+from stores import configured as stores
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,14 +25,14 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from config.settings import Settings
+from durable_agents.client import RunHandle
+from durable_agents.errors import AgentClientError, TemporalUnavailable
 from ops.cli import waits
 from ops.cli.arguments import add_run_id
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, printable
 from ops.cli.runs import FINISHED, result_line, result_summary
-from ops.settings import Settings
-from workflows.client import RunHandle
-from workflows.errors import AgentClientError, TemporalUnavailable
 from workflows.inputs import Progress
 
 BAR_WIDTH = 20

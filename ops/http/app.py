@@ -11,7 +11,7 @@
     GET  /inbox, /inbox/runs/{id}, /login        the approvals inbox (ops/http/inbox.py)
     GET  /facts..., POST /facts/{ns}/forget      what agents remember (ops/http/facts.py)
 
-Access (ops/http_auth.py): `Authorization: Bearer <token>` (or the inbox's session cookie); no or an unknown
+Access (ops/http/auth.py): `Authorization: Bearer <token>` (or the inbox's session cookie); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
 identity, never a request field. Host must be local or allowed (rebinding); POSTs must be JSON (415: no
 cross-site form can send one without a preflight, and CORS is off); bodies over 64 KiB → 413; malformed
@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from agentic.facts import DurableFactStore
+from ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from ops.http.engine import Engine
 from ops.http.errors import ApiError, InvalidRequest
 from ops.http.facts import add_facts
@@ -49,7 +49,7 @@ from ops.http.views import (
     Started,
     StartRequest,
 )
-from ops.http_auth import ANONYMOUS, HttpAuth, Principal
+from stores.facts import DurableFactStore
 
 STATUSES = "running | awaiting_approval | compensating | completed | compensated | abandoned | failed | ..."
 

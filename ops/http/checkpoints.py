@@ -1,7 +1,7 @@
 """The runs API over the checkpoint baseline: reads the SQLite store (so it works whichever process runs a
 run), and starts each new run in a worker process of its own (`job resume`), as `job recover` does.
 
-`POST /runs` records the run leased to nobody, then starts `python -m baseline.cli resume --id RUN`; that
+`POST /runs` records the run leased to nobody, then starts `python -m ops.cli.job resume --id RUN`; that
 worker takes the lease and drives the run. The workers this server started are stopped (SIGTERM: each
 releases its lease) when the server stops; `job recover` resumes their runs.
 """
@@ -29,6 +29,9 @@ from baseline.schema import ACTIVE
 from baseline.status import run_status
 from baseline.store import Store
 from baseline.webhooks import check_webhook
+from config.settings import ROOT
+from config.webhook_signing import redact_url, url_problem
+from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
 from ops.http.errors import Conflict, InvalidRequest, RunNotFound
 from ops.http.views import (
@@ -46,9 +49,6 @@ from ops.http.views import (
     StepView,
     WebhookView,
 )
-from ops.http_auth import Principal
-from ops.settings import ROOT
-from ops.webhook_signing import redact_url, url_problem
 
 
 class CheckpointEngine:
@@ -178,7 +178,7 @@ class CheckpointEngine:
         return run_id
 
     def _start_worker(self, run_id: str) -> None:
-        command = [sys.executable, "-m", "baseline.cli", "resume", "--id", run_id]
+        command = [sys.executable, "-m", "ops.cli.job", "resume", "--id", run_id]
         command += ["--db", str(self.store.path), "--ledger", str(self.ledger)]
         for module in self.agent_modules:
             command += ["--agents", module]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from ops.http.auth import Principal
 from ops.http.views import AuditView, DecisionRequest, EngineName, InboxItem, RunSummary, RunView, StartRequest
-from ops.http_auth import Principal
 
 # A stream event: ("progress", {step, total, label}) on every change, then ("end", {run_id, status, stop,
 # output, error}) once.

@@ -20,11 +20,11 @@ from typing import TypeVar
 from fastapi import Depends, FastAPI, Query
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
-from agentic.facts import DurableFactStore, FactAudit, FactRecord, Forgotten, check_namespace
-from agentic.store_unavailable import StoreUnavailable
+from ops.http.auth import HttpAuth, Principal
 from ops.http.errors import EngineUnavailable, InvalidRequest
 from ops.http.limits import require_json
-from ops.http_auth import HttpAuth, Principal
+from stores.errors import StoreUnavailable
+from stores.facts import DurableFactStore, FactAudit, FactRecord, Forgotten, check_namespace
 
 T = TypeVar("T")
 

@@ -27,10 +27,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_agents.client import QUERY_TIMEOUT, AgentClient
 from ops.http.engine import StreamEvent
 from ops.http.history import RUN_CLOSED, StepLog
 from workflows.agent import AgentWorkflow
-from workflows.client import QUERY_TIMEOUT, AgentClient
 from workflows.inputs import Progress
 
 RETRY_SECONDS = 1.0

@@ -21,11 +21,11 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from ops.http.auth import SESSION_COOKIE, HttpAuth, Principal
 from ops.http.engine import Engine
 from ops.http.errors import ApiError
+from ops.http.sessions import set_cookie
 from ops.http.views import InboxItem, RunView
-from ops.http_auth import SESSION_COOKIE, HttpAuth, Principal
-from ops.http_sessions import set_cookie
 
 STYLE = """
 body{font:15px/1.4 system-ui,sans-serif;margin:1.5rem 2rem;color:#1d2327}
@@ -112,7 +112,7 @@ def add_inbox(app: FastAPI, engine: Engine, auth: HttpAuth, *, secure_cookie: bo
 
     @app.post("/logout", include_in_schema=False)
     async def logout(request: Request) -> Response:
-        from ops.http_sessions import cookie_value
+        from ops.http.sessions import cookie_value
 
         auth.sessions.end(cookie_value(request.headers.get("cookie"), SESSION_COOKIE))
         response = RedirectResponse("/login", status_code=303)

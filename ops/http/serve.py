@@ -10,7 +10,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from ops.cli.arguments import port_number
-from ops.http_auth import TOKENS_ENV, HttpAuth, check_startup, load_tokens
+from ops.http.auth import TOKENS_ENV, HttpAuth, check_startup, load_tokens
 
 DEFAULT_PORT = 8765
 

@@ -3,7 +3,7 @@ gives the step list, the `progress` / `approvals` queries (or the result, once c
 
 Decisions are `RunHandle.decide` with the caller's token identity as the approver; where workers require
 signed decisions (AGENT_APPROVER_KEYS), this process signs for the approvers whose private keys it holds
-(`AGENT_API_APPROVER_KEYS`, ops/approver_keys.py) — and only for them: a token identity without a key gets
+(`AGENT_API_APPROVER_KEYS`, config/approver_keys.py) — and only for them: a token identity without a key gets
 the workflow's rejection ("not signed"), 409.
 """
 
@@ -18,11 +18,25 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from activities.inputs import AgentResult
 from agentic import Agent
 from agentic.agent import InvalidOptions
 from agentic.approvals import AuditEntry, PendingApproval
+from agentic.progress import percent
 from agentic.signing import ApproverKey
-from baseline.progress import percent
+from config.webhook_signing import redact_url, url_problem
+from durable_agents.client import QUERY_TIMEOUT, AgentClient, RunHandle
+from durable_agents.errors import (
+    ApprovalRejected,
+    NoPendingApproval,
+    RunAlreadyExists,
+    RunClosed,
+    RunFailed,
+    TemporalUnavailable,
+    UnknownRun,
+    WorkerUnavailable,
+)
+from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
 from ops.http.errors import Conflict, EngineUnavailable, InvalidRequest, RunNotFound
 from ops.http.feeds import Feeds
@@ -40,21 +54,8 @@ from ops.http.views import (
     StartRequest,
     WebhookView,
 )
-from ops.http_auth import Principal
-from ops.webhook_signing import redact_url, url_problem
 from workflows.agent import AgentWorkflow
-from workflows.client import QUERY_TIMEOUT, AgentClient, RunHandle
-from workflows.errors import (
-    ApprovalRejected,
-    NoPendingApproval,
-    RunAlreadyExists,
-    RunClosed,
-    RunFailed,
-    TemporalUnavailable,
-    UnknownRun,
-    WorkerUnavailable,
-)
-from workflows.inputs import AgentResult, Progress
+from workflows.inputs import Progress
 
 TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from agentic.ledger import EffectsLedger
+from durable_agents.client import AgentClient, RunHandle
+from stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 from workflows import search_attributes
-from workflows.client import AgentClient, RunHandle
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 HERE = Path(__file__).parent

@@ -1,0 +1,29 @@
+"""The embedded local model (`starter.py model-server`: llama-cpp-python serving SmolLM2) as a `Model`: a
+model's configuration, so it lives with the models, not with the process that serves it."""
+
+from __future__ import annotations
+
+from agentic.models.base import ModelSettings, Pricing
+from agentic.models.openai_chat import OpenAIChatModel
+
+# What llama-cpp-python's `chatml-function-calling` handler implements besides a tool's name: `required`
+# fails with an HTTP 500 (an assertion). It also ignores `seed` (temperature 0 is what makes a reply
+# reproducible) and, in `auto` mode, `max_tokens`; and it leaves `tool` messages out of the prompt (so
+# results are sent as user turns).
+SUPPORTED_TOOL_CHOICES = frozenset({"auto", "none"})
+
+
+def local_model(
+    base_url: str, *, settings: ModelSettings | None = None, pricing: Pricing | None = None, timeout: float = 120.0
+) -> OpenAIChatModel:
+    """The adapter for the local server: free by default (`pricing`), and patient — a generation on two
+    shared cores can take tens of seconds, and a timeout would only start it again."""
+    return OpenAIChatModel(
+        "local",
+        base_url=base_url,
+        pricing=pricing or Pricing(),
+        timeout=timeout,
+        settings=settings,
+        tool_choice_modes=SUPPORTED_TOOL_CHOICES,
+        tool_result_role="user",
+    )

@@ -1,0 +1,84 @@
+"""Agents modules: how a worker, `job` and the command line learn which agents exist.
+
+An agents module exports `agents` (a non-empty list of `Agent`) and, optionally, `make_deps(settings)`
+returning the services its tools get as `ToolContext.deps`. Which modules: `--agents MODULE` flags
+(repeatable), else `AGENT_MODULES` (comma-separated), else the demo agents (`examples`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import Any
+
+from agentic import Agent
+from config.settings import Settings
+
+DEFAULT_MODULES = ("examples",)
+
+
+class AgentModuleError(ValueError):
+    """A module that cannot be imported or exports no agents."""
+
+
+class UnknownAgentName(LookupError):
+    """A name that none of the agents modules exports."""
+
+
+def module_names(flags: Sequence[str] | None = None) -> list[str]:
+    if flags:
+        return list(flags)
+    from_env = [m.strip() for m in os.environ.get("AGENT_MODULES", "").split(",") if m.strip()]
+    return from_env or list(DEFAULT_MODULES)
+
+
+def load_agents(names: Iterable[str]) -> list[Agent]:
+    """The agents the named modules export, in order; nothing is started or opened."""
+    agents: list[Agent] = []
+    for name in names:
+        agents += _agents_of(name, _import(name))
+    return agents
+
+
+def load_agents_and_deps(names: Iterable[str], settings: Settings) -> tuple[list[Agent], dict[str, Any]]:
+    """The agents, and each agent's deps from its module's `make_deps(settings)` (called once a module)."""
+    agents: list[Agent] = []
+    deps: dict[str, Any] = {}
+    for name in names:
+        module = _import(name)
+        exported = _agents_of(name, module)
+        make_deps = getattr(module, "make_deps", None)
+        module_deps = make_deps(settings) if callable(make_deps) else None
+        agents += exported
+        if module_deps is not None:
+            deps |= {agent.name: module_deps for agent in exported if agent.name}
+    return agents, deps
+
+
+def find(agents: Sequence[Agent], name: str) -> Agent:
+    for agent in agents:
+        if agent.name == name:
+            return agent
+    known = ", ".join(sorted(a.name for a in agents if a.name)) or "none"
+    raise UnknownAgentName(
+        f"unknown agent {name!r}; known: {known} (agents of your own: --agents MODULE or AGENT_MODULES)"
+    )
+
+
+def _import(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+
+
+def _agents_of(name: str, module: ModuleType) -> list[Agent]:
+    exported = getattr(module, "agents", None)
+    if not isinstance(exported, list | tuple) or not exported or not all(isinstance(a, Agent) for a in exported):
+        raise AgentModuleError(f"module {name!r} must export `agents`, a non-empty list of Agent")
+    unnamed = [a for a in exported if not a.name]
+    if unnamed:
+        raise AgentModuleError(f"module {name!r} exports an agent without a name (Agent(..., name=...))")
+    return list(exported)

@@ -1,0 +1,132 @@
+"""Signed webhooks: what every engine's deliveries send, and what a receiver checks.
+
+A delivery carries three headers besides its JSON body:
+
+- `X-Agent-Event-Id`: the event's id, the same on every retry of one event — receivers de-duplicate on it
+  (delivery is at least once);
+- `X-Agent-Timestamp`: when this attempt was signed, Unix seconds;
+- `X-Agent-Signature`: `v1=` + hex HMAC-SHA256, under the shared secret, of `<timestamp>.<event id>.<body>`.
+
+A receiver recomputes the signature (constant-time compare), rejects one older than a few minutes (a
+replayed capture), and remembers event ids it has processed. The secret is `AGENT_WEBHOOK_SECRET` or the
+file named by `AGENT_WEBHOOK_SECRET_FILE` (at least 16 characters; `openssl rand -hex 32`). Receivers in
+Python can call `verify()`; elsewhere, three lines of HMAC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import time
+from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from config.loopback import is_loopback
+from config.secrets import env_or_file
+
+SIGNATURE_HEADER = "X-Agent-Signature"
+TIMESTAMP_HEADER = "X-Agent-Timestamp"
+EVENT_ID_HEADER = "X-Agent-Event-Id"
+SECRET_ENV = "AGENT_WEBHOOK_SECRET"
+SECRET_FILE_ENV = "AGENT_WEBHOOK_SECRET_FILE"
+MIN_SECRET_CHARS = 16
+TOLERANCE_SECONDS = 300
+VERSION = "v1"
+FAILURES = ("failed", "compensation_failed", "dead_letter")
+
+
+class WebhookConfigError(ValueError):
+    """The secret is missing, unreadable or too short. The message never contains it."""
+
+
+class WebhookSignatureError(ValueError):
+    """A delivery that does not verify: refuse it."""
+
+
+def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
+    found = env_or_file(os.environ if environ is None else environ, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError)
+    value = found[0].strip() if found else ""
+    if not value:
+        return None
+    if len(value) < MIN_SECRET_CHARS:
+        raise WebhookConfigError(f"the webhook secret must be at least {MIN_SECRET_CHARS} characters")
+    return value.encode()
+
+
+def url_problem(url: str) -> str | None:
+    """Why deliveries cannot go to `url` (https, or plain http to a loopback host such as a local relay), or
+    None. Checked before a run starts, by both engines, and again by whatever delivers."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range or not a number raises only when read (and at delivery)
+    except ValueError as exc:  # "https://[::1/x": Invalid IPv6 URL
+        return f"the URL cannot be parsed ({exc})"
+    if parts.scheme not in ("https", "http"):
+        return "the URL must be http(s)"
+    if not parts.hostname:
+        return "the URL has no host"
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        return "use https (plain http only to a loopback host, e.g. a local relay)"
+    return None
+
+
+def redact_url(url: str) -> str:
+    """The URL without what may be a secret: no user:password, no query string, no fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return redacted + ("?…" if parts.query else "")
+
+
+def terminal_event(status: str, stop: str | None) -> str:
+    """The event a run's end is announced as: `run.cancelled` and `run.approval_expired` say why a run was
+    abandoned; otherwise `run.<status>` (completed, compensated, abandoned, failed, compensation_failed...).
+    A failure says so whatever stopped the run."""
+    if stop in ("cancelled", "approval_expired") and status not in FAILURES:
+        return f"run.{stop}"
+    return f"run.{status}"
+
+
+def signature(secret: bytes, timestamp: int, event_id: str, body: bytes) -> str:
+    signed = f"{timestamp}.{event_id}.".encode() + body
+    return f"{VERSION}=" + hmac.new(secret, signed, hashlib.sha256).hexdigest()
+
+
+def signed_headers(secret: bytes, event_id: str, body: bytes, *, now: float | None = None) -> dict[str, str]:
+    """The headers of one delivery attempt (sign each attempt: its timestamp is fresh)."""
+    timestamp = int(time.time() if now is None else now)
+    return {
+        EVENT_ID_HEADER: event_id,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: signature(secret, timestamp, event_id, body),
+    }
+
+
+def verify(
+    secret: bytes,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    tolerance: float = TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> str:
+    """The event id of a delivery that verifies; WebhookSignatureError otherwise."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    try:
+        event_id = lower[EVENT_ID_HEADER.lower()]
+        given = lower[SIGNATURE_HEADER.lower()]
+        timestamp = int(lower[TIMESTAMP_HEADER.lower()])
+    except KeyError as exc:
+        raise WebhookSignatureError(f"missing header {exc.args[0]}") from None
+    except ValueError:
+        raise WebhookSignatureError("the timestamp is not a number") from None
+    if not hmac.compare_digest(given.encode(), signature(secret, timestamp, event_id, body).encode()):
+        raise WebhookSignatureError("the signature does not match")
+    age = (time.time() if now is None else now) - timestamp
+    if abs(age) > tolerance:
+        raise WebhookSignatureError(f"the delivery is too old (or too far ahead): {age:.0f} s")
+    return event_id

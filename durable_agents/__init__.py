@@ -1,0 +1,124 @@
+"""Durable AI agents on Temporal: what a program imports to define agents, serve them and drive their runs.
+
+    from durable_agents import Agent, FakeModel, Registry, tool, AgentClient, DurableAgentsPlugin, build_worker
+
+One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
+`AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
+Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+"""
+
+from agentic import (
+    Agent,
+    Budget,
+    ContextOverflowError,
+    FakeModel,
+    Message,
+    Model,
+    ModelError,
+    ModelOutputError,
+    ModelReply,
+    ModelSettings,
+    NonRetryableModelError,
+    Pricing,
+    Registry,
+    RetryableModelError,
+    Run,
+    Stop,
+    Tool,
+    ToolCall,
+    ToolContext,
+    ToolFatal,
+    ToolResult,
+    ToolRetry,
+    ToolSchema,
+    ToolStatus,
+    Usage,
+    give_up,
+    tool,
+    tool_call,
+)
+from agentic.approvals import ApprovalPolicy, PendingApproval
+from agentic.mcp import MCPServer
+from agentic.memory import Fact, FactStore
+from agentic.saga import SagaPolicy
+from durable_agents.client import AgentClient, DecisionOutcome, RunHandle, RunSummary
+from durable_agents.connection import connect
+from durable_agents.errors import (
+    AgentClientError,
+    AmbiguousApproval,
+    ApprovalRejected,
+    NoPendingApproval,
+    RunAlreadyExists,
+    RunClosed,
+    RunFailed,
+    TemporalUnavailable,
+    UnknownAgent,
+    UnknownRun,
+    WorkerUnavailable,
+)
+from durable_agents.plugin import DurableAgentsPlugin
+from durable_agents.worker import build_worker
+from stores.memory_tools import MemoryOptions, memory_tools
+
+__all__ = [  # noqa: RUF022 (grouped by what a program does with them)
+    # defining an agent (the same object runs in-process and durably)
+    "Agent",
+    "ApprovalPolicy",
+    "Budget",
+    "FakeModel",
+    "MCPServer",
+    "Message",
+    "Model",
+    "ModelReply",
+    "ModelSettings",
+    "Pricing",
+    "Registry",
+    "SagaPolicy",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolResult",
+    "ToolSchema",
+    "ToolStatus",
+    "give_up",
+    "tool",
+    "tool_call",
+    # what an in-process run returns, and why it stopped
+    "Run",
+    "Stop",
+    "Usage",
+    # memory
+    "Fact",
+    "FactStore",
+    "MemoryOptions",
+    "memory_tools",
+    # serving agents durably, and driving their runs
+    "AgentClient",
+    "DecisionOutcome",
+    "DurableAgentsPlugin",
+    "PendingApproval",
+    "RunHandle",
+    "RunSummary",
+    "build_worker",
+    "connect",
+    # what tools and models raise
+    "ContextOverflowError",
+    "ModelError",
+    "ModelOutputError",
+    "NonRetryableModelError",
+    "RetryableModelError",
+    "ToolFatal",
+    "ToolRetry",
+    # what the client raises
+    "AgentClientError",
+    "AmbiguousApproval",
+    "ApprovalRejected",
+    "NoPendingApproval",
+    "RunAlreadyExists",
+    "RunClosed",
+    "RunFailed",
+    "TemporalUnavailable",
+    "UnknownAgent",
+    "UnknownRun",
+    "WorkerUnavailable",
+]

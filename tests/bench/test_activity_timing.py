@@ -1,0 +1,61 @@
+"""`bench/activity_timing`: with its directory on PYTHONPATH and BENCH_ACTIVITY_TIMES set, a fresh Python
+process records the time of the methods it wraps, leaves them working, and the summary reads the records;
+without BENCH_ACTIVITY_TIMES nothing is wrapped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.activity_timing.__main__ import summary
+from config.settings import ROOT
+
+# A process as the bench's worker would be: it imports our activity modules, then appends to a transcript.
+SCRIPT = """
+import sys
+from pathlib import Path
+import activities.model, activities.tools
+from agentic import Message
+from stores.transcripts import EMPTY
+from stores.transcripts import SqliteTranscriptStore
+from stores.transcripts import Transcripts
+transcripts = Transcripts(SqliteTranscriptStore(Path(sys.argv[1]) / "t.db"))
+head = transcripts.append(EMPTY, [Message("user", "hello"), Message("assistant", "hi")])
+assert [m.content for m in transcripts.load(head)] == ["hello", "hi"]
+print(activities.model.ModelActivities.call_model.__wrapped__.__name__
+      if hasattr(activities.model.ModelActivities.call_model, "__wrapped__") else "not wrapped")
+"""
+
+
+def run(tmp_path: Path, times: Path | None) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench" / "activity_timing")}
+    env.pop("BENCH_ACTIVITY_TIMES", None)
+    if times is not None:
+        env["BENCH_ACTIVITY_TIMES"] = str(times)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_records_the_wrapped_methods_and_leaves_them_working(tmp_path: Path) -> None:
+    times = tmp_path / "times"
+    times.mkdir()
+    assert run(tmp_path, times) == "call_model"
+    table = summary(times)
+    assert "| transcript append (a store transaction when not empty) | 1 |" in table
+    assert "| transcript load | 1 |" in table
+
+
+def test_off_without_the_variable(tmp_path: Path) -> None:
+    assert run(tmp_path, None) == "not wrapped"
+
+
+def test_summary_of_nothing_says_why(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="BENCH_ACTIVITY_TIMES"):
+        summary(tmp_path)

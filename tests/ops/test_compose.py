@@ -1,0 +1,406 @@
+"""docker-compose.yml and the Dockerfile, checked by structure (no Docker engine runs here): the services,
+pinned images, health checks and the start order they imply, the worker's environment against settings.py,
+the search attributes the setup job creates against workflows/search_attributes.py, and the stores every
+worker replica shares (the agents' own database in Temporal's PostgreSQL; the job that creates it is run
+for real against a PostgreSQL, then `starter.py migrate` as the workers' role)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from google.protobuf.duration_pb2 import Duration
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from config.settings import ROOT, TEMPORAL_STANDARD, Settings
+from ops.devstack.server_profile import TUNED
+from ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
+from tests.support.backends import POSTGRES_TABLES
+from tests.support.postgres_server import LocalPostgres
+from workflows import search_attributes
+
+COMPOSE = ROOT / "docker-compose.yml"
+CORE = {
+    "postgresql",
+    "temporal-schema",
+    "temporal",
+    "temporal-setup",
+    "temporal-ui",
+    "agents-database",
+    "agents-migrate",
+    "worker",
+}
+ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate"}
+# Read by the worker process but not through Settings: the model activity's key; libpq's password.
+WORKER_ENV_OUTSIDE_SETTINGS = {"OPENAI_API_KEY", "PGPASSWORD"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return compose["services"]
+
+
+def settings_variables() -> set[str]:
+    """Every environment variable settings.py reads, Temporal's standard client configuration included."""
+    source = (ROOT / "config" / "settings.py").read_text()
+    ours = set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
+    return ours | TEMPORAL_STANDARD
+
+
+def interpolate(value: str) -> str:
+    """Compose's `${NAME:-default}` with nothing set in the environment."""
+    return re.sub(r"\$\{[A-Z0-9_]+:-([^}]*)\}", r"\1", value)
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    env = service.get("environment", {})
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {k: str(v) for k, v in env.items()}
+
+
+def split_image(image: str) -> tuple[str, str]:
+    name, _, tag = image.rpartition(":")
+    assert "/" not in tag, f"{image}: no tag"
+    return name, tag
+
+
+def assert_pinned(image: str) -> None:
+    assert "$" not in image, f"{image}: pinned in the file, not taken from the environment"
+    name, tag = split_image(image)
+    assert name and tag and tag != "latest", f"{image}: not pinned"
+    assert re.fullmatch(r"v?\d+\.\d+(\.\d+)?([-.][A-Za-z0-9.-]+)?", tag), f"{image}: tag {tag!r} is not a version"
+
+
+def test_services_exist(services: dict[str, dict[str, Any]]) -> None:
+    assert set(services) >= CORE
+    assert services["codec"]["profiles"] == ["codec"] and services["prometheus"]["profiles"] == ["metrics"]
+    assert not [name for name in CORE if services[name].get("profiles")], "the core stack needs no profile"
+
+
+def test_every_image_is_pinned(services: dict[str, dict[str, Any]]) -> None:
+    images = {name: service["image"] for name, service in services.items()}
+    assert set(images) == set(services), "every service names its image (built ones get a versioned tag)"
+    for image in images.values():
+        assert_pinned(image)
+    # Server and admin-tools move together (the schema job migrates to the server's schema).
+    assert split_image(images["temporal"])[1] == split_image(images["temporal-schema"])[1]
+    assert split_image(images["temporal"])[1] == split_image(images["temporal-setup"])[1]
+    assert split_image(images["temporal"])[0] == "temporalio/server"
+    assert split_image(images["temporal-ui"])[0] == "temporalio/ui"
+    assert re.fullmatch(r"postgres:16\.\d+", images["postgresql"])
+    assert services["worker"]["build"] == "." and images["worker"] == images["codec"] == images["agents-migrate"]
+    assert images["agents-database"] == images["postgresql"], "psql of the server's own version"
+    assert not [s for s in services.values() if "auto-setup" in s["image"]], "auto-setup is deprecated"
+
+
+def test_health_checks_and_start_order(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        if name in ONE_SHOTS:
+            assert service["restart"] == "no", f"{name} is a one-shot"
+            continue
+        check = service.get("healthcheck")
+        assert check and check["test"][0] in ("CMD", "CMD-SHELL"), f"{name} has no health check"
+        assert service["restart"] == "unless-stopped"
+    for name, service in services.items():
+        for dependency, spec in service.get("depends_on", {}).items():
+            assert isinstance(spec, dict), f"{name} -> {dependency}: a condition, not just an order"
+            wanted = "service_completed_successfully" if dependency in ONE_SHOTS else "service_healthy"
+            assert spec["condition"] == wanted, f"{name} -> {dependency}"
+            assert dependency in services
+    order = {name: set(service.get("depends_on", {})) for name, service in services.items()}
+    assert order["temporal-schema"] == {"postgresql"}
+    assert order["temporal"] == {"temporal-schema"}
+    assert order["temporal-setup"] == {"temporal"}
+    assert order["temporal-ui"] == {"temporal"}
+    assert order["agents-database"] == {"postgresql"}
+    assert order["agents-migrate"] == {"agents-database"}
+    assert order["worker"] == {"temporal", "temporal-setup", "agents-migrate"}
+
+
+def test_one_shot_scripts_parse_as_shell(services: dict[str, dict[str, Any]]) -> None:
+    assert services["agents-migrate"]["command"] == ["python", "starter.py", "migrate"]
+    for name in ONE_SHOTS - {"agents-migrate"}:
+        service = services[name]
+        assert service["entrypoint"] == ["/bin/sh", "-euc"]
+        [script] = service["command"]
+        done = subprocess.run(["sh", "-n", "-c", script.replace("$$", "$")], capture_output=True, text=True)
+        assert done.returncode == 0, f"{name}: {done.stderr}"
+
+
+def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
+    published = {name: service.get("ports", []) for name, service in services.items()}
+    assert published["temporal"] == ["127.0.0.1:7233:7233"]
+    assert published["temporal-ui"] == ["127.0.0.1:8080:8080"]
+    assert published["codec"] == ["127.0.0.1:8081:8081"]
+    assert all(port.startswith("127.0.0.1:") for ports in published.values() for port in ports)
+    # `--scale worker=N`: no fixed container name, no host port to collide on.
+    worker = services["worker"]
+    assert "container_name" not in worker and not published["worker"]
+    metrics_port = environment(worker)["AGENT_METRICS_ADDRESS"].rsplit(":", 1)[1]
+    assert worker["expose"] == [metrics_port]
+    assert f":{metrics_port}/metrics" in " ".join(worker["healthcheck"]["test"])
+    codec_port = services["codec"]["command"][services["codec"]["command"].index("--port") + 1]
+    assert published["codec"][0].endswith(f":{codec_port}")
+    assert "ops.http.codec" in services["codec"]["command"]
+
+
+def test_worker_environment_matches_settings(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = environment(services["worker"])
+    known = settings_variables()
+    assert {"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "AGENT_DATABASE_URL"} <= known
+    required = {
+        "TEMPORAL_ADDRESS",
+        "TEMPORAL_NAMESPACE",
+        "TEMPORAL_TASK_QUEUE",
+        "AGENT_DATABASE_URL",
+        "AGENT_CODEC_KEYS",
+        "AGENT_METRICS_ADDRESS",
+        "AGENT_OTEL",
+        "AGENT_LOG_FORMAT",
+    }
+    assert required <= set(env)
+    assert set(env) - known - WORKER_ENV_OUTSIDE_SETTINGS == set(), "a variable settings.py does not read"
+
+    # What the worker would see, read through Settings itself.
+    for name in known:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, interpolate(value))
+    settings = Settings()
+    assert settings.address == "temporal:7233" and settings.task_queue == "durable-agents"
+    assert settings.metrics_address == "0.0.0.0:9464" and settings.log_format == "json" and settings.otel is False
+    assert settings.codec_keys is None and settings.tls is None and settings.api_key is None
+    assert settings.database_url == env["AGENT_DATABASE_URL"]
+
+    # Everything that talks to Temporal talks to the server service, in the worker's namespace.
+    setup = environment(services["temporal-setup"])
+    ui = environment(services["temporal-ui"])
+    assert setup["TEMPORAL_ADDRESS"] == env["TEMPORAL_ADDRESS"] == ui["TEMPORAL_ADDRESS"]
+    assert setup["TEMPORAL_NAMESPACE"] == env["TEMPORAL_NAMESPACE"]
+    assert env["TEMPORAL_ADDRESS"].split(":")[0] == "temporal"
+    codec = environment(services["codec"])
+    assert codec["AGENT_CODEC_KEYS"] == env["AGENT_CODEC_KEYS"], "the codec endpoint decrypts with the worker's keys"
+
+
+def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    """`--scale worker=N` is correct across containers (and hosts): the ledger and the transcripts are in the
+    agents' own database on the stack's PostgreSQL, which the one-shot jobs create before any worker starts."""
+    worker, migrate = environment(services["worker"]), environment(services["agents-migrate"])
+    database = environment(services["agents-database"])
+    assert "volumes" not in services["worker"] and "AGENT_LEDGER" not in worker, "no store on a replica's disk"
+    assert set(compose["volumes"]) == {"postgres-data"}
+    url = conninfo_to_dict(worker["AGENT_DATABASE_URL"])
+    assert url["host"] == database["PGHOST"] == "postgresql" and url["host"] in services and url["port"] == "5432"
+    assert url["dbname"] == url["user"] == database["AGENT_DB"], "the role and database the job creates"
+    assert url["dbname"] not in ("temporal", "temporal_visibility", "postgres"), "not Temporal's own databases"
+    assert "password" not in url, "the password is libpq's PGPASSWORD, never in the URL"
+    assert worker["PGPASSWORD"] == migrate["PGPASSWORD"] == database["AGENT_DB_PASSWORD"]
+    assert {k: migrate[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")} == {
+        k: worker[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")
+    }, "the tables are made where the workers look"
+    postgres = environment(services["postgresql"])
+    assert database["PGUSER"] == postgres["POSTGRES_USER"] and database["PGPASSWORD"] == postgres["POSTGRES_PASSWORD"]
+
+
+def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
+    services: dict[str, dict[str, Any]], own_postgres: LocalPostgres
+) -> None:
+    """The agents-database script, run by `sh` with a real `psql` against a real server (as its superuser, as
+    the job runs as Temporal's), twice; then `starter.py migrate` with the workers' URL as the role it made."""
+    job = services["agents-database"]
+    [script] = job["command"]
+    env = environment(job) | {
+        "PGHOST": "127.0.0.1",
+        "PGPORT": str(own_postgres.port),
+        "PGUSER": "postgres",
+        "AGENT_DB_PASSWORD": "not-the-default",
+        "PATH": f"{own_postgres.bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    for _ in range(2):  # every `docker compose up` runs it again
+        done = subprocess.run(
+            [*job["entrypoint"], script.replace("$$", "$")], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    name = env["AGENT_DB"]
+    with psycopg.connect(own_postgres.url) as db:
+        assert db.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (name,)).fetchone() == (True,)
+        owner = db.execute("SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        assert owner == (name,)
+
+    worker = environment(services["worker"])
+    url = make_conninfo(worker["AGENT_DATABASE_URL"], host="127.0.0.1", port=str(own_postgres.port))
+    [program, *arguments] = services["agents-migrate"]["command"]
+    assert program == "python"
+    migrate = subprocess.run(
+        [sys.executable, *arguments],
+        cwd=ROOT,
+        env={"PATH": os.environ["PATH"], "AGENT_DATABASE_URL": url, "PGPASSWORD": "not-the-default"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert migrate.returncode == 0, migrate.stderr
+    tables = POSTGRES_TABLES
+    assert migrate.stdout.startswith(f"created {', '.join(tables)} in PostgreSQL at 127.0.0.1:")
+    with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
+        owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
+    assert owners == dict.fromkeys(tables, name)
+
+
+def test_search_attributes_match_the_module(services: dict[str, dict[str, Any]]) -> None:
+    [script] = services["temporal-setup"]["command"]
+    created = re.findall(r"search-attribute create\b[^\n]*?--name\s+(\w+)\s+--type\s+(\w+)", script)
+    flags = search_attributes.dev_server_flags()
+    expected = {tuple(flag.split("=")) for flag in flags[1::2]}
+    assert len(expected) == len(search_attributes.ALL)
+    assert sorted(created) == sorted(expected)  # exactly: none missing, none extra, none twice
+    assert '--namespace "$$TEMPORAL_NAMESPACE"' in script
+
+
+def test_mounted_files_exist_and_parse(services: dict[str, dict[str, Any]]) -> None:
+    for service in services.values():
+        for mount in service.get("volumes", []):
+            source = mount.split(":")[0]
+            if source.startswith("./"):
+                assert (ROOT / source).is_file(), source
+    dynamic = yaml.safe_load((ROOT / "deploy/temporal/dynamicconfig.yaml").read_text())
+    assert dynamic["frontend.enableUpdateWorkflowExecution"][0]["value"] is True
+    assert all(isinstance(v, list) and "value" in v[0] for v in dynamic.values())
+    path = environment(services["temporal"])["DYNAMIC_CONFIG_FILE_PATH"]
+    assert any(m.endswith(f":{path}:ro") for m in services["temporal"]["volumes"])
+    prometheus = yaml.safe_load((ROOT / "deploy/prometheus.yml").read_text())
+    [workers] = [job for job in prometheus["scrape_configs"] if job["job_name"] == "agent-workers"]
+    assert workers["dns_sd_configs"][0]["names"] == ["worker"] and workers["dns_sd_configs"][0]["port"] == 9464
+
+
+def test_the_compose_server_is_tuned_like_the_embedded_one() -> None:
+    dynamic = yaml.safe_load((ROOT / "deploy/temporal/dynamicconfig.yaml").read_text())
+    assert TUNED.dynamic_config, "the tuned profile sets dynamic config"
+    for key, value in TUNED.dynamic_config.items():
+        assert dynamic.get(key) == [{"value": value, "constraints": {}}], key
+
+
+def test_dockerfile_and_dockerignore() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    instructions = [line.split(None, 1) for line in dockerfile.splitlines() if line and not line.startswith((" ", "#"))]
+    [base] = [args for op, args in instructions if op == "FROM"]
+    assert_pinned(base)
+    assert base.startswith("python:3.11.") and "slim" in base
+    assert "pip install -r requirements.lock" in dockerfile
+    assert re.search(r"pip install --no-deps[^\n]* \.", dockerfile)
+    assert 'CMD ["python", "worker.py"]' in dockerfile
+    [user] = [args for op, args in instructions if op == "USER"]
+    assert user.strip() not in ("root", "0")
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".git", ".venv/", ".data/", ".temporal/", ".env", "*.pem", "*.key", "*.keys", "*.db"} <= ignored
+    # What the image needs is not ignored.
+    assert not {"requirements.lock", "pyproject.toml", "worker.py", "codec/"} & ignored
+
+
+def test_compose_documentation_exists() -> None:
+    doc = (ROOT / "docs/operations.md").read_text()
+    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "ops.http.codec", "TEMPORAL_API_KEY"):
+        assert needle in doc, needle
+    assert Path(COMPOSE).read_text().count("docs/operations.md") >= 1
+
+
+async def test_setup_job_registers_the_search_attributes_on_a_real_server(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment
+) -> None:
+    """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server,
+    for a namespace that does not exist yet: it creates the namespace and exactly our search attributes."""
+    namespace = f"setup-{uuid.uuid4().hex[:8]}"
+    done = run_setup_job(services, dev_env, namespace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = await dev_env.client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=namespace)
+    )
+    expected = {key.name: key.indexed_value_type for key in search_attributes.ALL}
+    assert dict(listed.custom_attributes) == expected
+    # The namespace keeps closed runs longer than the longest retention policy: prune ends them, not the server.
+    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION >= timedelta(days=FAILED_DAYS)
+    # Running it again (every `docker compose up`) changes nothing and still succeeds.
+    again = run_setup_job(services, dev_env, namespace)
+    assert again.returncode == 0, again.stderr
+
+
+def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: dict[str, dict[str, Any]]) -> None:
+    """Review L12 / M3: the PostgreSQL password must be set (no `temporal` default), and the codec endpoint,
+    bound to 0.0.0.0 in its container, gets the token from the environment and no way around it — without a
+    token it refuses to start (ops/http/codec.py; tests/ops/test_codec_endpoint_security.py)."""
+    text = COMPOSE.read_text()
+    for name in ("POSTGRES_PASSWORD", "AGENT_DB_PASSWORD"):
+        uses = re.findall(r"\$\{" + name + r"([^}]*)\}", text)
+        assert uses and all(use.startswith(":?") for use in uses), (name, uses)
+    database = environment(services["postgresql"])
+    assert database["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert environment(services["temporal-schema"])["SQL_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert environment(services["temporal"])["POSTGRES_PWD"].startswith("${POSTGRES_PASSWORD:?")
+
+    codec = services["codec"]
+    assert "--insecure-no-auth" not in codec["command"]
+    assert environment(codec)["AGENT_CODEC_AUTH_TOKEN"] == "${AGENT_CODEC_AUTH_TOKEN:-}"
+    # Secrets as files: the codec keys can come from a mounted file instead of the environment.
+    doc = (ROOT / "docs/operations.md").read_text()
+    assert "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
+    assert "## Trust model" in doc and "who may signal is who may approve" in doc
+
+
+async def test_setup_job_lengthens_the_retention_of_an_existing_namespace(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment
+) -> None:
+    """A namespace created earlier with a shorter retention (720h, as this file once did) gets the long one."""
+    namespace = f"setup-{uuid.uuid4().hex[:8]}"
+    await dev_env.client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period=Duration(seconds=30 * 86400))
+    )
+    done = run_setup_job(services, dev_env, namespace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert await retention_of(dev_env.client, namespace) == NAMESPACE_RETENTION
+
+
+def run_setup_job(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment, namespace: str
+) -> subprocess.CompletedProcess[str]:
+    """The temporal-setup script itself, run by `sh` with the real `temporal` CLI against the dev server."""
+    [script] = services["temporal-setup"]["command"]
+    env = os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": namespace,
+    }
+    return subprocess.run(
+        [*services["temporal-setup"]["entrypoint"], script.replace("$$", "$")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def retention_of(client: Client, namespace: str) -> timedelta:
+    described = await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
+    return described.config.workflow_execution_retention_ttl.ToTimedelta()

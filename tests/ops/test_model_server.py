@@ -1,0 +1,110 @@
+"""The managed model server (ops/devstack/modelserver.py, `starter.py model-server`): started, health-checked,
+stopped by pid on Ctrl-C, SIGTERM or SIGHUP; bad input refused with one clear line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from config.settings import ROOT, Settings
+from ops.devstack import modelserver
+from ops.devstack.devserver import free_port, port_open
+
+needs_llm = pytest.mark.skipif(modelserver.missing() is not None, reason=str(modelserver.missing()))
+
+
+def model_server_command(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "starter.py"), "model-server", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AGENT_DATA_DIR": str(tmp_path)},
+    )
+
+
+@pytest.fixture
+def listening() -> Iterator[int]:
+    """A port something else already listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])
+
+
+@needs_llm
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+def test_the_command_serves_until_a_signal_then_stops_its_child(tmp_path: Path, signum: int) -> None:
+    port = free_port()
+    command = model_server_command(tmp_path, "--port", str(port), "--n-ctx", "256")
+    try:
+        banner = command.stdout.readline()  # type: ignore[union-attr]
+        assert f"Model server on http://127.0.0.1:{port}/v1" in banner, command.stderr.read()  # type: ignore[union-attr]
+        child = int(banner.split("(pid ")[1].split(")")[0])
+        assert modelserver.healthy(f"http://127.0.0.1:{port}/v1")
+
+        command.send_signal(signum)
+
+        assert command.wait(30) == 0
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    assert not port_open("127.0.0.1", port)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # reaped by the command, not left running in its own session
+    assert (tmp_path / "model-server" / f"{port}.log").is_file()
+
+
+@needs_llm
+def test_a_missing_model_file_is_one_clear_line(tmp_path: Path) -> None:
+    command = model_server_command(tmp_path, "--port", str(free_port()), "--model", str(tmp_path / "no.gguf"))
+    _, err = command.communicate(timeout=60)
+    assert command.returncode == 1
+    assert err.strip() == f"error: no model file at {tmp_path / 'no.gguf'}"
+
+
+@needs_llm
+def test_a_busy_port_is_refused(tmp_path: Path, listening: int) -> None:
+    with pytest.raises(modelserver.ModelServerError, match=f"port {listening} is already in use"):
+        modelserver.start(listening, log=tmp_path / "server.log")
+
+
+@needs_llm
+def test_a_model_that_fails_to_load_reports_the_servers_own_words(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a model")
+    with pytest.raises(modelserver.ModelServerError, match="the model server exited with code") as caught:
+        modelserver.start(free_port(), model=bogus, log=tmp_path / "server.log", timeout=60)
+    assert str(tmp_path / "server.log") in str(caught.value)
+
+
+def test_the_skip_line_names_the_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_installed(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(modelserver.metadata, "version", not_installed)
+    reason = modelserver.missing()
+    assert reason is not None and reason.startswith("llama-cpp-python is not installed: make llm")
+
+
+def test_no_server_at_the_url_is_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    assert not modelserver.healthy(url)
+    with pytest.raises(modelserver.ModelServerError, match=f"no model server answers at {url}"):
+        modelserver.wait_until_healthy(url, timeout=0.5)
+
+
+def test_the_workers_local_model_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_LOCAL_MODEL_URL", raising=False)
+    assert Settings().local_model_url == "http://127.0.0.1:8088/v1"
+    monkeypatch.setenv("AGENT_LOCAL_MODEL_URL", "http://models.internal:9000/v1")
+    assert Settings().local_model_url == "http://models.internal:9000/v1"

@@ -1,0 +1,227 @@
+"""Long runs: linear history (transcript by reference), continue-as-new that loses nothing, claim checks.
+
+A run continued N times must end exactly as one that never was: same transcript, consumption, records,
+approvals, saga, ledger keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.inputs import AgentResult, PayloadLimits
+from agentic import Budget, Stop, ToolStatus
+from agentic.approvals import ApprovalPolicy, Decision
+from stores.ledger import EffectsLedger
+from tests.conftest import DEV_SERVER, eventually, new_worker, transcripts_next_to
+from workflows import search_attributes
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, ContinueAsNewPolicy
+
+OFTEN = ContinueAsNewPolicy(max_history_events=40)  # a handover every few steps
+
+
+async def execute(env, ledger, task_queue, input: AgentInput, run_id: str | None = None, **worker: Any) -> AgentResult:
+    async with new_worker(env.client, task_queue, ledger, **worker):
+        return await env.client.execute_workflow(
+            AgentWorkflow.run, input, id=run_id or f"long-{uuid.uuid4().hex[:10]}", task_queue=task_queue
+        )
+
+
+async def runs_of(client: Client, workflow_id: str) -> list[Any]:
+    """Every run in the continue-as-new chain, oldest first, with its history."""
+    handle = client.get_workflow_handle(workflow_id)
+    histories = []
+    run_id = (await handle.describe()).raw_description.workflow_execution_info.first_run_id
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        histories.append(history)
+        last = history.events[-1]
+        attrs = last.workflow_execution_continued_as_new_event_attributes
+        run_id = (
+            attrs.new_execution_run_id if last.HasField("workflow_execution_continued_as_new_event_attributes") else ""
+        )
+    return histories
+
+
+def comparable(result: AgentResult, ledger: EffectsLedger) -> dict[str, Any]:
+    return {
+        "messages": result.transcript_messages(transcripts_next_to(ledger)),
+        "stop": result.stop,
+        "output": result.output,
+        "usage": result.usage,
+        "records": result.records,
+        "status": result.status,
+        "compensations": result.compensations,
+    }
+
+
+@pytest.mark.parametrize("scenario", ["migration", "trip"])
+async def test_a_run_continued_many_times_ends_as_one_that_never_was(skipping_env, task_queue, tmp_path, scenario):
+    """The same run id twice, each with its own ledger and store: once straight, once continued."""
+    options = dict(records=12)
+    run_id = f"long-{uuid.uuid4().hex[:10]}"
+    ledgers = [EffectsLedger(tmp_path / name / "ledger.db") for name in ("straight", "continued")]
+    straight = await execute(skipping_env, ledgers[0], task_queue, AgentInput(agent=scenario, options=options), run_id)
+    continued = await execute(
+        skipping_env,
+        ledgers[1],
+        task_queue,
+        AgentInput(agent=scenario, options=options, continue_as_new=OFTEN),
+        run_id,
+    )
+    assert straight.continued == 0
+    assert continued.continued >= (2 if scenario == "migration" else 1)
+    assert comparable(continued, ledgers[1]) == comparable(straight, ledgers[0])
+
+    # The ledgers agree row for row: the same effects under the same idempotency keys.
+    def rows(ledger: EffectsLedger) -> list[tuple[str, str, str | None]]:
+        return [(e.key, e.tool, e.compensates) for e in ledger.effects(run_id)]
+
+    assert rows(ledgers[1]) == rows(ledgers[0]) and rows(ledgers[0])
+    histories = await runs_of(skipping_env.client, run_id)
+    assert len(histories) == continued.continued + 1
+    assert all(len(h.events) <= OFTEN.max_history_events + 30 for h in histories)
+
+
+async def test_the_budget_is_carried_across_the_boundary(skipping_env, ledger, task_queue):
+    input = AgentInput(agent="migration", options=dict(records=12), budget=Budget(max_steps=7))
+    straight = await execute(skipping_env, ledger, task_queue, input)
+    continued = await execute(skipping_env, ledger, task_queue, input.model_copy(update={"continue_as_new": OFTEN}))
+    assert continued.continued >= 1
+    assert straight.stop is continued.stop is Stop.STEP_BUDGET
+    assert straight.usage == continued.usage and continued.step_count == 7
+
+
+async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(skipping_env, ledger, task_queue):
+    """Continue-as-new is due when the approval is requested: the run hands over with the request
+    pending; the decision goes to the new run, and the deadline is the original one."""
+    input = AgentInput(
+        scenario="t-pay-sequence",
+        approvals=ApprovalPolicy(timeout_seconds=3600),
+        continue_as_new=ContinueAsNewPolicy(max_history_events=12),
+    )
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        handle = await skipping_env.client.start_workflow(
+            AgentWorkflow.run, input, id=f"long-{uuid.uuid4().hex[:10]}", task_queue=task_queue
+        )
+        first_deadline = None
+        for supplier in ("s-1", "s-2"):
+
+            async def waiting_for(s: str = supplier) -> bool:
+                pending = (await handle.query(AgentWorkflow.approvals)).pending
+                return bool(pending) and pending[0].arguments == {"supplier": s}
+
+            await eventually(waiting_for, what=f"the approval for {supplier}")
+            [pending] = (await handle.query(AgentWorkflow.approvals)).pending
+            first_deadline = first_deadline or pending.deadline
+            await skipping_env.sleep(timedelta(minutes=10))
+            await handle.signal(
+                AgentWorkflow.decision,
+                Decision(call_id=pending.call_id, approve=True, approver="ops", arguments_hash=pending.arguments_hash),
+            )
+        result = await handle.result()
+        histories = await runs_of(skipping_env.client, handle.id)
+    assert result.continued >= 1 and len(histories) >= 2
+    assert [a.event for a in result.audit] == ["approved", "approved"]
+    assert [e.args["supplier"] for e in ledger.effects(handle.id)] == ["s-1", "s-2"]
+    # The first request was made before a handover and decided after it, its deadline untouched.
+    handovers = [
+        h for h in histories if h.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    ]
+    assert handovers
+    assert first_deadline is not None and result.audit[0].at < first_deadline
+
+
+async def test_large_outputs_travel_as_references_and_reach_the_model_whole(skipping_env, ledger, task_queue):
+    size = 300_000  # over Temporal's comfort, under the hard cap
+    result = await execute(
+        skipping_env, ledger, task_queue, AgentInput(agent="t-big-output", options=dict(output_bytes=size))
+    )
+    assert result.output == f"The document has {size} characters."  # the model read all of it
+    [record] = result.records
+    assert record.content == ""  # a read-only output lives in the transcript store, not in workflow state
+    stored = transcripts_next_to(ledger).load(result.transcript_ref, expand=False)
+    assert stored[-2].content_ref is not None and len(stored[-2].content) < 200
+    [history] = await runs_of(skipping_env.client, result.run_id)
+    assert history.to_json().count("x" * 1000) == 0  # the document never entered history
+    messages = result.transcript_messages(transcripts_next_to(ledger))
+    assert messages[-2].content == "x" * size
+
+
+async def test_over_the_hard_cap_fails_clearly_without_retrying(skipping_env, ledger, task_queue):
+    input = AgentInput(
+        scenario="t-big-output",
+        options=dict(output_bytes=50_000),
+        limits=PayloadLimits(tool_output_bytes=1000, hard_cap_bytes=10_000),
+    )
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        handle = await skipping_env.client.start_workflow(
+            AgentWorkflow.run, input, id=f"long-{uuid.uuid4().hex[:10]}", task_queue=task_queue
+        )
+        result = await handle.result()
+        history = await handle.fetch_history()
+    [record] = result.records
+    assert record.status is ToolStatus.ERROR
+    assert "over the hard cap of 10,000 bytes" in record.content
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    assert max(attempts) == 1  # non-retryable: no retry loop
+
+
+async def test_history_grows_linearly_by_reference_and_quadratically_inline(skipping_env, ledger, task_queue):
+    """The same 30-step run: by reference each step adds about the same bytes; inline each adds more."""
+    options = dict(records=30)
+    by_ref = await execute(skipping_env, ledger, task_queue, AgentInput(agent="migration", options=options))
+    inline = await execute(
+        skipping_env, ledger, task_queue, AgentInput(agent="migration", options=options, transcript="inline")
+    )
+    sizes = {}
+    for name, result in (("reference", by_ref), ("inline", inline)):
+        [history] = await runs_of(skipping_env.client, result.run_id)
+        sizes[name] = sum(e.ByteSize() for e in history.events)
+    assert sizes["inline"] > 2 * sizes["reference"]
+    by_ref_messages = by_ref.transcript_messages(transcripts_next_to(ledger))
+    assert [(m.role, len(m.content)) for m in by_ref_messages] == [(m.role, len(m.content)) for m in inline.messages]
+
+
+async def test_a_forced_full_replay_of_a_continued_run_is_deterministic(skipping_env, ledger, task_queue):
+    result = await execute(
+        skipping_env,
+        ledger,
+        task_queue,
+        AgentInput(agent="trip", options=dict(records=3), continue_as_new=OFTEN),
+        max_cached_workflows=0,
+    )
+    assert result.status == "compensated" and result.continued >= 1
+
+
+@pytest.fixture(scope="module")
+async def suggesting_env():
+    """A dev server that suggests continue-as-new after a few events, as sdk-python's own tests do."""
+    env = await WorkflowEnvironment.start_local(
+        data_converter=pydantic_data_converter,
+        dev_server_existing_path=str(DEV_SERVER),
+        search_attributes=search_attributes.ALL,
+        dev_server_extra_args=["--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30"],
+    )
+    yield env
+    await env.shutdown()
+
+
+async def test_the_servers_suggestion_triggers_continue_as_new(suggesting_env, ledger, task_queue):
+    result = await execute(suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8)))
+    assert result.continued >= 1  # our own thresholds (5,000 events) were nowhere near
+    assert result.stop is Stop.ANSWERED and [e.args["record"] for e in ledger.effects(result.run_id)] == [
+        f"rec-{i}" for i in range(1, 9)
+    ]
