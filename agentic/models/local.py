@@ -4,7 +4,7 @@ model's configuration, so it lives with the models, not with the process that se
 from __future__ import annotations
 
 from agentic.models.base import ModelSettings, Pricing
-from agentic.models.openai_chat import OpenAIChatModel
+from agentic.models.openai_chat import NO_KEY, OpenAIChatModel
 
 # What llama-cpp-python's `chatml-function-calling` handler implements besides a tool's name: `required`
 # fails with an HTTP 500 (an assertion). It also ignores `seed` (temperature 0 is what makes a reply
@@ -17,10 +17,12 @@ def local_model(
     base_url: str, *, settings: ModelSettings | None = None, pricing: Pricing | None = None, timeout: float = 120.0
 ) -> OpenAIChatModel:
     """The adapter for the local server: free by default (`pricing`), and patient — a generation on two
-    shared cores can take tens of seconds, and a timeout would only start it again."""
+    shared cores can take tens of seconds, and a timeout would only start it again. It needs no key and gets
+    none: whoever binds its port first (any local user) must not receive the worker's OpenAI key (review N4)."""
     return OpenAIChatModel(
         "local",
         base_url=base_url,
+        api_key=NO_KEY,
         pricing=pricing or Pricing(),
         timeout=timeout,
         settings=settings,

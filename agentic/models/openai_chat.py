@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 import uuid
@@ -48,6 +47,7 @@ PRICES: dict[str, Pricing] = {
 }
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+NO_KEY = "not-needed"  # what a model without a key of its own sends: the SDK insists on sending something
 _DATED_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
@@ -86,8 +86,10 @@ class OpenAIChatModel:
         self.settings = settings or ModelSettings()
         if temperature is not None:  # the older spelling of settings=ModelSettings(temperature=...)
             self.settings = self.settings.override(ModelSettings(temperature=temperature))
-        # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        # A key goes only where it was given: never one found in the environment, which a model pointed at
+        # another endpoint (the local server, a URL anybody can bind) would send along (review N4). Local
+        # servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
+        key = api_key or NO_KEY
         self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
 
     @property

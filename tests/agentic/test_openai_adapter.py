@@ -278,17 +278,17 @@ def test_slow_server_times_out_as_retryable(server: FakeOpenAIServer) -> None:
     assert len(server.requests) == 1
 
 
-def test_api_key_defaults_to_env_then_placeholder(server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_api_key_is_the_one_given_never_the_environments(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review N4: a key goes only where it was given; the environment's OPENAI_API_KEY is not a default."""
     server.queue(chat_completion("a"))
     server.queue(chat_completion("b"))
-    server.queue(chat_completion("c"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    OpenAIChatModel("m", base_url=server.base_url).complete(USER)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     OpenAIChatModel("m", base_url=server.base_url).complete(USER)
     OpenAIChatModel("m", base_url=server.base_url, api_key="sk-explicit").complete(USER)
     auth = [{k.lower(): v for k, v in r.headers.items()}["authorization"] for r in server.requests]
-    assert auth == ["Bearer not-needed", "Bearer sk-from-env", "Bearer sk-explicit"]
+    assert auth == ["Bearer not-needed", "Bearer sk-explicit"]
 
 
 def test_base_url_without_scheme_is_not_retryable() -> None:
