@@ -5,12 +5,19 @@ the operator configured it to go — never to a URL somebody put in a workflow i
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from agentic.errors import AgenticError
 from agentic.models.base import Model
 
 ModelFactory = Callable[[str], Model]
+
+# How many models made from a prefix (`openai:` + any name) are kept. A run chooses the name, so without a
+# bound every distinct name would add a client for good (about 0.8 MB each: review N10); past it, the model
+# used least recently is dropped and made again if a run names it later.
+PREFIX_CACHE_SIZE = 32
 
 
 class UnknownModel(AgenticError, LookupError):
@@ -20,15 +27,25 @@ class UnknownModel(AgenticError, LookupError):
 class ModelCatalog:
     """Named models, plus prefixes that make a family of names (`openai:` + any model name).
 
-    A factory is called once per name and its model reused: models are thread-safe clients.
+    A declared model is made once and reused: models are thread-safe clients. A model made from a prefix is
+    reused while it is among the `prefix_cache_size` used most recently.
     """
 
     def __init__(
-        self, models: Mapping[str, Model] | None = None, *, prefixes: Mapping[str, ModelFactory] | None = None
+        self,
+        models: Mapping[str, Model] | None = None,
+        *,
+        prefixes: Mapping[str, ModelFactory] | None = None,
+        prefix_cache_size: int = PREFIX_CACHE_SIZE,
     ) -> None:
+        if prefix_cache_size < 1:
+            raise ValueError("prefix_cache_size must be at least 1")
         self._models: dict[str, Model] = dict(models or {})
         self._lazy: dict[str, Callable[[], Model]] = {}
         self._prefixes: dict[str, ModelFactory] = dict(prefixes or {})
+        self._made: OrderedDict[str, Model] = OrderedDict()  # from a prefix, least recently used first
+        self.prefix_cache_size = prefix_cache_size
+        self._lock = threading.Lock()  # activities resolve models from several threads at once
 
     def add(self, name: str, model: Model | Callable[[], Model]) -> ModelCatalog:
         """Declare `name`: a model, or a function making it on first use (clients can be slow to import)."""
@@ -47,15 +64,24 @@ class ModelCatalog:
         return sorted({*self._models, *self._lazy}) + [f"{prefix}<model>" for prefix in sorted(self._prefixes)]
 
     def resolve(self, name: str) -> Model:
+        with self._lock:
+            return self._resolve(name)
+
+    def _resolve(self, name: str) -> Model:
         model = self._models.get(name)
         if model is not None:
             return model
         if name in self._lazy:
             model = self._models[name] = self._lazy.pop(name)()
             return model
+        if (made := self._made.get(name)) is not None:
+            self._made.move_to_end(name)
+            return made
         for prefix, factory in self._prefixes.items():
             if name.startswith(prefix) and len(name) > len(prefix):
-                model = self._models[name] = factory(name[len(prefix) :])
+                model = self._made[name] = factory(name[len(prefix) :])
+                while len(self._made) > self.prefix_cache_size:
+                    self._made.popitem(last=False)
                 return model
         declared = ", ".join(self.names()) or "none"
         raise UnknownModel(f"model {name!r} is not declared by this worker; it declares: {declared}")
