@@ -9,7 +9,8 @@
   Arguments, results and error messages are never logged: they are what the payload codec encrypts.
   `RedactFailures` (on the handler `configure_logging` installs) enforces it for every logger, the SDK's
   included: an exception is logged as its type and Temporal error type, never its message or traceback,
-  unless `LOG_LEVEL=DEBUG` (then whoever reads the logs sees everything).
+  unless `LOG_LEVEL=DEBUG` (then whoever reads the logs sees everything). Likewise `RedactUrls` for the
+  HTTP clients' request lines (httpx logs every request's URL at INFO): no credentials, no query string.
 - The SDK core's own log lines (gRPC retries while the server is away, ...) are written by Rust code, in
   colour, straight to stderr unless routed: `worker_runtime` forwards them into Python logging (logger
   `temporalio.core`), so a JSON log stays JSON lines; the command lines drop them (`quiet_core_logs`) and
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -48,6 +50,8 @@ from temporalio.worker import (
     WorkflowInboundInterceptor,
     WorkflowInterceptorClassInput,
 )
+
+from config.webhook_signing import redact_url
 
 # -- logs -----------------------------------------------------------------------------------------
 
@@ -125,14 +129,30 @@ class RedactFailures(logging.Filter):
         return True
 
 
+class RedactUrls(logging.Filter):
+    """The HTTP clients' own lines (`HTTP Request: POST https://...`) with every URL redacted as everywhere
+    else (`redact_url`: no user:password, no query string): a webhook's or an endpoint's URL may carry a
+    token in its query, and httpx logs each request at INFO (review N9)."""
+
+    LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
+    URL = re.compile(r"https?://[^\s\"'<>]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.split(".", 1)[0] in self.LOGGERS:
+            record.msg, record.args = self.URL.sub(lambda m: redact_url(m.group()), record.getMessage()), None
+        return True
+
+
 def configure_logging(log_format: str = "json", level: str = "INFO", stream: TextIO | None = None) -> None:
     """Replace the root logger's handlers with one that writes `log_format` ("json" or "text"); below DEBUG,
-    exceptions are logged by type only (`RedactFailures`)."""
+    exceptions are logged by type only (`RedactFailures`) and URLs the HTTP clients log without credentials or
+    query (`RedactUrls`)."""
     if not isinstance(logging.getLevelName(level.upper()), int):
         raise ValueError(f"LOG_LEVEL={level!r}: expected DEBUG, INFO, WARNING, ERROR or CRITICAL")
     handler = logging.StreamHandler(stream or sys.stderr)
     if level.upper() != "DEBUG":
         handler.addFilter(RedactFailures())
+        handler.addFilter(RedactUrls())
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
         # The workflow/activity details are fields already; do not also append them to every message.

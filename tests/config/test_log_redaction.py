@@ -1,12 +1,18 @@
 """Secrets in failures stay out of the logs (review M4): a real worker process on the dev server, whose tool
 fails with a planted card number, whose model call fails with a planted provider reply, and whose second run
 fails for good with a third secret. The worker's whole output (our JSON lines, the SDK's, the core's) holds
-none of them at LOG_LEVEL=INFO — only the exception types — and all of them at LOG_LEVEL=DEBUG."""
+none of them at LOG_LEVEL=INFO — only the exception types — and all of them at LOG_LEVEL=DEBUG. And the HTTP
+clients' request lines: URLs without query or credentials below DEBUG."""
 
 from __future__ import annotations
 
+import importlib
+import io
 import json
+import logging
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,6 +20,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.inputs import AgentResult
+from config.observability import configure_logging
 from durable_agents.client import AgentClient
 from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings
@@ -56,3 +63,42 @@ async def test_failures_log_their_types_not_their_messages(dev_env: WorkflowEnvi
 async def test_debug_logs_show_the_messages(dev_env: WorkflowEnvironment, tmp_path: Path) -> None:
     text = "".join(await run_both(dev_env, tmp_path, "DEBUG"))
     assert all(s in text for s in SECRETS[:2]), "at DEBUG the failures are logged whole, for whoever debugs"
+
+
+@pytest.mark.parametrize("client", ["httpx", "httpx2"])
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_http_clients_log_urls_without_their_query_or_credentials(client: str, level: str) -> None:
+    """Review N9: httpx (webhooks) and httpx2 (the OpenAI SDK) log each request's URL at INFO; a token in a
+    webhook's query string or user:password in its URL stays out of the log below DEBUG."""
+    secret = f"WEBHOOK-SECRET-{uuid.uuid4().hex[:6]}"
+    http = importlib.import_module(client)
+    out = io.StringIO()
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Accepting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        configure_logging("json", level, stream=out)
+        url = f"http://hookuser:{secret}-pw@127.0.0.1:{server.server_address[1]}/hook?api_token={secret}"
+        assert http.post(url, content=b"{}").status_code == 204
+    finally:
+        server.shutdown()
+        server.server_close()
+        root.handlers[:], _ = saved
+        root.setLevel(saved[1])
+    [line] = [json.loads(line) for line in out.getvalue().splitlines() if f'"logger": "{client}"' in line]
+    if level == "INFO":
+        assert secret not in out.getvalue(), out.getvalue()
+        assert f"POST http://127.0.0.1:{server.server_address[1]}/hook?…" in line["message"]
+    else:
+        assert f"api_token={secret}" in line["message"]  # at DEBUG, whoever debugs sees it whole
+
+
+class Accepting(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
