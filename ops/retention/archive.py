@@ -6,6 +6,9 @@ the final name is always complete, so a crash leaves at most a `.partial` file (
 caller, which deletes only after `write_archive` returned, has deleted nothing yet. Records are written as
 they come (an iterable, not a list), so archiving many large runs does not hold them all in memory.
 
+An archive holds decoded runs (transcripts, tool results, approvals), so it is created owner-only: the file
+`0600` whatever the umask, in a directory created `0700` (review N13), as the stores are.
+
 Read one back with `read_archive`/`iter_archive`, or `zcat FILE | jq`.
 """
 
@@ -18,6 +21,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from stores.sqlite_file import private_dir
 
 SUFFIX = ".jsonl.gz"
 
@@ -37,8 +42,11 @@ class ArchiveWriter:
         self.count = 0
 
     def __enter__(self) -> ArchiveWriter:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._raw = open(self.partial, "wb")  # closed in __exit__
+        private_dir(self.path.parent)
+        # 0600 from the start (not chmod after): no moment at which another user could open it.
+        descriptor = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)  # a `.partial` left by a killed run may exist with other modes
+        self._raw = os.fdopen(descriptor, "wb")  # closed in __exit__
         self._gzip = gzip.GzipFile(fileobj=self._raw, mode="wb")
         return self
 
