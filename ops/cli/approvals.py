@@ -35,20 +35,22 @@ def call_text(p: PendingApproval) -> str:
     arguments = p.arguments
     if isinstance(arguments, dict):
         arguments = ", ".join(f"{k}={v}" for k, v in arguments.items())
-    return printable(f"{p.tool}({arguments})")
+    return printable(f"{p.tool}({arguments})", one_line=True)  # a newline in an argument cannot start a line
 
 
 def tree_text(p: PendingApproval) -> str:
     """For a delegated run's approval: its root and the path down to it (approve it there, or at the root)."""
     if len(p.path) < 2:
         return ""
-    return f"  root {printable(p.root_run_id or '')}  path {' → '.join(printable(r) for r in p.path)}"
+    path = " → ".join(printable(r, one_line=True) for r in p.path)
+    return f"  root {printable(p.root_run_id or '', one_line=True)}  path {path}"
 
 
 async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
     waiting = await (await agent_client(settings)).pending()
     lines = [
-        f"{printable(p.run_id)}  call {printable(p.call_id)}  {call_text(p)}  hash {p.arguments_hash[:HASH_SHOWN]}  "
+        f"{printable(p.run_id, one_line=True)}  call {printable(p.call_id, one_line=True)}  {call_text(p)}  "
+        f"hash {printable(p.arguments_hash[:HASH_SHOWN], one_line=True)}  "
         f"deadline {p.deadline.isoformat(timespec='seconds')}" + tree_text(p)
         for p in waiting
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from config.settings import Settings
-from ops.cli.output import CliError, emit
+from ops.cli.output import CliError, emit, printable
 from stores import configured as stores
 from stores.errors import StoreUnavailable
 
@@ -30,8 +30,11 @@ def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
         for e in rows
     ]
     lines = [
-        f"{e['at']}  {e['run_id']}  {e['tool']:<16} {e['key']}  {e['result']}"
-        + (f"  (undoes {e['compensates']})" if e["compensates"] else "")
+        printable(
+            f"{e['at']}  {e['run_id']}  {e['tool']:<16} {e['key']}  {e['result']}"
+            + (f"  (undoes {e['compensates']})" if e["compensates"] else ""),
+            one_line=True,  # a tool's result is its own text: it cannot forge another effect's line
+        )
         for e in data
     ]
     emit(args.json, data, "\n".join(lines) if lines else "no effects")

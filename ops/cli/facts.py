@@ -88,7 +88,7 @@ def _store(settings: Settings) -> DurableFactStore:
 
 
 def _lines(rows: list[Any], render: Any, empty: str) -> str:
-    return printable("\n".join(line for row in rows for line in render(row)) or empty)
+    return "\n".join(printable(line, one_line=True) for row in rows for line in render(row)) or empty
 
 
 def _fact_lines(record: FactRecord) -> list[str]:

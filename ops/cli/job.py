@@ -220,9 +220,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         f" (deadline {a['deadline']})"
         for a in view["approvals"]
     ]
+    lines = [printable(line, one_line=True) for line in lines]  # each its own line, whatever a label holds
     for message in view.get("messages", []):
         lines.append(f"  [{message.get('role')}] {message_text(message)}")
-    _emit(args, view, printable("\n".join(lines)))
+    _emit(args, view, "\n".join(lines))
     return 0
 
 
@@ -295,7 +296,7 @@ def _reviewed_hash(args: argparse.Namespace, store: Store) -> str | None:
 def cmd_effects(args: argparse.Namespace) -> int:
     _existing(args.db, args.run_id)
     rows = [e.model_dump() for e in EffectsLedger(args.ledger).effects(args.run_id)]
-    lines = [printable(f"{e['at']}  {e['tool']:<16} {e['key']}  {e['result']}") for e in rows]
+    lines = [printable(f"{e['at']}  {e['tool']:<16} {e['key']}  {e['result']}", one_line=True) for e in rows]
     _emit(args, rows, "\n".join(lines) if lines else "no effects")
     return 0
 
@@ -420,7 +421,7 @@ def summary_line(status: dict[str, Any]) -> str:
     line += f", step {progress['step']}/{progress['total'] or '?'} {progress['label']}"
     if status["output"]:
         line += f" — {status['output']}"
-    return printable(line)  # labels and outputs are the model's: never raw to a terminal
+    return printable(line, one_line=True)  # labels and outputs are the model's: never raw to a terminal
 
 
 def call_text(approval: dict[str, Any]) -> str:

@@ -135,7 +135,7 @@ def _report(done: Pass) -> str:
         if done.pending:
             lines.append(f"Temporal has not finished deleting {', '.join(done.pending)}: the next prune checks again")
     lines += [f"kept {s.run_id}: {s.why}" for s in done.skipped]
-    return printable("\n".join(lines))
+    return "\n".join(printable(line, one_line=True) for line in lines)
 
 
 def _run_line(run: dict[str, Any]) -> str:
@@ -164,7 +164,8 @@ def cmd_archive(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.action == "list":
             runs = [_summary(record) for record in iter_archive(args.file)]
-            emit(args.json, runs, printable("\n".join(_run_line(r) for r in runs)) if runs else "no runs")
+            listing = "\n".join(printable(_run_line(r), one_line=True) for r in runs)
+            emit(args.json, runs, listing if runs else "no runs")
             return 0
         found = None
         names: list[str] = []

@@ -95,7 +95,7 @@ def result_line(summary: dict[str, Any]) -> str:
         undone = [c["tool"] for c in summary.get("compensations", []) if c.get("status") == "compensated"]
         if undone:
             what += f"; undone, newest first: {', '.join(undone)}"
-    return printable(f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {what}")
+    return printable(f"{summary['run_id']}: {summary['status']} ({summary['stop']}) — {what}", one_line=True)
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
@@ -162,7 +162,7 @@ async def from_search_attributes(handle: RunHandle) -> Progress:
 def status_line(progress: Progress) -> str:
     """One line; a run that ended in failure says why instead of a step count it never finished."""
     if progress.error:
-        return printable(f"{progress.run_id}: {progress.status} — {progress.error}")
+        return printable(f"{progress.run_id}: {progress.status} — {progress.error}", one_line=True)
     tokens = (
         f"tokens {progress.input_tokens}+{progress.output_tokens}"
         if progress.worker_answered
@@ -170,5 +170,6 @@ def status_line(progress: Progress) -> str:
     )
     return printable(
         f"{progress.run_id}: {progress.status}, step {progress.step}, {progress.label}, {tokens}, "
-        f"cost ${progress.cost:.6f}"
+        f"cost ${progress.cost:.6f}",
+        one_line=True,
     )

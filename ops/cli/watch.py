@@ -186,7 +186,7 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
     tool and, on a terminal, the time left to its deadline."""
     status = progress.get("status", "?")
     if status == "no_worker":
-        return printable(str(progress.get("label", "")))
+        return printable(str(progress.get("label", "")), one_line=True)
     finished = status in TERMINAL
     parts = [bar(*counted(progress, finished), finished), status]
     pending = progress.get("pending_approvals") or []
@@ -201,7 +201,7 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
         parts.append(str(progress.get("label", "")))
     parts.append(f"tokens {progress.get('input_tokens', 0)}+{progress.get('output_tokens', 0)}")
     parts.append(f"${progress.get('cost', 0.0):.6f}")
-    return printable("  ".join(parts))
+    return printable("  ".join(parts), one_line=True)  # one line: the model's label cannot start another
 
 
 class Display:

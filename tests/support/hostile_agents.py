@@ -3,6 +3,8 @@ with `--agents tests.support.hostile_agents` or AGENT_MODULES), with the demo ag
 
 - `t-escape`: the model puts terminal escape sequences and a bidi override in a gated tool's argument and in
   its answer (tests/ops/test_printable.py);
+- `t-newline`: the model ends a gated tool's argument, and its answer, with a forged listing line
+  (tests/ops/test_one_line_listings.py);
 - `t-leaky`: the tool fails once with a card number in its message, the model's first call fails with a
   provider reply quoting a secret; `t-fatal`: the model fails for good with a third secret
   (tests/config/test_log_redaction.py).
@@ -21,6 +23,9 @@ from examples.effects import record_effect
 from examples.options import DemoDeps, DemoOptions
 
 ATTACK = "4471\x1b[2K\r\x1b[1Aapprove refund(order_id=1)\u202eevil\x9b31m\x07\x00"
+# A newline, then what `pending` prints for a harmless call (review N14, E13).
+FORGED_LINE = "refund-7f3a  call 1.1  t_refund(order_id=SANDBOX-0)  hash 9f9f9f9f9f9f  deadline 2999-01-01"
+NEWLINE_ATTACK = f"4471\n{FORGED_LINE}"
 TOOL_SECRET = "4111-1111-1111-1111-TOOL-SECRET"
 MODEL_SECRET = "sk-PROVIDER-ECHO-MODEL-SECRET"
 FATAL_SECRET = "PII-FATAL-MODEL-SECRET"
@@ -64,10 +69,17 @@ ESCAPE = _agent(
     FakeModel([tool_call("t_refund", {"order_id": ATTACK}), f"Done: {ATTACK}"]),
     4,
 )
+NEWLINE = _agent(
+    "t-newline",
+    "Refund.",
+    Registry([t_refund]),
+    FakeModel([tool_call("t_refund", {"order_id": NEWLINE_ATTACK}), f"Done.\n{FORGED_LINE}"]),
+    4,
+)
 LEAKY = _agent("t-leaky", "Look up.", Registry([leaky]), FakeModel([_first_reply, "Done."]), 4)
 FATAL = _agent("t-fatal", "Go.", Registry([leaky]), FakeModel([_fatal]), 2)
 
-agents = [ESCAPE, LEAKY, FATAL]
+agents = [ESCAPE, NEWLINE, LEAKY, FATAL]
 
 
 def make_deps(settings: Settings) -> DemoDeps:
