@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHistory
+from temporalio.client import Client, WorkflowContinuedAsNewError, WorkflowFailureError, WorkflowHistory
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -48,11 +48,24 @@ class TranscriptMissing(Exception):
     without its journal entry. Its Temporal run must not be deleted on the strength of this archive."""
 
 
+class ServerChain(Exception):
+    """The run id holds a chain the *server* continues — a cron schedule or a retry policy, which no client of
+    ours sets, but any Temporal client may (review N12). Its executions are not one run's continue-as-new
+    chain, so they are left to an operator (`temporal workflow delete`), said with this reason, and the prune
+    goes on with every other run."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"a cron or retry chain: the server started new executions of {run_id} as each one closed, so it"
+            " is not one run prune can archive; delete it with `temporal workflow delete` once it is not needed"
+        )
+
+
 async def run_record(
     client: Client, run: ClosedRun, transcripts: Transcripts, ledger: PrunableLedger, archived_at: datetime
 ) -> RunRecord | None:
     """The run's record; None when Temporal no longer has it (deleted meanwhile). `TranscriptMissing` when
-    the store does not hold its transcript."""
+    the store does not hold its transcript; `ServerChain` when the server continues the id (cron, retry)."""
     handle = client.get_workflow_handle(run.run_id, run_id=run.execution, result_type=AgentResult)
     try:
         histories = await RunHandle(AgentClient(client), handle).histories()
@@ -62,12 +75,16 @@ async def run_record(
         if exc.status == RPCStatusCode.NOT_FOUND:  # an execution of its chain went meanwhile
             return None
         raise
+    if run.execution not in [h.run_id for h in histories] or any(_continued_by_server(h) for h in histories):
+        raise ServerChain(run.run_id)
     result: AgentResult | None = None
     failure: dict[str, Any] | None = None
     try:
         result = await handle.result(follow_runs=False)
     except WorkflowFailureError as exc:
         failure, result = _failure(exc)
+    except WorkflowContinuedAsNewError:  # the same, seen by the result's own reading of the close
+        raise ServerChain(run.run_id) from None
     head = result.transcript_ref if result else await _last_head(client, histories)
     transcript, used = _transcript(transcripts, head, result)
     owned = releasable(transcripts.store).owned_blobs(run.run_id)
@@ -87,6 +104,19 @@ async def run_record(
         "histories": [{"run_id": h.run_id, "events": h.to_json_dict().get("events", [])} for h in histories],
     }
     return RunRecord(record, [h.run_id for h in histories])
+
+
+def _continued_by_server(history: WorkflowHistory) -> bool:
+    """Whether this execution's close started another: a cron schedule's next run or a retry. (A run's own
+    continue-as-new closes with a continued-as-new event instead, which `histories` follows.)"""
+    if not history.events:
+        return False
+    last = history.events[-1]
+    for name in ("completed", "failed", "timed_out"):
+        field = f"workflow_execution_{name}_event_attributes"
+        if last.HasField(field) and getattr(last, field).new_execution_run_id:
+            return True
+    return False
 
 
 def _transcript(

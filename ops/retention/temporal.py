@@ -8,7 +8,8 @@ One pass:
 2. Find the due runs through visibility.
 3. Write each one's record (ops/retention/run_record.py) to a new gzip JSONL archive: a `.partial` file, fsynced,
    renamed (ops/retention/archive.py). A run whose transcript this store does not hold is skipped, not deleted: the
-   prune is pointed at another store than the workers'.
+   prune is pointed at another store than the workers'. So is an id the server continues (a cron or retry chain,
+   which only a foreign client starts): skipped with the reason, and the pass goes on.
 4. Only then, per archived run: a journal entry; its effects rows purged; its transcript rows released (only
    those no other run owns: stores/transcripts.py); DeleteWorkflowExecution for every execution of its
    continue-as-new chain.
@@ -41,7 +42,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from ops.retention.archive import SUFFIX, ArchiveWriter
 from ops.retention.journal import Entry, PruneJournal
 from ops.retention.policy import ClosedRun, Policy, Skipped, find_due
-from ops.retention.run_record import TranscriptMissing, run_record
+from ops.retention.run_record import ServerChain, TranscriptMissing, run_record
 from stores.ledger import PrunableLedger
 from stores.transcripts import Transcripts, releasable
 
@@ -120,13 +121,20 @@ async def prune(
 
     archive = archive_dir / f"agent-runs-{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:6]}{SUFFIX}"
     archived: list[tuple[str, list[str]]] = []
+    chains: set[str] = set()  # ids the server continues: every due execution under them is skipped
     with ArchiveWriter(archive) as out:
         for run in outcome.due:
             try:
+                if run.run_id in chains:
+                    raise ServerChain(run.run_id)
                 made = await run_record(client, run, stores.transcripts, stores.ledger, now)
             except TranscriptMissing as exc:
                 why = f"{exc}: are AGENT_DATABASE_URL / AGENT_DATA_DIR the workers'?"
                 outcome.skipped.append(Skipped(run.run_id, why))
+                continue
+            except ServerChain as exc:
+                chains.add(run.run_id)
+                outcome.skipped.append(Skipped(run.run_id, str(exc)))
                 continue
             if made is None:
                 outcome.skipped.append(Skipped(run.run_id, "Temporal no longer has it"))
