@@ -44,6 +44,7 @@ from ops.cli.run_options import (
     run_request,
 )
 from ops.devstack.signals import stop_on_signals
+from ops.http.checkpoints import MAX_RUNS
 from ops.http.serve import add_serve_arguments
 from ops.retention import checkpoints as prune
 from stores import configured as stores
@@ -141,6 +142,12 @@ def build_parser() -> Parser:
         "bearer tokens from AGENT_API_TOKENS",
     )
     add_serve_arguments(serve)
+    serve.add_argument(
+        "--max-runs",
+        type=positive_int,
+        default=MAX_RUNS,
+        help=f"runs (one worker process each) this server drives at once; more get 503 (default {MAX_RUNS})",
+    )
     return root
 
 
@@ -366,7 +373,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     fresh = "" if args.db.exists() else ", empty until a run is started"
-    engine = CheckpointEngine(args.db, agent_set(args), ledger=args.ledger, agent_modules=args.agents)
+    engine = CheckpointEngine(
+        args.db, agent_set(args), ledger=args.ledger, agent_modules=args.agents, max_runs=args.max_runs
+    )
     print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
     app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(Settings()))
     server(app, args).run(sockets=[listener])

@@ -87,7 +87,7 @@ def create_app(
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"error": exc.message}, status_code=exc.status_code)
+        return JSONResponse({"error": exc.message}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(HTTPException)
     async def routing(request: Request, exc: HTTPException) -> JSONResponse:

@@ -4,6 +4,10 @@ run), and starts each new run in a worker process of its own (`job resume`), as 
 `POST /runs` records the run leased to nobody, then starts `python -m ops.cli.job resume --id RUN`; that
 worker takes the lease and drives the run. The workers this server started are stopped (SIGTERM: each
 releases its lease) when the server stops; `job recover` resumes their runs.
+
+A worker process lives as long as its run, a day if it waits for an approval, at about 80 MB: so this server
+runs at most `max_runs` at once (`job serve --max-runs`), and past that answers 503 with `Retry-After`,
+having recorded and started nothing (review N11).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from config.settings import ROOT
 from config.webhook_signing import redact_url, url_problem
 from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
-from ops.http.errors import Conflict, InvalidRequest, RunNotFound
+from ops.http.errors import AtCapacity, Conflict, InvalidRequest, RunNotFound
 from ops.http.views import (
     AuditView,
     CompensationView,
@@ -50,6 +54,9 @@ from ops.http.views import (
     WebhookView,
 )
 
+MAX_RUNS = 8  # worker processes of runs started here, at once (`job serve --max-runs`)
+RETRY_AFTER_SECONDS = 30
+
 
 class CheckpointEngine:
     name = "checkpoints"
@@ -62,13 +69,18 @@ class CheckpointEngine:
         ledger: Path,
         agent_modules: list[str] | None = None,
         poll_seconds: float = 0.2,
+        max_runs: int = MAX_RUNS,
     ) -> None:
+        if max_runs < 1:
+            raise ValueError("max_runs must be at least 1")
         self.store = Store(db)
         self.agents = agents
         self.ledger = ledger
         self.agent_modules = agent_modules or []
         self.poll_seconds = poll_seconds
+        self.max_runs = max_runs
         self.workers: list[subprocess.Popen[bytes]] = []
+        self._starting = 0  # slots taken by starts between the check and their worker's launch
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -166,23 +178,35 @@ class CheckpointEngine:
             except BadInput as exc:
                 raise InvalidRequest(str(exc).removeprefix("--webhook: "), "webhook") from None
         run_id = request.run_id or f"{request.agent}-{_suffix()}"
+        self._take_slot()  # before the first await: concurrent starts cannot all pass the check
         try:
             await asyncio.to_thread(
                 jobs.create, self.store, self.agents, run_id, request.agent, options, webhook_url=request.webhook
             )
+            self._start_worker(run_id)
         except BadInput as exc:  # the agent is known: its options, model or task are not usable
             raise InvalidRequest(str(exc), "options") from None
         except RunExists as exc:
             raise Conflict(str(exc)) from None
-        self._start_worker(run_id)
+        finally:
+            self._starting -= 1
         return run_id
+
+    def _take_slot(self) -> None:
+        self.workers = [w for w in self.workers if w.poll() is None]
+        if len(self.workers) + self._starting >= self.max_runs:
+            raise AtCapacity(
+                f"this server already runs {self.max_runs} runs, each in a worker process of its own (--max-runs);"
+                " nothing was started: try again when one has ended",
+                RETRY_AFTER_SECONDS,
+            )
+        self._starting += 1
 
     def _start_worker(self, run_id: str) -> None:
         command = [sys.executable, "-m", "ops.cli.job", "resume", "--id", run_id]
         command += ["--db", str(self.store.path), "--ledger", str(self.ledger)]
         for module in self.agent_modules:
             command += ["--agents", module]
-        self.workers = [w for w in self.workers if w.poll() is None]
         self.workers.append(subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     async def cancel(self, run_id: str, by: Principal) -> None:

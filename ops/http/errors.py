@@ -5,6 +5,7 @@ from __future__ import annotations
 
 class ApiError(Exception):
     status_code = 500
+    headers: dict[str, str] | None = None  # sent with the error (`Retry-After`)
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -32,6 +33,16 @@ class Conflict(ApiError):
     """The run is not in a state that allows this (ended, not waiting, already decided, wrong hash)."""
 
     status_code = 409
+
+
+class AtCapacity(ApiError):
+    """Every slot for a run's worker process is taken: nothing was started; try again later."""
+
+    status_code = 503
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class EngineUnavailable(ApiError):
