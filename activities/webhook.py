@@ -8,27 +8,36 @@ never sent — until one with it picks the attempt up.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+from urllib.parse import urlsplit
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.inputs import WebhookDelivered, WebhookInput
-from config.webhook_signing import SECRET_ENV, redact_url, signed_headers, url_problem
+from config.webhook_signing import SECRET_ENV, redact_url, resolved_problem, signed_headers, url_problem
 
 TIMEOUT_SECONDS = 10.0
 
 
 class WebhookActivities:
-    def __init__(self, secret: bytes | None, *, timeout: float = TIMEOUT_SECONDS) -> None:
+    """`allow_loopback`: the operator's `AGENT_WEBHOOK_ALLOW_LOOPBACK`, decided here, where the POST is made —
+    whoever starts a run chooses its URL, and any client can start a notifier workflow of its own."""
+
+    def __init__(self, secret: bytes | None, *, timeout: float = TIMEOUT_SECONDS, allow_loopback: bool = False) -> None:
         self.secret = secret
         self.timeout = timeout
+        self.allow_loopback = allow_loopback
 
     @activity.defn(name="deliver_webhook")
     async def deliver_webhook(self, input: WebhookInput) -> WebhookDelivered:
         where = redact_url(input.url)  # messages end up in history and logs: no credentials, no query
-        problem = url_problem(input.url)
+        problem = url_problem(input.url, allow_loopback=self.allow_loopback)
+        if problem is None:
+            problem = resolved_problem(await _addresses(input.url), allow_loopback=self.allow_loopback)
         if problem is not None:
             raise ApplicationError(f"webhook {where}: {problem}", type="WebhookRejected", non_retryable=True)
         if self.secret is None:
@@ -46,3 +55,15 @@ class WebhookActivities:
         if not 200 <= response.status_code < 300:
             raise ApplicationError(f"webhook {where}: HTTP {response.status_code}", type="WebhookFailed")
         return WebhookDelivered(status_code=response.status_code, attempt=activity.info().attempt)
+
+
+async def _addresses(url: str) -> list[str]:
+    """What the URL's host resolves to now (none when it does not resolve: the POST then fails, retryably)."""
+    parts = urlsplit(url)
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            parts.hostname or "", parts.port or 443, type=socket.SOCK_STREAM
+        )
+    except OSError:
+        return []
+    return sorted({str(info[4][0]) for info in infos})

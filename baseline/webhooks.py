@@ -5,7 +5,9 @@ every attempt is recorded in `webhook_attempts`. Delivery is at least once: rece
 
 Every delivery is signed (config/webhook_signing.py: HMAC-SHA256 under `AGENT_WEBHOOK_SECRET`, with a timestamp):
 `job run --webhook` refuses to start without the secret, and a deliverer without it leaves the delivery
-pending rather than send it unsigned. URLs are https, or http to a loopback host (a local relay)."""
+pending rather than send it unsigned. URLs are https, or http to a loopback host (a local relay) when the
+operator allows loopback (`AGENT_WEBHOOK_ALLOW_LOOPBACK=1`); checked before a run starts and again, with the
+host's addresses, before each delivery (config/webhook_signing.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,17 @@ import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
-from config.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, redact_url, signed_headers, url_problem
+from config.webhook_signing import (
+    SECRET_ENV,
+    WebhookConfigError,
+    host_addresses,
+    load_secret,
+    loopback_allowed,
+    redact_url,
+    resolved_problem,
+    signed_headers,
+    url_problem,
+)
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5
@@ -59,7 +71,7 @@ def check_webhook(url: str) -> None:
         load_secret_or_fail()
     except WebhookConfigError as exc:
         raise BadInput(f"--webhook: {exc}") from None
-    problem = url_problem(url)
+    problem = url_problem(url, allow_loopback=loopback_allowed())
     if problem is not None:
         raise BadInput(f"--webhook: {problem}")
 
@@ -86,6 +98,12 @@ def _claim(store: Store, webhook_id: int) -> bool:
 def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attempts: int, backoff: float) -> bool:
     body = row["payload"].encode() if isinstance(row["payload"], str) else bytes(row["payload"])
     event_id = f"{row['run_id']}:{row['id']}"
+    refused = _refusal(row["url"])
+    if refused is not None:  # never sent: a URL the operator does not allow is not retried either
+        _record(store, row, None, refused)
+        with store.transaction() as db:
+            db.execute("UPDATE webhooks SET status = 'failed' WHERE id = ?", (row["id"],))
+        return False
     for attempt in range(attempts):
         code: int | None = None
         headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
@@ -104,6 +122,17 @@ def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attemp
     with store.transaction() as db:
         db.execute("UPDATE webhooks SET status = 'failed' WHERE id = ?", (row["id"],))
     return False
+
+
+def _refusal(url: str) -> str | None:
+    allow = loopback_allowed()
+    problem = url_problem(url, allow_loopback=allow)
+    if problem is None:
+        try:
+            problem = resolved_problem(host_addresses(url), allow_loopback=allow)
+        except OSError:
+            return None  # does not resolve (now): the attempts below fail and say so
+    return f"refused: {problem}" if problem else None
 
 
 def _record(store: Store, row: Any, code: int | None, error: str | None) -> None:

@@ -11,15 +11,24 @@ A receiver recomputes the signature (constant-time compare), rejects one older t
 replayed capture), and remembers event ids it has processed. The secret is `AGENT_WEBHOOK_SECRET` or the
 file named by `AGENT_WEBHOOK_SECRET_FILE` (at least 16 characters; `openssl rand -hex 32`). Receivers in
 Python can call `verify()`; elsewhere, three lines of HMAC.
+
+Where deliveries may go (review N8): whoever starts a run chooses its URL, and the worker POSTs to it from
+inside the operator's network, retrying for a day. So a URL is https, never to a link-local address (cloud
+metadata), and never to this machine's loopback — unless the operator opts in with
+`AGENT_WEBHOOK_ALLOW_LOOPBACK=1` (a local relay), in which case plain http to loopback is allowed too. The
+host's addresses are checked again just before each delivery (`resolved_problem`): a name that resolves to
+loopback is loopback.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
+import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from config.loopback import is_loopback
@@ -30,6 +39,8 @@ TIMESTAMP_HEADER = "X-Agent-Timestamp"
 EVENT_ID_HEADER = "X-Agent-Event-Id"
 SECRET_ENV = "AGENT_WEBHOOK_SECRET"
 SECRET_FILE_ENV = "AGENT_WEBHOOK_SECRET_FILE"
+ALLOW_LOOPBACK_ENV = "AGENT_WEBHOOK_ALLOW_LOOPBACK"
+LOOPBACK_REFUSED = f"a loopback address is allowed only when the operator opts in ({ALLOW_LOOPBACK_ENV}=1)"
 MIN_SECRET_CHARS = 16
 TOLERANCE_SECONDS = 300
 VERSION = "v1"
@@ -54,9 +65,16 @@ def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
     return value.encode()
 
 
-def url_problem(url: str) -> str | None:
-    """Why deliveries cannot go to `url` (https, or plain http to a loopback host such as a local relay), or
-    None. Checked before a run starts, by both engines, and again by whatever delivers."""
+def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the operator lets deliveries go to this machine (`AGENT_WEBHOOK_ALLOW_LOOPBACK=1`)."""
+    value = (os.environ if environ is None else environ).get(ALLOW_LOOPBACK_ENV, "").strip().lower()
+    return value in ("1", "true", "yes", "on")
+
+
+def url_problem(url: str, *, allow_loopback: bool = False) -> str | None:
+    """Why deliveries cannot go to `url`, or None: https, not to a link-local address, and to loopback (where
+    plain http is allowed too, for a local relay) only with `allow_loopback`. Checked before a run starts,
+    by both engines, and again by whatever delivers, with the deliverer's own setting."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - a port out of range or not a number raises only when read (and at delivery)
@@ -66,9 +84,50 @@ def url_problem(url: str) -> str | None:
         return "the URL must be http(s)"
     if not parts.hostname:
         return "the URL has no host"
-    if parts.scheme == "http" and not is_loopback(parts.hostname):
-        return "use https (plain http only to a loopback host, e.g. a local relay)"
+    local = is_loopback(parts.hostname.rstrip(".")) or any(
+        _literal(parts.hostname, quality) for quality in ("is_loopback", "is_unspecified")
+    )
+    if _literal(parts.hostname, "is_link_local"):
+        return "a link-local address (such as a cloud metadata service) is never a webhook target"
+    if local and not allow_loopback:
+        return LOOPBACK_REFUSED
+    if parts.scheme == "http" and not local:
+        return "use https (plain http only to a loopback host, e.g. a local relay, when the operator allows it)"
     return None
+
+
+def resolved_problem(addresses: Iterable[str], *, allow_loopback: bool = False) -> str | None:
+    """Why deliveries cannot go to a host that resolves to `addresses` (checked just before each delivery):
+    a name that resolves to loopback or a link-local address is refused as those addresses are."""
+    for address in addresses:
+        ip = _ip(address)
+        if ip.is_link_local:
+            return "its host resolves to a link-local address, never a webhook target"
+        if (ip.is_loopback or ip.is_unspecified) and not allow_loopback:
+            return f"its host resolves to this machine: {LOOPBACK_REFUSED}"
+    return None
+
+
+def host_addresses(url: str) -> list[str]:
+    """The addresses `url`'s host resolves to (OSError when it does not resolve: the delivery fails)."""
+    parts = urlsplit(url)
+    infos = socket.getaddrinfo(parts.hostname or "", parts.port or 443, type=socket.SOCK_STREAM)
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def _literal(host: str, quality: str) -> bool:
+    try:
+        return bool(getattr(_ip(host.strip("[]")), quality))
+    except ValueError:
+        return False
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address as the kernel connects to it: `::ffff:127.0.0.1` is 127.0.0.1; a zone (`%eth0`) dropped."""
+    ip = ipaddress.ip_address(text.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
 
 
 def redact_url(url: str) -> str:

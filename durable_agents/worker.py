@@ -24,7 +24,7 @@ from config import observability
 from config.approver_keys import approver_public_keys
 from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
-from config.webhook_signing import load_secret
+from config.webhook_signing import load_secret, loopback_allowed
 from durable_agents.plugin import has_plugin
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
@@ -70,7 +70,9 @@ def build_worker(
     tools = ToolActivities(served, transcripts)
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
-    webhooks = WebhookActivities(webhook_secret if webhook_secret is not None else load_secret())
+    webhooks = WebhookActivities(
+        webhook_secret if webhook_secret is not None else load_secret(), allow_loopback=loopback_allowed()
+    )
     return Worker(
         client,
         task_queue=task_queue,

@@ -89,13 +89,14 @@ class AgentInput(BaseModel):
     webhook: str | None = Field(
         None,
         description="POSTed once when the run ends (signed with the worker's AGENT_WEBHOOK_SECRET): https, or "
-        "http to a loopback host.",
+        "http to a loopback host when the worker's operator allows loopback (AGENT_WEBHOOK_ALLOW_LOOPBACK).",
     )
 
     @field_validator("webhook")
     @classmethod
     def _deliverable(cls, url: str | None) -> str | None:
-        problem = url_problem(url) if url is not None else None
+        # The URL's shape only: whether loopback is allowed is the delivering worker's setting, decided there.
+        problem = url_problem(url, allow_loopback=True) if url is not None else None
         if problem is not None:
             raise ValueError(problem)
         return url

@@ -170,9 +170,11 @@ def create_app(
 
 
 def shown_to(view: RunView, who: Principal) -> RunView:
-    """To a caller nobody authenticated (--insecure-no-auth), no webhook errors: they would map internal
-    hosts and ports. URLs are always shown without credentials or query (the engines redact them)."""
-    if who is not ANONYMOUS:
+    """To a viewer, and to a caller nobody authenticated (--insecure-no-auth), a webhook's attempts say only
+    that they failed, not why: the error per attempt (`HTTP 401`, `ConnectError`) would map which internal
+    hosts and ports answer (review N8). An approver, who may set webhooks, sees why. URLs are always shown
+    without credentials or query (the engines redact them)."""
+    if who is not ANONYMOUS and who.may("approver"):
         return view
     hooks = [
         hook.model_copy(update={"history": [a | {"error": "failed" if a.get("error") else None} for a in hook.history]})

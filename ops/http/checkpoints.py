@@ -34,7 +34,7 @@ from baseline.status import run_status
 from baseline.store import Store
 from baseline.webhooks import check_webhook
 from config.settings import ROOT
-from config.webhook_signing import redact_url, url_problem
+from config.webhook_signing import loopback_allowed, redact_url, url_problem
 from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
 from ops.http.errors import AtCapacity, Conflict, InvalidRequest, RunNotFound
@@ -171,7 +171,7 @@ class CheckpointEngine:
             first = exc.errors()[0]
             raise InvalidRequest(first["msg"], "options." + ".".join(map(str, first["loc"]))) from None
         if request.webhook is not None:
-            if problem := url_problem(request.webhook):
+            if problem := url_problem(request.webhook, allow_loopback=loopback_allowed()):
                 raise InvalidRequest(problem, "webhook")
             try:
                 check_webhook(request.webhook)

@@ -24,7 +24,7 @@ from agentic.agent import InvalidOptions
 from agentic.approvals import AuditEntry, PendingApproval
 from agentic.progress import percent
 from agentic.signing import ApproverKey
-from config.webhook_signing import redact_url, url_problem
+from config.webhook_signing import loopback_allowed, redact_url, url_problem
 from durable_agents.client import QUERY_TIMEOUT, AgentClient, RunHandle
 from durable_agents.errors import (
     ApprovalRejected,
@@ -232,7 +232,7 @@ class TemporalEngine:
             agent.parse_options(request.options)
         except InvalidOptions as exc:
             raise InvalidRequest(str(exc), "options") from None
-        if request.webhook is not None and (problem := url_problem(request.webhook)):
+        if request.webhook is not None and (problem := url_problem(request.webhook, allow_loopback=loopback_allowed())):
             raise InvalidRequest(problem, "webhook")
         run_id = request.run_id or f"{agent.name}-{uuid.uuid4().hex[:8]}"
         with _translated():

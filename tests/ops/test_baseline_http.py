@@ -206,7 +206,7 @@ def test_webhook_on_terminal_state_is_signed_retried_until_delivered_and_shown_r
     job: Job, api: httpx.Client
 ) -> None:
     Receiver.received = []
-    job.extra_env["AGENT_WEBHOOK_SECRET"] = WEBHOOK_SECRET
+    job.extra_env |= {"AGENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1"}  # a local receiver
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     thread = threading.Thread(target=receiver.serve_forever, daemon=True)
     thread.start()
@@ -237,7 +237,7 @@ def test_webhook_on_terminal_state_is_signed_retried_until_delivered_and_shown_r
 
 def test_a_webhook_that_cannot_be_delivered_is_said_when_the_run_ends(job: Job) -> None:
     """Review L13: the run is done (exit 0), and the person who ran it is told its webhook did not arrive."""
-    job.extra_env["AGENT_WEBHOOK_SECRET"] = WEBHOOK_SECRET
+    job.extra_env |= {"AGENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1"}
     with socket.socket() as probe:  # a loopback port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]

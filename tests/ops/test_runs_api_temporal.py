@@ -39,8 +39,13 @@ MARIA = ApproverKey.generate("maria")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiStack]:
     built = temporal_stack(
         tmp_path_factory.mktemp("api-temporal-only"),
-        extra_env={"AGENT_API_APPROVER_KEYS": MARIA.entry()},
-        worker_env={"AGENT_WEBHOOK_SECRET": SECRET, "AGENT_APPROVER_KEYS": MARIA.public_entry()},
+        # The webhook receiver is on loopback: the operator opts in, on the API and on the worker.
+        extra_env={"AGENT_API_APPROVER_KEYS": MARIA.entry(), "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1"},
+        worker_env={
+            "AGENT_WEBHOOK_SECRET": SECRET,
+            "AGENT_APPROVER_KEYS": MARIA.public_entry(),
+            "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1",
+        },
     )
     try:
         yield built
