@@ -12,7 +12,10 @@ Design, and why:
   that has not been forgotten. Forgetting a source therefore *reverts* a key another source wrote earlier
   (what the untainted source taught still stands) instead of deleting the key outright.
 - **One version per tool call.** A write made by a tool carries the call's idempotency key (`write_key`,
-  unique): a retried, replayed or resumed call finds its version and adds none.
+  unique within its namespace): a retried, replayed or resumed call finds its version and adds none. What it
+  finds is returned only if it is the same fact (namespace, key, value); a different fact under the same key
+  — a run id reused after a prune, writing something else — fails loudly (`WriteKeyConflict`), and a write
+  key is never looked up in another namespace (review N6: that returned another customer's fact).
 - **Forgetting erases, and leaves a tombstone.** The forgotten versions' values are erased and the rows marked
   `forgotten_at`/`forgotten_by`: memory no longer holds what the source taught, and a late retry of the very
   call that wrote it finds its row and cannot bring the value back.
@@ -48,6 +51,11 @@ MAX_SOURCE = 500
 MAX_VALUE_BYTES = 16_384  # a fact is a fact, not a document: memory is read back into every later run
 
 OPERATOR = "operator"  # the writer of a fact, or the forgetter of a source, when no one else is named
+
+
+class WriteKeyConflict(ValueError):
+    """The write key already wrote a different fact in this namespace: this is not a retry of that write
+    (a run id reused after its run was pruned, say). Nothing is written, and the other fact is not shown."""
 
 
 class FactRecord(BaseModel):
@@ -191,14 +199,17 @@ class DurableFactStore:
             row = db.execute(
                 self._sql(
                     "INSERT INTO facts (namespace, key, value, source, writer, run_id, call_id, write_key, at)"
-                    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (write_key) DO NOTHING RETURNING {_COLUMNS}"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, write_key) DO NOTHING"
+                    f" RETURNING {_COLUMNS}"
                 ),
                 (namespace, fact.key, value, fact.source, writer, run_id, call_id, write_key, self._time(now())),
             ).fetchone()
             if row is None:  # this call wrote its version already: a retry, a replay, a resumed run
                 row = db.execute(
-                    self._sql(f"SELECT {_COLUMNS} FROM facts WHERE write_key = ?"), (write_key,)
+                    self._sql(f"SELECT {_COLUMNS} FROM facts WHERE namespace = ? AND write_key = ?"),
+                    (namespace, write_key),
                 ).fetchone()
+                _same_fact(_record(row), fact, value, write_key)
         return _record(row)
 
     def forget(self, namespace: str, source: str, *, by: str = OPERATOR) -> Forgotten:
@@ -397,6 +408,7 @@ class SqliteFactStore(DurableFactStore):
         with self._lock:
             if self._file is None:
                 self._file = SqliteFile(self.path, SQLITE_SCHEMA, self.busy_timeout)
+                _scope_write_keys(self._file)
             return self._file
 
     def _reading(self) -> AbstractContextManager[Any]:
@@ -419,13 +431,14 @@ CREATE TABLE IF NOT EXISTS facts (
     writer       TEXT NOT NULL,
     run_id       TEXT,
     call_id      TEXT,
-    write_key    TEXT UNIQUE,
+    write_key    TEXT,
     at           {time} NOT NULL,
     forgotten_at {time},
     forgotten_by TEXT
 );
 CREATE INDEX IF NOT EXISTS facts_key ON facts (namespace, key, seq);
 CREATE INDEX IF NOT EXISTS facts_source ON facts (namespace, source);
+CREATE UNIQUE INDEX IF NOT EXISTS facts_write_key ON facts (namespace, write_key);
 CREATE TABLE IF NOT EXISTS fact_audit (
     seq       {serial},
     namespace TEXT NOT NULL,
@@ -438,14 +451,57 @@ CREATE TABLE IF NOT EXISTS fact_audit (
     call_id   TEXT,
     write_key TEXT,
     detail    TEXT NOT NULL,
-    at        {time} NOT NULL,
-    UNIQUE (action, write_key)
+    at        {time} NOT NULL
 );
 CREATE INDEX IF NOT EXISTS fact_audit_namespace ON fact_audit (namespace, seq);
+CREATE UNIQUE INDEX IF NOT EXISTS fact_audit_write_key ON fact_audit (namespace, action, write_key);
 """
 
 
+# Files and databases made before write keys were scoped by namespace (review N6) had them unique across all
+# namespaces, as column and table constraints: `create`/`SqliteFactStore` remove those (LEGACY_UNIQUE).
+FACT_TABLES = ("facts", "fact_audit")
+
+
 SQLITE_SCHEMA = schema(serial="INTEGER PRIMARY KEY AUTOINCREMENT", time="TEXT")
+
+
+def _scope_write_keys(file: SqliteFile) -> None:
+    """A file made before write keys were scoped by namespace: its tables rebuilt without the old constraints
+    (SQLite cannot drop a constraint), rows and numbering kept, in one transaction — once per file."""
+
+    def legacy(db: Any) -> list[str]:
+        return [t for t in FACT_TABLES if any(row[3] == "u" for row in db.execute(f"PRAGMA index_list({t})"))]
+
+    with file.connect() as db:
+        if not legacy(db):
+            return
+    with file.transaction() as db:
+        tables = legacy(db)  # again, under the write lock: another process may have done it meanwhile
+        for table in tables:
+            db.execute(f"ALTER TABLE {table} RENAME TO {table}_legacy")
+            for (index,) in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL",
+                (f"{table}_legacy",),
+            ).fetchall():
+                db.execute(f"DROP INDEX {index}")
+        for statement in SQLITE_SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        for table in tables:
+            columns = _COLUMNS if table == "facts" else _AUDIT_COLUMNS
+            db.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table}_legacy")
+            db.execute(f"DROP TABLE {table}_legacy")
+
+
+def _same_fact(found: FactRecord, fact: Fact, value: str, write_key: str | None) -> None:
+    """The version a write key already wrote must be this fact (its value erased if it was forgotten since)."""
+    same_value = found.forgotten_at is not None or _value_json(found.value) == value
+    if found.key != fact.key or not same_value:
+        raise WriteKeyConflict(
+            f"write key {write_key!r} already wrote another fact in {found.namespace} (not {fact.key!r} with this"
+            " value): the same key is not a retry of that write; nothing was written"
+        )
 
 
 def _value_json(value: JsonValue) -> str:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agentic.errors import ToolFatal
 from agentic.memory import Fact
 from agentic.tools import Tool, ToolContext, tool
-from stores.facts import DurableFactStore, FactNamespace, check_namespace
+from stores.facts import DurableFactStore, FactNamespace, WriteKeyConflict, check_namespace
 
 
 class MemoryOptions(BaseModel):
@@ -74,9 +74,12 @@ def memory_tools(*, writer: str) -> list[Tool]:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'fact'}: {e['msg']}" for e in exc.errors())
             raise ValueError(f"not a fact: {problems}") from None
-        record = memory.write(
-            fact, writer=writer, run_id=ctx.run_id or None, call_id=ctx.call_id, write_key=ctx.idempotency_key
-        )
+        try:
+            record = memory.write(
+                fact, writer=writer, run_id=ctx.run_id or None, call_id=ctx.call_id, write_key=ctx.idempotency_key
+            )
+        except WriteKeyConflict as exc:  # not the model's to fix: this run's call key wrote another fact before
+            raise ToolFatal(str(exc)) from None
         if record.forgotten_at is not None:  # this very call's write, purged before the call was answered
             return f"Remembered {key!r}, but its source {source!r} has since been forgotten: it is not kept."
         return f"Remembered in {memory.name}: {record.describe()}"

@@ -1,8 +1,8 @@
 """The durable fact store on PostgreSQL: the SQL of `DurableFactStore`, on the database the ledger and the
 transcripts share (`AGENT_DATABASE_URL`), so every worker host reads and writes the same memory.
 
-A write is one `INSERT ... ON CONFLICT (write_key) DO NOTHING`: two hosts running the same tool call (a zombie
-worker and its replacement) race on the unique index, and the second finds the first's version.
+A write is one `INSERT ... ON CONFLICT (namespace, write_key) DO NOTHING`: two hosts running the same tool call
+(a zombie worker and its replacement) race on the unique index, and the second finds the first's version.
 """
 
 from __future__ import annotations

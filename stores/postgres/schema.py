@@ -10,6 +10,7 @@ value is JSON (NUL escaped) and its names refuse NUL (stores/facts.py), so they 
 from __future__ import annotations
 
 import psycopg
+from psycopg import sql
 
 from stores.facts import schema as facts_schema
 from stores.transcripts import UNOWNED
@@ -75,6 +76,7 @@ def create(db: psycopg.Connection) -> list[str]:
             )
         }
         db.execute(SCHEMA)
+        _scope_write_keys(db)
         if "transcript_owners" not in existing:
             # Rows written before owners were recorded: whose they are is unknown, so they are kept forever.
             db.execute(
@@ -83,3 +85,14 @@ def create(db: psycopg.Connection) -> list[str]:
                 {"nobody": UNOWNED},
             )
     return [name for name in TABLES if name not in existing]
+
+
+def _scope_write_keys(db: psycopg.Connection) -> None:
+    """Tables made before write keys were scoped by namespace (review N6) had them unique across namespaces, as
+    constraints; now unique indexes per namespace replace them (stores/facts.py). Idempotent."""
+    legacy = db.execute(
+        "SELECT conrelid::regclass::text, conname FROM pg_constraint"
+        " WHERE contype = 'u' AND conrelid IN (to_regclass('facts'), to_regclass('fact_audit'))"
+    ).fetchall()
+    for table, name in legacy:
+        db.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(sql.Identifier(table), sql.Identifier(name)))
