@@ -3,13 +3,16 @@
 Anything the model can write here it can read back in every later run, so a prompt injection that
 lands a fact is an injection that persists. Hence two defences: every fact names its `source` (so a
 poisoned document can be forgotten wholesale), and keys that grant power (`PROTECTED`) are refused
-on write and on load.
+on write and on load — however they are spelled (review N7): a key is compared as its words, so `is-admin`,
+`isAdmin`, `IS ADMIN`, `user_role`, `discount_percent`, `refund_limit_usd`, `ro\u200ble` and `Role\u00ad` are
+all protected. A model names keys; a few false refusals cost less than one persisted grant.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
@@ -68,15 +71,22 @@ class FactStore:
         {
             "is_admin",
             "admin",
+            "administrator",
+            "superuser",
             "role",
             "roles",
             "permissions",
+            "privileges",
+            "entitlements",
             "scopes",
+            "access_level",
             "price",
+            "pricing",
             "balance",
             "discount",
             "credit_limit",
             "refund_limit",
+            "spending_limit",
         }
     )
 
@@ -87,9 +97,21 @@ class FactStore:
 
     @classmethod
     def is_protected(cls, key: str) -> bool:
-        """Whether `key` names a protected fact, however it is cased, padded or Unicode-spelled."""
-        # NFKC folds look-alikes such as full-width letters; casefold and strip cover " Is_Admin ".
-        return unicodedata.normalize("NFKC", key).strip().casefold() in cls.PROTECTED
+        """Whether `key` names a protected fact, however it is cased, padded, separated or Unicode-spelled:
+        when any run of its words, joined, is a protected key's words joined (`user_role` holds `role`,
+        `isAdmin` is `is admin`, `isadmin` is `isadmin`), plurals folded."""
+        words = key_words(key)
+        terms = _terms(cls.PROTECTED)
+        longest = max((len(term) for term in terms), default=0)
+        for start in range(len(words)):
+            joined = ""
+            for word in words[start:]:
+                joined += word
+                if joined in terms:
+                    return True
+                if len(joined) > longest:
+                    break
+        return False
 
     @classmethod
     def refuse_protected(cls, fact: Fact) -> None:
@@ -160,6 +182,29 @@ class FactStore:
                 raise ValueError(f"FactStore.load: duplicate fact key {fact.key!r}")
             seen.add(fact.key)
         return cls(dump.facts)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[\W_]+")
+_INVISIBLE = {"Cf", "Cc", "Mn", "Me", "Mc"}  # zero-width and bidi marks, soft hyphen, controls, combining marks
+
+
+def key_words(key: str) -> list[str]:
+    """A fact key as the words it reads as: look-alikes folded (NFKC), invisible characters and accents
+    dropped, split at separators and camelCase, casefolded, a plural `s` dropped."""
+    text = unicodedata.normalize("NFKC", key)
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if unicodedata.category(c) not in _INVISIBLE)
+    text = _CAMEL.sub(" ", text)
+    return [_singular(word) for word in _SEPARATORS.split(text.casefold()) if word]
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _terms(keys: frozenset[str]) -> frozenset[str]:
+    return frozenset("".join(key_words(key)) for key in keys)
 
 
 def _reject_constant(name: str) -> None:

@@ -120,10 +120,13 @@ def test_protected_keys_are_refused_and_store_is_unchanged(key: str) -> None:
 
 
 def test_unprotected_lookalike_keys_are_allowed() -> None:
+    # Words that contain a protected word are other words. (A key that holds one as a word of its own, like
+    # `price_currency`, is protected since review N7: tests/agentic/test_protected_keys.py.)
     store = FactStore()
-    store.write(Fact("price_currency", "INR", "catalogue"))
-    store.write(Fact("preferred_role_model", "Ada", "chat"))
-    assert len(store) == 2
+    store.write(Fact("roleplay_style", "pirate", "chat"))
+    store.write(Fact("badminton_club", "Pune", "chat"))
+    store.write(Fact("preferred_courier", "BlueDart", "ticket T-1"))
+    assert len(store) == 3
 
 
 @pytest.mark.parametrize(
