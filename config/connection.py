@@ -34,7 +34,8 @@ def data_converter(settings: Settings) -> DataConverter:
         return pydantic_data_converter
     return dataclasses.replace(
         pydantic_data_converter,
-        payload_codec=AesGcmCodec(keyring, strict=settings.codec_strict),
+        # Bound to the namespace: a ciphertext copied into another namespace does not decrypt there.
+        payload_codec=AesGcmCodec(keyring, strict=settings.codec_strict, namespace=settings.namespace),
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
 

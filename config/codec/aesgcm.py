@@ -3,11 +3,18 @@ arguments and results, memos, summaries and (with the encoded-attributes failure
 messages are ciphertext in Temporal's database and history.
 
 Wire format: the encoded payload has metadata `encoding: binary/encrypted`, `encryption-key-id: <kid>` and
-`encryption-format: 2`, and data `nonce (12 random bytes) || ciphertext || tag`, where the plaintext is the
-original payload, protobuf-serialised (its metadata included). The associated data is
-`binary/encrypted|2|<kid>`: relabelling a payload with another key id, or stripping the format marker, makes
-it fail to authenticate (review L3). Payloads without the marker are the earlier format (Temporal's
-encryption samples: no associated data) and still decrypt, so history written before stays readable.
+`encryption-format: 3`, and data `nonce (12 random bytes) || ciphertext || tag`, where the plaintext is the
+original payload, protobuf-serialised (its metadata included). The associated data binds everything the label
+says plus where the payload lives: `binary/encrypted|3|["<kid>","<namespace>"]` (review L3). Relabelling a
+payload with another key id or format fails to authenticate, and so does a ciphertext copied into another
+namespace that shares the keys (staging into production, one tenant's history into another's): the codec of a
+client (config/connection.py) is bound to that client's namespace, the codec endpoint to the namespace each
+request names. (The workflow or the field a payload belongs to is not bound: the codec endpoint, the CLI and
+archive readers decode without that context.)
+
+Earlier formats still decrypt, so history written before stays readable: `encryption-format: 2` (associated
+data `binary/encrypted|2|<kid>`, what a codec without a namespace still writes) and no marker at all
+(Temporal's encryption samples: no associated data).
 
 Decoding leaves payloads that are not `binary/encrypted` alone, so history written before the codec was
 turned on stays readable — unless `strict` (`AGENT_CODEC_STRICT=1`), which refuses them: then a client
@@ -18,6 +25,7 @@ say who wrote it (anyone with the keys can) and does not hide its length (docs/o
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 
@@ -31,7 +39,8 @@ from config.codec.keys import KeyRing
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
 FORMAT = "encryption-format"
-FORMAT_VERSION = b"2"
+FORMAT_VERSION = b"2"  # key id and format bound; what a codec without a namespace writes
+FORMAT_NAMESPACED = b"3"  # ... and the namespace
 NONCE_BYTES = 12
 
 
@@ -44,15 +53,24 @@ class PlaintextPayloadError(DecryptionError):
     """Strict mode met a payload that is not encrypted."""
 
 
-def associated_data(kid: str) -> bytes:
-    return ENCODING + b"|" + FORMAT_VERSION + b"|" + kid.encode()
+def associated_data(kid: str, namespace: str | None = None) -> bytes:
+    if namespace is None:
+        return ENCODING + b"|" + FORMAT_VERSION + b"|" + kid.encode()
+    return ENCODING + b"|" + FORMAT_NAMESPACED + b"|" + json.dumps([kid, namespace]).encode()
 
 
 class AesGcmCodec(PayloadCodec):
-    def __init__(self, keyring: KeyRing, *, strict: bool = False) -> None:
+    """`namespace`: the Temporal namespace the payloads belong to (a client's); None writes format 2."""
+
+    def __init__(self, keyring: KeyRing, *, strict: bool = False, namespace: str | None = None) -> None:
         self.keyring = keyring
         self.strict = strict
+        self.namespace = namespace
         self._ciphers = {kid: AESGCM(key) for kid, key in keyring.keys.items()}
+
+    def in_namespace(self, namespace: str) -> AesGcmCodec:
+        """The same keys, bound to `namespace` (the codec endpoint: per request)."""
+        return AesGcmCodec(self.keyring, strict=self.strict, namespace=namespace)
 
     @property
     def active_key_id(self) -> str:
@@ -76,8 +94,10 @@ class AesGcmCodec(PayloadCodec):
             raise DecryptionError(f"encrypted data under key {kid!r} does not authenticate") from None
 
     def encrypt(self, payload: Payload) -> Payload:
-        kid, data = self.seal(payload.SerializeToString(), associated_data(self.keyring.active))
-        return Payload(metadata={"encoding": ENCODING, KEY_ID: kid.encode(), FORMAT: FORMAT_VERSION}, data=data)
+        kid = self.keyring.active
+        marker = FORMAT_VERSION if self.namespace is None else FORMAT_NAMESPACED
+        kid, data = self.seal(payload.SerializeToString(), associated_data(kid, self.namespace))
+        return Payload(metadata={"encoding": ENCODING, KEY_ID: kid.encode(), FORMAT: marker}, data=data)
 
     def decrypt(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != ENCODING:
@@ -89,10 +109,19 @@ class AesGcmCodec(PayloadCodec):
             return payload
         kid = payload.metadata.get(KEY_ID, b"").decode(errors="replace")
         marker = payload.metadata.get(FORMAT)
-        if marker not in (None, FORMAT_VERSION):
+        if marker == FORMAT_NAMESPACED:
+            if self.namespace is None:
+                raise DecryptionError(
+                    f"encrypted payload under key {kid!r} belongs to a namespace, and this codec was given none"
+                )
+            context: bytes | None = associated_data(kid, self.namespace)
+        elif marker == FORMAT_VERSION:
+            context = associated_data(kid)
+        elif marker is None:  # the format before associated data (Temporal's samples), still readable
+            context = None
+        else:
             raise DecryptionError(f"encrypted payload under key {kid!r} has an unknown format")
-        # No marker: the format before associated data (Temporal's samples), still readable.
-        return Payload.FromString(self.open(kid, payload.data, associated_data(kid) if marker else None))
+        return Payload.FromString(self.open(kid, payload.data, context))
 
     def encrypt_all(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [self.encrypt(p) for p in payloads]

@@ -6,7 +6,9 @@ encrypted payloads decrypted — to whoever may decrypt them.
     temporal workflow show -w RUN_ID --codec-endpoint http://localhost:8081 --codec-auth "Bearer $TOKEN"
 
 Routes: `POST /encode`, `POST /decode` (also under a prefix, e.g. `/{namespace}/decode`) with a JSON body
-`{"payloads": [...]}` (protobuf JSON of `temporal.api.common.v1.Payloads`) and the same shape back;
+`{"payloads": [...]}` (protobuf JSON of `temporal.api.common.v1.Payloads`) and the same shape back. Payloads
+are bound to their namespace (config/codec/aesgcm.py): the one the request names — the `X-Namespace` header
+the Web UI and the CLI send, else the path's prefix — else `--namespace` (default: TEMPORAL_NAMESPACE);
 `OPTIONS` for CORS preflights; `GET /health`; `GET|POST /login` and `POST /logout` for the Web UI.
 
 Access: encode/decode need `Authorization: Bearer <AGENT_CODEC_AUTH_TOKEN>` (the CLI's `--codec-auth`) or
@@ -42,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
@@ -100,12 +102,13 @@ class CodecService:
             return True
         return self.sessions.valid(session_of(get("Cookie")))
 
-    def apply(self, operation: str, body: bytes) -> bytes:
+    def apply(self, operation: str, body: bytes, namespace: str | None = None) -> bytes:
         payloads = json_format.Parse(body, Payloads(), ignore_unknown_fields=True)
+        codec = self.codec.in_namespace(namespace) if namespace else self.codec
         if operation == "encode":
-            result = self.codec.encrypt_all(payloads.payloads)
+            result = codec.encrypt_all(payloads.payloads)
         else:
-            result = self.codec.decrypt_all(payloads.payloads)
+            result = codec.decrypt_all(payloads.payloads)
         return json_format.MessageToJson(Payloads(payloads=result), indent=None).encode()
 
 
@@ -120,6 +123,15 @@ def session_of(cookie_header: str | None) -> str | None:
 def _operation(path: str) -> str | None:
     last = path.rstrip("/").rsplit("/", 1)[-1]
     return last if last in ("encode", "decode") else None
+
+
+def _namespace(path: str, headers: object) -> str | None:
+    """The namespace a request names: `X-Namespace`, else the prefix of `/{namespace}/decode`."""
+    named = (headers.get("X-Namespace") or "").strip()  # type: ignore[attr-defined]
+    if named:
+        return str(named)
+    parts = [p for p in path.split("/") if p]
+    return unquote(parts[-2]) if len(parts) >= 2 else None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -218,7 +230,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             return None
         try:
-            answer = self.service.apply(operation, body)
+            answer = self.service.apply(operation, body, _namespace(path, self.headers))
         except json_format.ParseError as exc:
             return self._error(HTTPStatus.BAD_REQUEST, f"not a Payloads JSON body: {exc}")
         except (UnknownKeyError, DecryptionError) as exc:
@@ -320,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
         "--allowed-host", action="append", default=None, help="a Host name besides localhost (repeatable)"
     )
     parser.add_argument(
+        "--namespace", help="the namespace of requests that name none (default: TEMPORAL_NAMESPACE, else default)"
+    )
+    parser.add_argument(
         "--insecure-no-auth",
         action="store_true",
         help="start without AGENT_CODEC_AUTH_TOKEN: anyone who reaches the port decrypts (loopback only)",
@@ -352,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     hosts = frozenset(args.allowed_host or hosts_from_env("AGENT_CODEC_ALLOWED_HOSTS"))
     service = CodecService(
-        AesGcmCodec(keyring),
+        AesGcmCodec(keyring, namespace=args.namespace or settings.namespace),
         token=token,
         origins=origins,
         secure_cookie=args.secure_cookie,
