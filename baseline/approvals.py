@@ -3,6 +3,14 @@ waiting worker polls the row, and decisions from any process go through `agentic
 
 `pending`, `approved`, `declined` and `expired` are distinct; `withdrawn` means the run was cancelled
 while it waited. A decision that does not fit changes nothing and is recorded in `approval_audit`.
+
+Signed decisions, as on Temporal (agentic/signing.py): where approver keys are configured
+(`AGENT_APPROVER_KEYS`), a decision counts only when signed by the approver it names, over this run, this call,
+the verdict, the reason and the arguments hash. The process that records a decision checks it with its keys
+(`job approve --key-file` signs; `job serve` signs for its logged-in approvers); and the runner — the process
+about to act — checks the recorded decision again with its own keys before it acts, so a row written by
+anyone who can write the store, or by a process configured without keys, moves nothing: it is audited as
+rejected and the call waits on.
 """
 
 from __future__ import annotations
@@ -10,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +26,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentic import ToolCall
-from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome, PendingApproval
+from agentic.approvals import (
+    ApprovalBook,
+    ApprovalPolicy,
+    AuditEntry,
+    Decision,
+    Outcome,
+    PendingApproval,
+    arguments_hash,
+)
+from agentic.signing import signature_problem
 from baseline.errors import BadInput, DecisionRejected, UnknownRun
 from baseline.lease import LeaseKeeper
 from baseline.schema import TERMINAL
@@ -47,13 +64,18 @@ def await_decision(
     lease: LeaseKeeper | None,
     progress: Progress,
     ancestors: Sequence[str] = (),
+    approver_keys: Mapping[str, str] | None = None,
 ) -> Answer:
+    """Wait for the call's decision. `approver_keys` (the runner's own): a recorded decision is acted on only
+    when it verifies under them; one that does not is audited as rejected and the call waits on."""
     timeout = policy.timeout_for(call.name, declared_timeout)
     _open(store, run_id, owner, call, timeout, progress)
     while True:
         if lease is not None:
             lease.check()
         row = _row(store.query("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call.identity)))
+        if row["status"] in _DECIDED and approver_keys and not _verified(store, run_id, call, row, approver_keys):
+            continue  # refused and reopened: read it again
         if row["status"] in _DECIDED:
             break
         cancel = store.pending_cancel(run_id, *ancestors)  # a delegated run's wait ends with its parent's
@@ -108,6 +130,35 @@ def _insert(db: sqlite3.Connection, pending: PendingApproval, timeout: float) ->
     )
 
 
+def _verified(store: Store, run_id: str, call: ToolCall, row: sqlite3.Row, keys: Mapping[str, str]) -> bool:
+    """Whether the recorded decision is one a configured approver signed for exactly this call (its hash
+    recomputed from the call the runner is about to make); if not, audit it as rejected and reopen the call."""
+    if row["status"] == Outcome.EXPIRED.value:
+        return True  # nobody's decision: the deadline's, noticed by whoever passed it
+    decision = Decision(
+        call_id=call.identity,
+        approve=row["status"] == Outcome.APPROVED.value,
+        approver=row["decided_by"] or "?",
+        reason=row["reason"],
+        arguments_hash=arguments_hash(call),
+        signature=row["signature"],
+    )
+    problem = signature_problem(keys, decision.signature, decision.approver, decision.signed_text(run_id))
+    if problem is None:
+        return True
+    with store.transaction() as db:
+        reopened = db.execute(
+            "UPDATE approvals SET status = 'pending', decided_by = NULL, reason = '', decided_at = NULL,"
+            " signature = NULL WHERE run_id = ? AND call_id = ? AND status = ? AND decided_by IS ?"
+            " AND signature IS ?",
+            (run_id, call.identity, row["status"], row["decided_by"], row["signature"]),
+        ).rowcount
+        if reopened:  # (else it changed meanwhile: it is read again)
+            entry = _rejected(decision, row, datetime.now(UTC), f"the recorded decision does not verify: {problem}")
+            _persist(db, run_id, entry)
+    return False
+
+
 def _expire(store: Store, run_id: str, call_id: str, now: datetime) -> None:
     with store.transaction() as db:
         book, _ = _book(db, run_id)
@@ -138,8 +189,11 @@ def decide(
     call_id: str | None = None,
     reason: str = "",
     arguments_hash: str | None = None,
+    signature: str | None = None,
+    approver_keys: Mapping[str, str] | None = None,
 ) -> AuditEntry:
-    """Apply a human's decision, or record why it was rejected (and raise DecisionRejected)."""
+    """Apply a human's decision, or record why it was rejected (and raise DecisionRejected). With
+    `approver_keys` (this process's), only a decision signed by its approver counts."""
     now = datetime.now(UTC)
     with store.transaction() as db:
         run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -155,23 +209,26 @@ def decide(
                 approver=approver,
                 reason=reason,
                 arguments_hash=arguments_hash or (row["arguments_hash"] if row else ""),
+                signature=signature,
             )
         except ValidationError as exc:
             raise BadInput(f"invalid decision: {exc.errors()[0]['msg']}") from None
-        book, _ = _book(db, run_id)
+        book, _ = _book(db, run_id, approver_keys)
         if call_id in book.pending and now >= book.pending[call_id].deadline:
             _persist(db, run_id, book.expire(call_id))  # whoever notices the deadline first records it
         why = _outside_the_book(run["status"], row)
         entry = _rejected(decision, row, now, why) if why else book.decide(decision, now)
         if entry.tool is None and row is not None:
             entry = entry.model_copy(update={"tool": row["tool"]})
-        _persist(db, run_id, entry)
+        _persist(db, run_id, entry, signature)
     if entry.event == "rejected":
         raise DecisionRejected(f"decision rejected: {entry.rejection}")
     return entry
 
 
-def rejection(store: Store, run_id: str, decision: Decision) -> str | None:
+def rejection(
+    store: Store, run_id: str, decision: Decision, approver_keys: Mapping[str, str] | None = None
+) -> str | None:
     """Why `decision` would be rejected now, without recording anything (the HTTP API answers 409 and
     changes nothing, as Temporal's update validator does); None if `decide` would apply it."""
     with store.transaction() as db:  # one consistent read
@@ -181,7 +238,7 @@ def rejection(store: Store, run_id: str, decision: Decision) -> str | None:
         row = db.execute(
             "SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, decision.call_id)
         ).fetchone()
-        book, _ = _book(db, run_id)
+        book, _ = _book(db, run_id, approver_keys)
     if run["status"] in TERMINAL and (row is None or row["status"] == "pending"):
         return f"run {run_id} has already ended ({run['status']}); nothing waits for this decision"
     return _outside_the_book(run["status"], row) or book.rejection(decision, datetime.now(UTC))
@@ -219,10 +276,12 @@ def _only_call(run_id: str, rows: dict[str, sqlite3.Row]) -> str:
     raise BadInput(f"run {run_id} has several approvals ({', '.join(candidates)}); pass --call")
 
 
-def _book(db: sqlite3.Connection, run_id: str) -> tuple[ApprovalBook, list[sqlite3.Row]]:
-    """The run's approvals as agentic's ApprovalBook, so its rules decide."""
+def _book(
+    db: sqlite3.Connection, run_id: str, approver_keys: Mapping[str, str] | None = None
+) -> tuple[ApprovalBook, list[sqlite3.Row]]:
+    """The run's approvals as agentic's ApprovalBook, so its rules decide (signatures too, with keys)."""
     rows = db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,)).fetchall()
-    book = ApprovalBook()
+    book = ApprovalBook(run_id=run_id, approver_keys=dict(approver_keys or {}))
     for r in rows:
         if r["status"] == "pending":
             book.pending[r["call_id"]] = PendingApproval(
@@ -239,23 +298,24 @@ def _book(db: sqlite3.Connection, run_id: str) -> tuple[ApprovalBook, list[sqlit
     return book, rows
 
 
-def _persist(db: sqlite3.Connection, run_id: str, entry: AuditEntry) -> None:
+def _persist(db: sqlite3.Connection, run_id: str, entry: AuditEntry, signature: str | None = None) -> None:
     if entry.event != "rejected":
         db.execute(
-            "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?"
+            "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, decided_at = ?, signature = ?"
             " WHERE run_id = ? AND call_id = ?",
             (
                 entry.event,
                 entry.approver,
                 entry.reason,
                 entry.at.isoformat(timespec="milliseconds"),
+                signature,
                 run_id,
                 entry.call_id,
             ),
         )
     db.execute(
-        "INSERT INTO approval_audit(run_id, call_id, tool, event, approver, at, arguments_hash, reason, rejection)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO approval_audit(run_id, call_id, tool, event, approver, at, arguments_hash, reason, rejection,"
+        " signed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run_id,
             entry.call_id,
@@ -266,6 +326,7 @@ def _persist(db: sqlite3.Connection, run_id: str, entry: AuditEntry) -> None:
             entry.arguments_hash,
             entry.reason,
             entry.rejection,
+            int(entry.signed),
         ),
     )
 

@@ -239,6 +239,7 @@ class Runner:
                 lease=self.lease,
                 progress=self.journal.progress(spec.step, f"awaiting approval: {spec.label}"),
                 ancestors=self.ancestors,
+                approver_keys=self.agents.approver_keys,  # verified here, where the tool is about to act
             )
             if answer.outcome is None:
                 self._stop(Stop.CANCELLED, answer.cancel_detail)

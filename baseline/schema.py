@@ -6,7 +6,7 @@ one numeric comparison inside a conditional UPDATE.
 
 from __future__ import annotations
 
-VERSION = 1
+VERSION = 2
 
 ACTIVE = ("running", "awaiting_approval", "compensating")
 SUCCEEDED = ("completed", "compensated", "abandoned")  # retention: archived after 30 days
@@ -91,6 +91,7 @@ CREATE TABLE IF NOT EXISTS approvals (
     decided_by     TEXT,
     reason         TEXT NOT NULL DEFAULT '',
     decided_at     TEXT,
+    signature      TEXT,                      -- the decider's Ed25519 signature (agentic/signing.py), if signed
     PRIMARY KEY (run_id, call_id)
 );
 
@@ -104,7 +105,8 @@ CREATE TABLE IF NOT EXISTS approval_audit (
     at             TEXT NOT NULL,
     arguments_hash TEXT,
     reason         TEXT NOT NULL DEFAULT '',
-    rejection      TEXT
+    rejection      TEXT,
+    signed         INTEGER NOT NULL DEFAULT 0 -- 1: verified against the approver's public key
 );
 CREATE INDEX IF NOT EXISTS approval_audit_run ON approval_audit(run_id, id);
 
@@ -130,6 +132,14 @@ CREATE TABLE IF NOT EXISTS webhook_attempts (
     error       TEXT
 );
 """
+
+# What a store of an earlier version gets, after DDL (which creates only what is missing), to reach each version.
+MIGRATIONS = {
+    2: (  # signed decisions (agentic/signing.py)
+        "ALTER TABLE approvals ADD COLUMN signature TEXT",
+        "ALTER TABLE approval_audit ADD COLUMN signed INTEGER NOT NULL DEFAULT 0",
+    ),
+}
 
 # Child tables first: deleting a run deletes these, in this order.
 RUN_TABLES = ("webhook_attempts", "webhooks", "approval_audit", "approvals", "events", "steps", "outputs")

@@ -124,8 +124,13 @@ class Store:
             use_wal(self._db)
         if self._db.execute("PRAGMA user_version").fetchone()[0] != schema.VERSION:
             with self.transaction() as db:
+                found = db.execute("PRAGMA user_version").fetchone()[0]  # again, under the write lock
                 for statement in schema.DDL.split(";"):
                     if statement.strip():
+                        db.execute(statement)
+                # A new file has the latest tables from DDL; a file of an earlier version gets what changed.
+                for version in range(found + 1, schema.VERSION + 1) if found else ():
+                    for statement in schema.MIGRATIONS.get(version, ()):
                         db.execute(statement)
                 db.execute(f"PRAGMA user_version={schema.VERSION}")
 

@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentic.agent_set import AgentSet
+from agentic.approvals import Decision
+from agentic.signing import ApproverKey, ApproverKeyError
 from baseline import approvals, jobs, runner, webhooks
 from baseline.errors import BadInput, UnknownRun
 from baseline.options import RunOptions
@@ -30,6 +32,7 @@ from baseline.schema import ACTIVE, FAILED
 from baseline.status import run_status
 from baseline.store import Store
 from config.agent_modules import AgentModuleError, load_agents_and_deps, module_names
+from config.approver_keys import api_signing_keys, approver_public_keys, load_private_key
 from config.models import declared_models
 from config.settings import Settings
 from ops.cli.arguments import add_run_id, approver, run_id
@@ -103,7 +106,15 @@ def build_parser() -> Parser:
         decide = command(name, cmd_approve if name == "approve" else cmd_deny, f"{verb} a pending tool call")
         add_run_id(decide)
         decide.add_argument("--call", help="the call id (default: the run's only pending call)")
-        decide.add_argument("--by", required=True, type=approver, help="who decides (recorded in the audit trail)")
+        decide.add_argument(
+            "--by", type=approver, help="who decides (recorded in the audit trail; default: the key file's name)"
+        )
+        decide.add_argument(
+            "--key-file",
+            type=Path,
+            help="your approver key (`name:base64`; or AGENT_APPROVER_KEY_FILE): signs the decision, which runners "
+            "with AGENT_APPROVER_KEYS require",
+        )
         decide.add_argument("--reason", default="")
         if name == "approve":
             decide.add_argument(
@@ -159,8 +170,9 @@ def agent_set(args: argparse.Namespace) -> AgentSet:
     settings = dataclasses.replace(load_settings(), ledger_path=args.ledger)
     try:
         agents, deps = load_agents_and_deps(module_names(args.agents), settings)
-        return AgentSet(agents, deps, declared_models(settings), where="in this job process")
-    except (AgentModuleError, ValueError) as exc:
+        keys = approver_public_keys(settings)  # decisions count only when signed, checked before a tool acts
+        return AgentSet(agents, deps, declared_models(settings), where="in this job process", approver_keys=keys)
+    except (AgentModuleError, ValueError) as exc:  # ApproverKeyError is a ValueError
         raise BadInput(str(exc)) from None
 
 
@@ -260,20 +272,65 @@ def cmd_deny(args: argparse.Namespace) -> int:
 
 def _decide(args: argparse.Namespace, approve: bool) -> int:
     store = _existing(args.db, args.run_id)
+    key, by = _signer(args)
     arguments_hash = args.hash
     if approve:
         arguments_hash = _reviewed_hash(args, store)
+    call_id, arguments_hash = _decided_call(store, args.run_id, args.call, arguments_hash)
+    signature = None
+    if key is not None and call_id is not None and arguments_hash is not None:
+        unsigned = Decision(
+            call_id=call_id, approve=approve, approver=by, reason=args.reason, arguments_hash=arguments_hash
+        )
+        signature = unsigned.signed(args.run_id, key).signature
+    try:
+        keys = approver_public_keys(load_settings())  # this process's check; the runner checks again
+    except ApproverKeyError as exc:
+        raise BadInput(str(exc)) from None
     entry = approvals.decide(
         store,
         args.run_id,
         approve=approve,
-        approver=args.by,
-        call_id=args.call,
+        approver=by,
+        call_id=call_id,
         reason=args.reason,
         arguments_hash=arguments_hash,
+        signature=signature,
+        approver_keys=keys,
     )
-    _emit(args, entry.model_dump(mode="json"), printable(f"{entry.call_id}: {entry.event} by {entry.approver}"))
+    signed = " (signed)" if entry.signed else ""
+    _emit(
+        args,
+        entry.model_dump(mode="json"),
+        printable(f"{entry.call_id}: {entry.event} by {entry.approver}{signed}", one_line=True),
+    )
     return 0
+
+
+def _signer(args: argparse.Namespace) -> tuple[ApproverKey | None, str]:
+    """The approver's key (`--key-file`, or AGENT_APPROVER_KEY_FILE) and the name decided under."""
+    path = args.key_file or (Path(p) if (p := os.environ.get("AGENT_APPROVER_KEY_FILE", "").strip()) else None)
+    try:
+        key = load_private_key(path) if path is not None else None
+    except ApproverKeyError as exc:
+        raise BadInput(str(exc)) from None
+    by = args.by if args.by is not None else (key.name if key is not None else None)
+    if not by:
+        raise BadInput("--by needs a name (recorded in the audit trail), or --key-file: its approver decides")
+    if key is not None and key.name != by:
+        raise BadInput(f"the key file is {key.name}'s, not {by}'s: a decision is signed by its approver")
+    return key, by
+
+
+def _decided_call(store: Store, run_id: str, call: str | None, given: str | None) -> tuple[str | None, str | None]:
+    """The call a decision is for and the arguments hash it carries, as `approvals.decide` will take them —
+    the ones a signature must cover (None when the decision will be refused anyway)."""
+    rows = approvals.view(store, run_id)["approvals"]
+    pending = [r for r in rows if r["status"] == "pending"]
+    chosen = [r for r in rows if r["call_id"] == call] if call else pending
+    if len(chosen) != 1:
+        return call, given
+    return chosen[0]["call_id"], given or chosen[0]["arguments_hash"]
 
 
 def _reviewed_hash(args: argparse.Namespace, store: Store) -> str | None:
@@ -373,8 +430,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     fresh = "" if args.db.exists() else ", empty until a run is started"
+    try:
+        signing_keys = api_signing_keys()
+    except ApproverKeyError as exc:
+        raise BadInput(str(exc)) from None
     engine = CheckpointEngine(
-        args.db, agent_set(args), ledger=args.ledger, agent_modules=args.agents, max_runs=args.max_runs
+        args.db,
+        agent_set(args),
+        ledger=args.ledger,
+        agent_modules=args.agents,
+        max_runs=args.max_runs,
+        signing_keys=signing_keys,
     )
     print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
     app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(Settings()))

@@ -18,7 +18,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from agentic.agent_set import AgentSet, UnknownAgent
 from agentic.approvals import Decision
+from agentic.signing import ApproverKey
 from baseline import approvals, jobs
 from baseline.errors import BadInput, DecisionRejected, RunExists, RunNotResumable, UnknownRun
 from baseline.options import RunOptions
@@ -70,7 +71,10 @@ class CheckpointEngine:
         agent_modules: list[str] | None = None,
         poll_seconds: float = 0.2,
         max_runs: int = MAX_RUNS,
+        signing_keys: Mapping[str, ApproverKey] | None = None,
     ) -> None:
+        """`signing_keys`: approvers' private keys (AGENT_API_APPROVER_KEYS), to sign the decisions of the
+        logged-in approver of that name — where `agents.approver_keys` make runners require signatures."""
         if max_runs < 1:
             raise ValueError("max_runs must be at least 1")
         self.store = Store(db)
@@ -79,6 +83,7 @@ class CheckpointEngine:
         self.agent_modules = agent_modules or []
         self.poll_seconds = poll_seconds
         self.max_runs = max_runs
+        self.signing_keys = dict(signing_keys or {})
         self.workers: list[subprocess.Popen[bytes]] = []
         self._starting = 0  # slots taken by starts between the check and their worker's launch
 
@@ -228,7 +233,10 @@ class CheckpointEngine:
             reason=request.reason,
             arguments_hash=request.arguments_hash or (row["arguments_hash"] if row else "0" * 64),
         )
-        why = await asyncio.to_thread(approvals.rejection, self.store, run_id, decision)
+        if (key := self.signing_keys.get(by.name)) is not None:
+            decision = decision.signed(run_id, key)
+        keys = self.agents.approver_keys
+        why = await asyncio.to_thread(approvals.rejection, self.store, run_id, decision, keys)
         if why is not None:
             raise Conflict(why)  # nothing recorded: the same as Temporal's update validator
         try:
@@ -241,6 +249,8 @@ class CheckpointEngine:
                 call_id=call_id,
                 reason=request.reason,
                 arguments_hash=decision.arguments_hash,
+                signature=decision.signature,
+                approver_keys=keys,
             )
         except DecisionRejected as exc:  # it changed between the check and the write
             raise Conflict(str(exc).removeprefix("decision rejected: ")) from None
@@ -252,6 +262,7 @@ class CheckpointEngine:
             at=entry.at.isoformat(timespec="milliseconds"),
             tool=entry.tool,
             arguments_hash=entry.arguments_hash,
+            signed=entry.signed,
         )
 
     async def close(self) -> None:
@@ -284,6 +295,7 @@ def run_view(view: dict[str, Any]) -> RunView:
                 tool=a["tool"],
                 arguments_hash=a["arguments_hash"],
                 rejection=a["rejection"],
+                signed=bool(a.get("signed")),
             )
             for a in view["audit"]
         ],
