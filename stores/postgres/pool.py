@@ -12,17 +12,21 @@ by itself.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from config.secrets import env_or_file
 from stores.errors import StoreUnavailable
 from stores.postgres import schema
+
+PASSWORD_FILE_ENV = "PGPASSWORD_FILE"
 
 
 def describe(url: str) -> str:
@@ -46,6 +50,17 @@ CONNECTION_OPTIONS = {
 }
 
 
+def file_password(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`{"password": ...}` from the file `PGPASSWORD_FILE` names (a container secret: libpq itself reads the
+    password only from PGPASSWORD, which `docker inspect` shows, or a .pgpass file it ignores unless 0600 —
+    which a non-root container user cannot read). Empty when unset; ValueError when unreadable, or with
+    PGPASSWORD set too."""
+    found = env_or_file(os.environ if environ is None else environ, "PGPASSWORD", PASSWORD_FILE_ENV, ValueError)
+    if found is None or found[1] == "PGPASSWORD":
+        return {}  # libpq reads PGPASSWORD itself
+    return {"password": found[0].rstrip("\r\n")}
+
+
 # How long a call waits for a pooled connection before asking the server directly whether it is there.
 ASK_AFTER = 1.0
 
@@ -55,11 +70,12 @@ class Database:
         self.url = url
         self.where = describe(url)
         self.timeout = timeout
+        self._options = {**CONNECTION_OPTIONS, **file_password()}
         self.pool = ConnectionPool(
             url,
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True, **CONNECTION_OPTIONS},
+            kwargs={"autocommit": True, **self._options},
             timeout=timeout,
             # A connection broken by a server restart is noticed (and replaced) before it is handed out.
             check=ConnectionPool.check_connection,
@@ -100,7 +116,7 @@ class Database:
     def check(self) -> None:
         """Connect once, directly, and run `SELECT 1`: the clear failure a worker wants at start."""
         try:
-            with psycopg.connect(self.url, autocommit=True, **CONNECTION_OPTIONS) as db:  # type: ignore[arg-type]
+            with psycopg.connect(self.url, autocommit=True, **self._options) as db:  # type: ignore[arg-type]
                 db.execute("SELECT 1")
         except psycopg.Error as exc:
             raise StoreUnavailable(f"PostgreSQL at {self.where} is unavailable: {_first_line(exc)}") from exc
@@ -151,7 +167,7 @@ class Database:
         with self._ask_lock:
             if time.monotonic() - self._asked_at >= ASK_AFTER:
                 try:
-                    psycopg.connect(self.url, **CONNECTION_OPTIONS).close()  # type: ignore[arg-type]
+                    psycopg.connect(self.url, **self._options).close()  # type: ignore[arg-type]
                     self._answer = None
                 except psycopg.Error as exc:
                     self._answer = exc

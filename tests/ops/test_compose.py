@@ -1,13 +1,15 @@
 """docker-compose.yml and the Dockerfile, checked by structure (no Docker engine runs here): the services,
 pinned images, health checks and the start order they imply, the worker's environment against settings.py,
-the search attributes the setup job creates against workflows/search_attributes.py, and the stores every
+the search attributes the setup job creates against workflows/search_attributes.py, the stores every
 worker replica shares (the agents' own database in Temporal's PostgreSQL; the job that creates it is run
-for real against a PostgreSQL, then `starter.py migrate` as the workers' role)."""
+for real against a PostgreSQL, then `starter.py migrate` as the workers' role), and the secrets: every one a
+file `make secrets` generates and compose mounts, none a variable (review L12), approver keys required."""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import sys
 import uuid
@@ -25,7 +27,11 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Register
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from agentic.signing import ApproverKey, parse_public_keys
+from config.approver_keys import approver_public_keys
 from config.settings import ROOT, TEMPORAL_STANDARD, Settings
+from config.webhook_signing import load_secret
+from ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
 from ops.devstack.server_profile import TUNED
 from ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
 from tests.support.backends import POSTGRES_TABLES
@@ -44,8 +50,10 @@ CORE = {
     "worker",
 }
 ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate"}
-# Read by the worker process but not through Settings: the model activity's key; libpq's password.
-WORKER_ENV_OUTSIDE_SETTINGS = {"OPENAI_API_KEY", "PGPASSWORD"}
+# Read by the worker process but not through Settings: the files of the database password
+# (stores/postgres/pool.py) and of the webhook secret (config/webhook_signing.py).
+WORKER_ENV_OUTSIDE_SETTINGS = {"PGPASSWORD_FILE", "AGENT_WEBHOOK_SECRET_FILE"}
+RUN_SECRETS = "/run/secrets/"
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +67,25 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def settings_variables() -> set[str]:
-    """Every environment variable settings.py reads, Temporal's standard client configuration included."""
+    """Every environment variable settings.py reads, Temporal's standard client configuration included (a
+    secret read with `_env_secret` also from NAME_FILE)."""
     source = (ROOT / "config" / "settings.py").read_text()
     ours = set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
-    return ours | TEMPORAL_STANDARD
+    secrets = re.findall(r"""_env_secret\(\s*["']([A-Z][A-Z0-9_]*)["']""", source)
+    return ours | {f"{name}_FILE" for name in secrets} | TEMPORAL_STANDARD
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Path:
+    """What `make secrets` makes (for maria), where a test stands it in for /run/secrets/."""
+    directory = tmp_path / "secrets"
+    make_secrets(directory, ["maria"])
+    return directory
+
+
+def on_host(value: str, mounted: Path) -> str:
+    """A container path under /run/secrets/ as the file `make secrets` made."""
+    return value.replace(RUN_SECRETS, f"{mounted}/")
 
 
 def interpolate(value: str) -> str:
@@ -164,7 +187,7 @@ def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
 
 
 def test_worker_environment_matches_settings(
-    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, mounted: Path
 ) -> None:
     env = environment(services["worker"])
     known = settings_variables()
@@ -174,7 +197,8 @@ def test_worker_environment_matches_settings(
         "TEMPORAL_NAMESPACE",
         "TEMPORAL_TASK_QUEUE",
         "AGENT_DATABASE_URL",
-        "AGENT_CODEC_KEYS",
+        "AGENT_CODEC_KEY_FILE",
+        "AGENT_APPROVER_KEYS_FILE",
         "AGENT_METRICS_ADDRESS",
         "AGENT_OTEL",
         "AGENT_LOG_FORMAT",
@@ -182,15 +206,19 @@ def test_worker_environment_matches_settings(
     assert required <= set(env)
     assert set(env) - known - WORKER_ENV_OUTSIDE_SETTINGS == set(), "a variable settings.py does not read"
 
-    # What the worker would see, read through Settings itself.
-    for name in known:
+    # What the worker would see, read through Settings itself, with the files `make secrets` makes mounted.
+    for name in known | {"OPENAI_API_KEY", "AGENT_WEBHOOK_SECRET"}:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
-        monkeypatch.setenv(name, interpolate(value))
+        monkeypatch.setenv(name, on_host(interpolate(value), mounted))
     settings = Settings()
     assert settings.address == "temporal:7233" and settings.task_queue == "durable-agents"
     assert settings.metrics_address == "0.0.0.0:9464" and settings.log_format == "json" and settings.otel is False
     assert settings.codec_keys is None and settings.tls is None and settings.api_key is None
+    assert settings.codec_key_file == mounted / "codec_keys"  # payloads encrypted, from the mounted keys
+    assert set(approver_public_keys(settings)) == {"maria"}  # only her signed decisions count
+    assert settings.openai_api_key is None  # an empty file: no `openai:` models
+    assert load_secret() == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
     assert settings.database_url == env["AGENT_DATABASE_URL"]
 
     # Everything that talks to Temporal talks to the server service, in the worker's namespace.
@@ -200,7 +228,8 @@ def test_worker_environment_matches_settings(
     assert setup["TEMPORAL_NAMESPACE"] == env["TEMPORAL_NAMESPACE"]
     assert env["TEMPORAL_ADDRESS"].split(":")[0] == "temporal"
     codec = environment(services["codec"])
-    assert codec["AGENT_CODEC_KEYS"] == env["AGENT_CODEC_KEYS"], "the codec endpoint decrypts with the worker's keys"
+    assert codec["AGENT_CODEC_KEY_FILE"] == env["AGENT_CODEC_KEY_FILE"], "the codec endpoint has the worker's keys"
+    assert codec["TEMPORAL_NAMESPACE"] == env["TEMPORAL_NAMESPACE"], "payloads are bound to the namespace"
 
 
 def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
@@ -216,32 +245,40 @@ def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
     assert url["host"] == database["PGHOST"] == "postgresql" and url["host"] in services and url["port"] == "5432"
     assert url["dbname"] == url["user"] == database["AGENT_DB"], "the role and database the job creates"
     assert url["dbname"] not in ("temporal", "temporal_visibility", "postgres"), "not Temporal's own databases"
-    assert "password" not in url, "the password is libpq's PGPASSWORD, never in the URL"
-    assert worker["PGPASSWORD"] == migrate["PGPASSWORD"] == database["AGENT_DB_PASSWORD"]
-    assert {k: migrate[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")} == {
-        k: worker[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD")
+    assert "password" not in url, "the password comes from a mounted file, never in the URL"
+    assert worker["PGPASSWORD_FILE"] == migrate["PGPASSWORD_FILE"] == f"{RUN_SECRETS}agent_db_password"
+    assert "cat /run/secrets/agent_db_password" in services["agents-database"]["command"][0], "the role's password"
+    assert {k: migrate[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD_FILE")} == {
+        k: worker[k] for k in ("AGENT_DATABASE_URL", "PGPASSWORD_FILE")
     }, "the tables are made where the workers look"
     postgres = environment(services["postgresql"])
-    assert database["PGUSER"] == postgres["POSTGRES_USER"] and database["PGPASSWORD"] == postgres["POSTGRES_PASSWORD"]
+    assert database["PGUSER"] == postgres["POSTGRES_USER"]
+    assert postgres["POSTGRES_PASSWORD_FILE"] == f"{RUN_SECRETS}postgres_password"
+    assert "cat /run/secrets/postgres_password" in services["agents-database"]["command"][0], "the superuser's"
 
 
 def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
-    services: dict[str, dict[str, Any]], own_postgres: LocalPostgres
+    services: dict[str, dict[str, Any]], own_postgres: LocalPostgres, mounted: Path
 ) -> None:
     """The agents-database script, run by `sh` with a real `psql` against a real server (as its superuser, as
-    the job runs as Temporal's), twice; then `starter.py migrate` with the workers' URL as the role it made."""
+    the job runs as Temporal's), twice; then `starter.py migrate` with the workers' URL as the role it made —
+    every password from the files `make secrets` made, none from a variable."""
     job = services["agents-database"]
     [script] = job["command"]
     env = environment(job) | {
         "PGHOST": "127.0.0.1",
         "PGPORT": str(own_postgres.port),
         "PGUSER": "postgres",
-        "AGENT_DB_PASSWORD": "not-the-default",
         "PATH": f"{own_postgres.bin_dir}{os.pathsep}{os.environ['PATH']}",
     }
+    assert not [name for name in env if "PASSWORD" in name]
     for _ in range(2):  # every `docker compose up` runs it again
         done = subprocess.run(
-            [*job["entrypoint"], script.replace("$$", "$")], env=env, capture_output=True, text=True, timeout=60
+            [*job["entrypoint"], on_host(script.replace("$$", "$"), mounted)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert done.returncode == 0, done.stdout + done.stderr
     name = env["AGENT_DB"]
@@ -257,7 +294,11 @@ def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
     migrate = subprocess.run(
         [sys.executable, *arguments],
         cwd=ROOT,
-        env={"PATH": os.environ["PATH"], "AGENT_DATABASE_URL": url, "PGPASSWORD": "not-the-default"},
+        env={
+            "PATH": os.environ["PATH"],
+            "AGENT_DATABASE_URL": url,
+            "PGPASSWORD_FILE": str(mounted / "agent_db_password"),
+        },
         capture_output=True,
         text=True,
         timeout=60,
@@ -268,6 +309,32 @@ def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
     with psycopg.connect(make_conninfo(own_postgres.url, dbname=name)) as db:
         owners = dict(db.execute("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'").fetchall())
     assert owners == dict.fromkeys(tables, name)
+
+    # This server trusts local users; asked for the role's password, as compose's server does, the workers'
+    # file is the one that works (the job set the role's password from it).
+    hba = own_postgres.data / "pg_hba.conf"
+    trusting = hba.read_text()
+    hba.write_text(f"host all {name} 127.0.0.1/32 scram-sha-256\n{trusting}")
+    with psycopg.connect(own_postgres.url, autocommit=True) as db:
+        db.execute("SELECT pg_reload_conf()")
+    try:
+        wrong = mounted / "wrong_password"
+        wrong.write_text("not-it\n")
+        for password_file, works in ((mounted / "agent_db_password", True), (wrong, False)):
+            again = subprocess.run(
+                [sys.executable, *arguments],
+                cwd=ROOT,
+                env={"PATH": os.environ["PATH"], "AGENT_DATABASE_URL": url, "PGPASSWORD_FILE": str(password_file)},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert (again.returncode == 0) is works, again.stderr
+            assert works or "password authentication failed" in again.stderr
+    finally:
+        hba.write_text(trusting)
+        with psycopg.connect(own_postgres.url, autocommit=True) as db:
+            db.execute("SELECT pg_reload_conf()")
 
 
 def test_search_attributes_match_the_module(services: dict[str, dict[str, Any]]) -> None:
@@ -347,26 +414,113 @@ async def test_setup_job_registers_the_search_attributes_on_a_real_server(
     assert again.returncode == 0, again.stderr
 
 
-def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: dict[str, dict[str, Any]]) -> None:
-    """Review L12 / M3: the PostgreSQL password must be set (no `temporal` default), and the codec endpoint,
-    bound to 0.0.0.0 in its container, gets the token from the environment and no way around it — without a
-    token it refuses to start (ops/http/codec.py; tests/ops/test_codec_endpoint_security.py)."""
-    text = COMPOSE.read_text()
-    for name in ("POSTGRES_PASSWORD", "AGENT_DB_PASSWORD"):
-        uses = re.findall(r"\$\{" + name + r"([^}]*)\}", text)
-        assert uses and all(use.startswith(":?") for use in uses), (name, uses)
-    database = environment(services["postgresql"])
-    assert database["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
-    assert environment(services["temporal-schema"])["SQL_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
-    assert environment(services["temporal"])["POSTGRES_PWD"].startswith("${POSTGRES_PASSWORD:?")
+SECRET_NAME = re.compile(r"PASSWORD|PWD|SECRET|TOKEN|API_KEY|CODEC_KEYS|APPROVER_KEYS")
 
+
+def test_secrets_are_mounted_files_never_variables(
+    compose: dict[str, Any], services: dict[str, dict[str, Any]]
+) -> None:
+    """Review L12: no password, token or key is a variable (which `docker inspect` and `docker compose config`
+    show, and `.env` holds in plaintext): each is a file `make secrets` made, declared once, mounted only into
+    the services that use it, and read there through a *_FILE variable or the service's own script."""
+    declared = compose["secrets"]
+    assert set(declared) == set(MOUNTED_FILES), "exactly the files `make secrets` makes"
+    assert all(spec == {"file": f"./secrets/{name}"} for name, spec in declared.items())
+    for name, service in services.items():
+        env = environment(service)
+        inline = [k for k, v in env.items() if SECRET_NAME.search(k) and not k.endswith("_FILE")]
+        assert not inline, f"{name}: {inline} as variables"
+        scripts = " ".join(service.get("command", []) if isinstance(service.get("command"), list) else [])
+        used = {v.removeprefix(RUN_SECRETS) for v in env.values() if v.startswith(RUN_SECRETS)}
+        used |= set(re.findall(r"cat /run/secrets/(\w+)", scripts))
+        assert set(service.get("secrets", [])) == used, f"{name} mounts exactly what it reads"
+        assert used <= set(declared)
+    from_env = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
+    assert from_env and not [n for n in from_env if SECRET_NAME.search(n)], "only settings, never a secret, from .env"
     codec = services["codec"]
-    assert "--insecure-no-auth" not in codec["command"]
-    assert environment(codec)["AGENT_CODEC_AUTH_TOKEN"] == "${AGENT_CODEC_AUTH_TOKEN:-}"
-    # Secrets as files: the codec keys can come from a mounted file instead of the environment.
+    assert "--insecure-no-auth" not in codec["command"], "without its token file the endpoint refuses to start"
     doc = (ROOT / "docs/operations.md").read_text()
-    assert "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
-    assert "## Trust model" in doc and "who may signal is who may approve" in doc
+    assert "make secrets" in doc and "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
+    assert "## Trust model" in doc
+
+
+def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Path) -> None:
+    """`make secrets` as an operator runs it: what compose mounts, owner-only where it can be, kept on a
+    re-run (a new approver is added, nobody's key replaced), never in git or an image."""
+    assert "python -m ops.cli.compose_secrets" in (ROOT / "Makefile").read_text()
+    directory = tmp_path / "secrets"
+    command = [sys.executable, "-m", "ops.cli.compose_secrets", "--dir", str(directory)]
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-at-setup"}
+    first = subprocess.run([*command, "--approver", "maria"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert {p.name for p in directory.iterdir()} == {*MOUNTED_FILES, "approvers"}
+    assert stat.S_IMODE(directory.stat().st_mode) == stat.S_IMODE((directory / "approvers").stat().st_mode) == 0o700
+    assert all(stat.S_IMODE((directory / name).stat().st_mode) == 0o644 for name in MOUNTED_FILES)
+    private = directory / "approvers" / "maria.key"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and "maria's private key" in first.stdout
+    maria = ApproverKey.parse(private.read_text())
+    public = parse_public_keys((directory / "approver_keys").read_text())
+    assert public == {"maria": maria.public_entry().split("=", 1)[1]}, "her public key is the workers'"
+    assert (directory / "openai_api_key").read_text().strip() == "sk-at-setup"
+    assert len({(directory / n).read_text() for n in RANDOM}) == len(RANDOM), "each one its own"
+    before = {p: p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+
+    again = subprocess.run(
+        [*command, "--approver", "maria", "--approver", "ops"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    assert all(path.read_bytes() == body for path, body in before.items() if path.name != "approver_keys")
+    assert set(parse_public_keys((directory / "approver_keys").read_text())) == {"maria", "ops"}
+    assert parse_public_keys((directory / "approver_keys").read_text())["maria"] == public["maria"]
+    bad = subprocess.run([*command, "--approver", "no spaces"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and not (directory / "approvers" / "no spaces.key").exists()
+
+    ignored = subprocess.run(["git", "check-ignore", "-q", "secrets/postgres_password"], cwd=ROOT)
+    assert ignored.returncode == 0, "secrets/ is git-ignored"
+    assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
+
+
+def test_the_worker_refuses_to_start_without_an_approver_key(tmp_path: Path, mounted: Path) -> None:
+    """Compose mounts the approvers' public keys: a worker whose file is empty, or missing (Docker then mounts a
+    directory in its place), says so in one line and does not start — before it even connects."""
+    empty = tmp_path / "no_keys"
+    empty.write_text("# NAME=PUBLIC_KEY per line\n")
+    for keys_file, why in ((empty, "holds no approver key"), (tmp_path / "a_directory", "cannot read")):
+        (tmp_path / "a_directory").mkdir(exist_ok=True)
+        env = {
+            "PATH": os.environ["PATH"],
+            "AGENT_DATA_DIR": str(tmp_path / "data"),
+            "TEMPORAL_ADDRESS": "127.0.0.1:9",  # nothing there: the keys are checked first
+            "AGENT_APPROVER_KEYS_FILE": str(keys_file),
+        }
+        done = subprocess.run(
+            [sys.executable, "worker.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, done.stderr
+        assert [line for line in done.stderr.splitlines() if line.strip()] == [done.stderr.strip()]
+        assert "AGENT_APPROVER_KEYS_FILE" in done.stderr and why in done.stderr
+    settings = Settings(approver_keys_file=mounted / "approver_keys")
+    assert set(approver_public_keys(settings)) == {"maria"}
+
+
+def test_the_temporal_servers_password_comes_from_its_secret(
+    services: dict[str, dict[str, Any]], mounted: Path, tmp_path: Path
+) -> None:
+    """The server image reads its database password only from POSTGRES_PWD: the service's entrypoint sets it
+    from the mounted file and hands over to the image's own entrypoint (here, a stand-in that prints it)."""
+    service = services["temporal"]
+    [script] = service["command"]
+    stand_in = tmp_path / "entrypoint.sh"
+    stand_in.write_text('#!/bin/sh\nprintf "%s" "$POSTGRES_PWD"\n')
+    stand_in.chmod(0o755)
+    shell = on_host(script.replace("$$", "$"), mounted).replace("/etc/temporal/entrypoint.sh", str(stand_in))
+    done = subprocess.run(
+        [*service["entrypoint"], shell], env={"PATH": os.environ["PATH"]}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (mounted / "postgres_password").read_text().strip()
+    schema_job = services["temporal-schema"]["command"][0]
+    assert 'SQL_PASSWORD="$$(cat /run/secrets/postgres_password)"; export SQL_PASSWORD' in schema_job
 
 
 async def test_setup_job_lengthens_the_retention_of_an_existing_namespace(
