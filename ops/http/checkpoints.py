@@ -6,7 +6,7 @@ worker takes the lease and drives the run. The workers this server started are s
 releases its lease) when the server stops; `job recover` resumes their runs.
 
 A worker process lives as long as its run, a day if it waits for an approval, at about 80 MB: so this server
-runs at most `max_runs` at once (`job serve --max-runs`), and past that answers 503 with `Retry-After`,
+runs at most `max_runs` at once (`job serve --max-runs`), and past that answers 429 with `Retry-After`,
 having recorded and started nothing (review N11).
 """
 

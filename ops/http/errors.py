@@ -36,9 +36,10 @@ class Conflict(ApiError):
 
 
 class AtCapacity(ApiError):
-    """Every slot for a run's worker process is taken: nothing was started; try again later."""
+    """Every slot for a run's worker process is taken: nothing was started; try again later. 429, not a 5xx:
+    the server works as configured, a limit was reached (a 5xx here means a bug)."""
 
-    status_code = 503
+    status_code = 429
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message)

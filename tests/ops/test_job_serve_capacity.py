@@ -1,6 +1,6 @@
 """`job serve` starts a worker process per run, and a refund waiting for approval keeps its process for up to a
 day (about 80 MB): so the server drives at most `--max-runs` at once (review N11). An approver who floods
-`POST /runs` gets 503 with `Retry-After` past the cap, nothing recorded or started; a slot freed by a run that
+`POST /runs` gets 429 with `Retry-After` past the cap, nothing recorded or started; a slot freed by a run that
 ended is used again. Real server process, real HTTP, real worker processes counted in /proc."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_job_serve_runs_at_most_max_runs_worker_processes(job: Job) -> None:
                 pool.map(lambda n: api.post("/runs", json={"agent": "refund", "run_id": f"dos-{n}"}), range(4))
             )
         started = sorted(r.json()["run_id"] for r in answers if r.status_code == 201)
-        refused = [r for r in answers if r.status_code == 503]
+        refused = [r for r in answers if r.status_code == 429]
         assert len(started) == 2 and len(refused) == 2, [(r.status_code, r.text) for r in answers]
         for response in refused:
             assert response.headers["retry-after"] == "30"
@@ -81,7 +81,7 @@ def test_job_serve_runs_at_most_max_runs_worker_processes(job: Job) -> None:
         )
         workers = run_workers(server.pid)
         assert len(workers) == 2, workers
-        assert api.post("/runs", json={"agent": "refund", "run_id": "dos-late"}).status_code == 503
+        assert api.post("/runs", json={"agent": "refund", "run_id": "dos-late"}).status_code == 429
 
         # A run that ends gives its slot back.
         assert api.post(f"/runs/{started[0]}/cancel", json={}).status_code == 202
