@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-from urllib.parse import urlsplit
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.inputs import WebhookDelivered, WebhookInput
-from config.webhook_signing import SECRET_ENV, redact_url, resolved_problem, signed_headers, url_problem
+from config.webhook_signing import (
+    SECRET_ENV,
+    host_addresses,
+    redact_url,
+    resolved_problem,
+    signed_headers,
+    url_problem,
+)
 
 TIMEOUT_SECONDS = 10.0
 
@@ -59,11 +64,7 @@ class WebhookActivities:
 
 async def _addresses(url: str) -> list[str]:
     """What the URL's host resolves to now (none when it does not resolve: the POST then fails, retryably)."""
-    parts = urlsplit(url)
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            parts.hostname or "", parts.port or 443, type=socket.SOCK_STREAM
-        )
+        return await asyncio.to_thread(host_addresses, url)
     except OSError:
         return []
-    return sorted({str(info[4][0]) for info in infos})

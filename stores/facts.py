@@ -459,7 +459,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS fact_audit_write_key ON fact_audit (namespace,
 
 
 # Files and databases made before write keys were scoped by namespace (review N6) had them unique across all
-# namespaces, as column and table constraints: `create`/`SqliteFactStore` remove those (LEGACY_UNIQUE).
+# namespaces, as column and table constraints: `_scope_write_keys` here and in stores/postgres/schema.py
+# removes those when the store is opened.
 FACT_TABLES = ("facts", "fact_audit")
 
 
