@@ -40,7 +40,7 @@ from ops.cli.serve import add_arguments as add_serve_arguments
 from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
-from ops.demo.scripted import cmd_demo
+from ops.demo import cmd_demo
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
