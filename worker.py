@@ -70,15 +70,19 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def parser() -> Parser:
+    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0], default_agents=DEMO_AGENTS)
+    add_agents_modules(parser)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
     """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
     module that does not load, the database down) are one line on stderr and a non-zero exit
     (ops/cli/boundary.py); `--debug` shows the traceback."""
-    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0], default_agents=DEMO_AGENTS)
-    add_agents_modules(parser)
-    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
     try:
-        args = parser.parse_args(list(argv))
+        args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
     return run_command(lambda: serve(args, load_settings()), debug=args.debug)
