@@ -138,7 +138,7 @@ def add_agent(parser: argparse.ArgumentParser) -> None:
         "agent_positional",
         nargs="?",
         metavar="AGENT",
-        help="the agent, by name (the demo agents: billing, courier, migration, refund, trip, support)",
+        help="the agent, by name (found in --agents MODULE)",
     )
     parser.add_argument("--agent", "--scenario", dest="agent", metavar="AGENT", help="the same as AGENT")
     parser.set_defaults(merge_agent=(parser, True))

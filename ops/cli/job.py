@@ -75,13 +75,22 @@ def parser() -> Parser:
         "--webhook", help="URL POSTed when the run reaches a terminal state, signed with $AGENT_WEBHOOK_SECRET"
     )
     run.add_argument(
-        "--lease-seconds", type=positive_float, default=_default("lease_seconds"), help="renewed every third"
+        "--lease-seconds",
+        type=positive_float,
+        default=_default("lease_seconds"),
+        help="seconds a worker holds the run before another may take it over; renewed every third (%(default)g)",
     )
     run.add_argument(
-        "--max-attempts", type=positive_int, default=_default("max_attempts"), help="workers that may take the run"
+        "--max-attempts",
+        type=positive_int,
+        default=_default("max_attempts"),
+        help="workers that may take the run before it is dead-lettered (%(default)s)",
     )
     run.add_argument(
-        "--poll-interval", type=positive_float, default=_default("poll_seconds"), help="seconds between checks"
+        "--poll-interval",
+        type=positive_float,
+        default=_default("poll_seconds"),
+        help="seconds between checks for a decision or a cancel while waiting (%(default)g)",
     )
 
     resume = command("resume", cmd_resume, "continue a run from the store, once its lease expired")

@@ -129,3 +129,25 @@ def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest
     assert starter.parser().parse_args(["serve"]).agents == ["my.agents", "more.agents"]
     assert job_cli.parser().parse_args(["run", "x", "--agents", "flag.agents"]).agents == ["flag.agents"]
     assert worker.parser().parse_args([]).agents == ["my.agents", "more.agents"]
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "said"),
+    [
+        (job_cli.main, ["run", "billing", "--poll-interval", "-1"], "argument --poll-interval: must be more than 0"),
+        (starter.main, ["run", "billing", "--heartbeat-timeout", "0"], "argument --heartbeat-timeout: must be more"),
+        (job_cli.main, ["run", "billing", "--temperature", "5"], "--temperature: Input should be less than or equal"),
+        (job_cli.main, ["run", "billing", "--bogus"], "unrecognized arguments: --bogus"),
+        (starter.main, ["status", "x", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_flag_error_names_the_flag_typed_and_the_commands_help(data_dir: Path, capsys, main, argv, said) -> None:
+    """Newcomer L17: `poll_seconds: Input should be greater than 0` named the internal field, and a parse
+    error said `(see job --help)` rather than the subcommand's help."""
+    capsys.readouterr()
+    assert main(argv) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {said}")
+    assert "_seconds" not in line and "poll_interval" not in line
+    if "(see " in line:
+        assert line.endswith(f" {argv[0]} --help)") and " --help) (see " not in line
