@@ -7,7 +7,7 @@ import argparse
 
 from config.settings import Settings
 from ops.cli.arguments import add_run_id, run_id
-from ops.cli.output import CliError, emit
+from ops.cli.output import CliError, emit, printable
 from stores import configured as stores
 from stores.errors import StoreUnavailable
 
@@ -41,5 +41,5 @@ def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
         + (f"  (undoes {e['compensates']})" if e["compensates"] else "")
         for e in data
     ]
-    emit(args.json, data, "\n".join(lines) if lines else "no effects")
+    emit(args.json, data, printable("\n".join(lines)) if lines else "no effects")  # tool results: never raw
     return 0
