@@ -18,10 +18,11 @@ import sys
 from collections.abc import Sequence
 
 from config import observability
-from config.agent_modules import load_agents_and_deps, module_names
+from config.agent_modules import load_agents_and_deps
 from config.settings import Settings
 from durable_agents.connection import connect
 from durable_agents.worker import build_worker
+from ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.connection import require_namespace
 from ops.cli.output import CliError
@@ -36,7 +37,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:  # AGENT_LOG_FORMAT or LOG_LEVEL, named in the message
         raise CliError(str(exc), code=2) from None
     try:
-        agents, deps = load_agents_and_deps(module_names(args.agents), settings)
+        agents, deps = load_agents_and_deps(args.agents, settings)
     except ValueError as exc:  # a module that does not load, or a make_deps that refuses its settings
         raise CliError(str(exc), code=2) from None
     # The SDK core's log lines go through the logging just configured; with AGENT_METRICS_ADDRESS, the SDK's
@@ -69,15 +70,19 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def parser() -> Parser:
+    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0], default_agents=DEMO_AGENTS)
+    add_agents_modules(parser)
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
     """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
     module that does not load, the database down) are one line on stderr and a non-zero exit
     (ops/cli/boundary.py); `--debug` shows the traceback."""
-    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--agents", action="append", metavar="MODULE", help="a module exporting `agents`")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
     try:
-        args = parser.parse_args(list(argv))
+        args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
     return run_command(lambda: serve(args, load_settings()), debug=args.debug)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,15 @@ def start(
     *,
     webhook_url: str | None = None,
     crash: CrashHook | None = None,
+    recorded: Callable[[str], None] | None = None,
 ) -> RunRow:
     """Check what can be checked before anything is stored (the agent, its options, the model), then
-    record the run and drive it."""
+    record the run, tell `recorded` its id (a command line prints it: a crash or Ctrl-C from here on must not
+    lose it) and drive it."""
     owner = new_owner()
     create(store, agents, run_id, agent_name, options, webhook_url=webhook_url, owner=owner)
+    if recorded is not None:
+        recorded(run_id)
     return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
 
 

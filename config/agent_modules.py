@@ -2,7 +2,8 @@
 
 An agents module exports `agents` (a non-empty list of `Agent`) and, optionally, `make_deps(settings)`
 returning the services its tools get as `ToolContext.deps`. Which modules: `--agents MODULE` flags
-(repeatable), else `AGENT_MODULES` (comma-separated), else the demo agents (`examples`).
+(repeatable), else `AGENT_MODULES` (comma-separated), else the caller's default (the command lines' is the
+demo agents, `examples`: ops/cli/arguments.py; the library has none).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from typing import Any
 from agentic import Agent
 from config.settings import Settings
 
-DEFAULT_MODULES = ("examples",)
-
 
 class AgentModuleError(ValueError):
     """A module that cannot be imported or exports no agents."""
@@ -27,11 +26,15 @@ class UnknownAgentName(LookupError):
     """A name that none of the agents modules exports."""
 
 
-def module_names(flags: Sequence[str] | None = None) -> list[str]:
+def module_names(flags: Sequence[str] | None = None, *, default: Sequence[str] = ()) -> list[str]:
+    """The modules named by the flags, else by AGENT_MODULES, else `default`; none at all is an error."""
     if flags:
         return list(flags)
     from_env = [m.strip() for m in os.environ.get("AGENT_MODULES", "").split(",") if m.strip()]
-    return from_env or list(DEFAULT_MODULES)
+    names = from_env or list(default)
+    if not names:
+        raise AgentModuleError("no agents module named: give --agents MODULE or set AGENT_MODULES")
+    return names
 
 
 def load_agents(names: Iterable[str]) -> list[Agent]:

@@ -39,7 +39,7 @@ from config.connection import ConnectionSettingsError
 from config.settings import Settings
 from durable_agents.connection import TemporalConnectError
 from durable_agents.errors import AgentClientError, AmbiguousApproval
-from ops.cli.arguments import resolve_run_id
+from ops.cli.arguments import resolve, unrecognized
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
 from stores.errors import StoreUnavailable
@@ -130,7 +130,13 @@ def exit_now(code: int) -> NoReturn:
 
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors in the boundary's form: one line naming the command's help, exit 2 (argparse
-    would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag."""
+    would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag. After
+    parsing, what may be given two ways is merged (ops/cli/arguments.py), and `--agents` falls back to
+    AGENT_MODULES, then to `default_agents`: the entry point's choice (starter.py, worker.py, job)."""
+
+    def __init__(self, *args: Any, default_agents: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_agents = tuple(default_agents)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
@@ -141,9 +147,14 @@ class Parser(argparse.ArgumentParser):
         for index, arg in enumerate(argv):
             if _not_utf8(arg):
                 self.error(f"{_what(argv, index)} is not valid UTF-8")
-        args = super().parse_args(argv, namespace)
-        resolve_run_id(args)
-        return args
+        parsed, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            getattr(parsed, "command_parser", self).error(unrecognized(extras, parsed))
+        try:
+            resolve(parsed, self.default_agents)
+        except AgentModuleError as exc:  # no agents module named, and this command line has no default
+            self.error(str(exc))
+        return parsed
 
 
 def _not_utf8(text: str) -> bool:
