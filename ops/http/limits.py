@@ -1,6 +1,7 @@
-"""Request limits every route shares: a bounded body (413 past it, before any parsing), and JSON-only POSTs
-(415 otherwise) — a cross-site page can send a form or `text/plain` without a CORS preflight, never
-`application/json`, and this server grants no preflight."""
+"""Request limits the runs API's routes share: a bounded body (`MAX_BODY_BYTES`, enforced by FastAPI's
+`max_body_size`, set in ops/http/base.py), JSON-only POSTs (415 otherwise) — a cross-site page can send a
+form or `text/plain` without a CORS preflight, never `application/json`, and the runs API grants no
+preflight — and the 422 bodies for input that is malformed or mistyped."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import json
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 
 from ops.http.errors import ApiError
 
@@ -24,49 +24,6 @@ def require_json(request: Request) -> None:
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type != "application/json":
         raise UnsupportedMediaType("POST needs Content-Type: application/json")
-
-
-class BodyLimit:
-    """ASGI middleware: reads at most `max_bytes` of a request body, answering 413 past that (by the declared
-    Content-Length at once, or as a chunked body grows); the app then reads the body as usual."""
-
-    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length", b"").decode("latin-1").strip()
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await self._too_large(scope, receive, send)
-            return
-        body, more = b"", True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await self._too_large(scope, receive, send)
-                return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _too_large(self, scope: Any, receive: Any, send: Any) -> None:
-        error = {"error": f"the request body is larger than {self.max_bytes} bytes"}
-        await JSONResponse(error, status_code=413, headers={"connection": "close"})(scope, receive, send)
 
 
 def field_errors(errors: list[Any]) -> dict[str, Any]:
