@@ -36,7 +36,6 @@ from ops.http.errors import InvalidRequest
 from ops.http.facts import add_facts
 from ops.http.inbox import add_inbox
 from ops.http.limits import MAX_BODY_BYTES, require_json
-from ops.http.login import add_login
 from ops.http.sse import with_keepalives
 from ops.http.views import (
     AuditView,
@@ -73,6 +72,8 @@ def create_app(
     app = new_app(
         auth,
         title=f"agent runs ({engine.name})",
+        home="/inbox",
+        secure_cookie=secure_cookie,
         description=(__doc__ or "").split("\n\n", 1)[0],
         max_body_bytes=max_body_bytes,
         lifespan=lifespan,
@@ -136,7 +137,6 @@ def create_app(
     async def openapi(who: Principal = viewer) -> dict[str, Any]:
         return app.openapi()
 
-    add_login(app, auth, title="Approvals inbox", home="/inbox", secure_cookie=secure_cookie)
     add_inbox(app, engine, auth)
     if facts is not None:
         add_facts(app, auth, facts)

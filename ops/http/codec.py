@@ -48,7 +48,6 @@ from config.codec.aesgcm import AesGcmCodec, DecryptionError
 from config.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
 from ops.http.auth import AuthConfigError, HttpAuth, Principal, TokenTable, check_startup, hosts_from_env
 from ops.http.base import new_app
-from ops.http.login import add_login
 from ops.http.serve import add_serve_arguments, listen, server
 from ops.http.sessions import Sessions
 
@@ -96,7 +95,7 @@ def codec_router(codec: AesGcmCodec, auth: HttpAuth) -> APIRouter:
 
     for name, handler in (("encode", encode), ("decode", decode)):
         for path in (f"/{name}", f"/{{prefix:path}}/{name}"):  # the CLI's templating puts a namespace first
-            router.add_api_route(path, handler, methods=["POST"], max_body_size=MAX_BODY, include_in_schema=False)
+            router.add_api_route(path, handler, methods=["POST"], include_in_schema=False)
     return router
 
 
@@ -120,10 +119,17 @@ def _apply(operation: Operation, body: bytes) -> bytes:
 def create_codec_app(
     codec: AesGcmCodec, auth: HttpAuth, *, origins: Iterable[str] = DEFAULT_ORIGINS, secure_cookie: bool = False
 ) -> FastAPI:
-    app = new_app(auth, title="Codec server", cors_origins=origins, cors_headers=CORS_HEADERS)
+    app = new_app(
+        auth,
+        title="Codec server",
+        home="/login",  # after a sign-in, the login page again: who is signed in, and what to switch on in the UI
+        login_note=WEB_UI_NOTE,
+        secure_cookie=secure_cookie,
+        max_body_bytes=MAX_BODY,  # read only by /encode and /decode, after the token check (/login: 4 KiB)
+        cors_origins=origins,
+        cors_headers=CORS_HEADERS,
+    )
     app.include_router(codec_router(codec, auth))
-    # After a sign-in, the login page again: it says who is signed in, and what to switch on in the Web UI.
-    add_login(app, auth, title="Codec server", home="/login", note=WEB_UI_NOTE, secure_cookie=secure_cookie)
     return app
 
 
