@@ -43,7 +43,7 @@ from ops.http.views import (
     LeaseView,
     PendingView,
     ProgressView,
-    RunSummary,
+    RunListItem,
     RunView,
     StartRequest,
     StepView,
@@ -72,7 +72,7 @@ class CheckpointEngine:
 
     # -- reading ----------------------------------------------------------------------------------------
 
-    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunSummary]:
+    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunListItem]:
         where, params = [], []
         if status:
             where.append("r.status = ?")
@@ -86,7 +86,7 @@ class CheckpointEngine:
         )
         rows = await asyncio.to_thread(self.store.query, f"{sql} ORDER BY r.created_at DESC LIMIT ?", (*params, limit))
         return [
-            RunSummary(
+            RunListItem(
                 run_id=r["run_id"],
                 agent=r["scenario"],
                 status=r["status"],

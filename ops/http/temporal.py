@@ -49,7 +49,7 @@ from ops.http.views import (
     InboxItem,
     PendingView,
     ProgressView,
-    RunSummary,
+    RunListItem,
     RunView,
     StartRequest,
     WebhookView,
@@ -73,14 +73,14 @@ class TemporalEngine:
 
     # -- reading ----------------------------------------------------------------------------------------
 
-    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunSummary]:
+    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunListItem]:
         with _translated():
             try:
                 found = await self.agents.list(status=status, agent=agent, limit=limit)
             except ValueError as exc:
                 raise InvalidRequest(str(exc), "status" if str(exc).endswith(repr(status)) else "agent") from None
         return [
-            RunSummary(
+            RunListItem(
                 run_id=r.run_id,
                 agent=r.agent,
                 status=r.status,
