@@ -12,6 +12,7 @@
     python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
     python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
+    python starter.py codec-server [--port 8081]   # the codec endpoint the Web UI and CLI decode through
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID, an agent as AGENT or
@@ -30,6 +31,7 @@ from ops.cli import approvals, effects, prune, runs
 from ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from ops.cli.arguments import DEMO_AGENTS, Commands, add_run_id, port_number, positive_int
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
+from ops.cli.codec_server import add_codec_server_arguments, cmd_codec_server
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
@@ -112,6 +114,7 @@ def parser() -> argparse.ArgumentParser:
     prune.add_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
     add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
+    add_codec_server_arguments(command("codec-server", cmd_codec_server, "the codec endpoint the Web UI decodes with"))
     return root
 
 

@@ -35,6 +35,9 @@ LOCAL_MODEL_N_CTX = 4096
 # Here, not in worker.py, so the bench's bare floor worker uses it without importing our engine.
 STICKY_TIMEOUT = timedelta(seconds=5)
 
+# The runs API's bearer tokens (`name:role:token,...`; ops/http/auth.py reads them when the API starts).
+API_TOKENS_ENV = "AGENT_API_TOKENS"
+
 
 def data_dir() -> Path:
     """Where local state lives (ledger, transcripts, the embedded server's database): `AGENT_DATA_DIR`,

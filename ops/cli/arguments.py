@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from config.agent_modules import module_names
+from config.settings import API_TOKENS_ENV
 
 MAX_RUN_ID = 1000  # Temporal refuses longer workflow ids
 HASH_MIN = 8  # characters of an arguments hash a person must copy for `--hash`
@@ -27,6 +28,10 @@ NEEDS_A_NAME = "needs a name: it is recorded in the audit trail"
 # The agents served and started when neither `--agents` nor AGENT_MODULES names a module: the demo agents.
 # Only the command lines fall back to them (each passes this to its parser); the library has no default.
 DEMO_AGENTS = ("examples",)
+
+
+# The runs API's port (`starter.py serve`, `job serve`): here, so parsing a command line imports no HTTP stack.
+DEFAULT_PORT = 8765
 
 
 # -- types ------------------------------------------------------------------------------------------------
@@ -207,3 +212,23 @@ def unrecognized(extras: list[str], args: argparse.Namespace) -> str:
         key = flag[2:].split("=", 1)[0].replace("-", "_")
         message += f" (an option of the agent? --option {key}=VALUE)"
     return message
+
+
+def add_serve_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    port: int = DEFAULT_PORT,
+    token_env: str = API_TOKENS_ENV,
+    without_auth: str = "anyone who reaches the port may read, start, cancel and approve",
+) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
+    parser.add_argument("--port", type=port_number, default=port)
+    parser.add_argument(
+        "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
+    )
+    parser.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help=f"serve without {token_env}: {without_auth} (loopback only)",
+    )
+    parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")

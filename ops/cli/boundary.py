@@ -1,5 +1,5 @@
 """The one error boundary of every command line: `starter.py`, `job`, `worker.py`'s startup,
-`python -m ops.http.codec`. A known error is one line on stderr (`error: ...`) and the
+`python starter.py codec-server`. A known error is one line on stderr (`error: ...`) and the
 exit code below; anything else is one line too, plus how to see the traceback (`--debug`, or
 `AGENT_DEBUG=1` for a command without the flag).
 

@@ -45,6 +45,7 @@ from ops.cli.arguments import (
     add_agents_modules,
     add_decision_arguments,
     add_run_id,
+    add_serve_arguments,
     positive_float,
     positive_int,
 )
@@ -53,7 +54,6 @@ from ops.cli.output import CliError, emit, fail, printable
 from ops.cli.prune import add_prune_arguments, prune_request
 from ops.cli.run_options import add_run_arguments, run_request
 from ops.devstack.signals import stop_on_signals
-from ops.http.serve import add_serve_arguments
 from ops.retention import checkpoints as retention
 from stores import configured as stores
 

@@ -14,12 +14,12 @@ import argparse
 from config.agent_modules import load_agents
 from config.approver_keys import api_signing_keys
 from config.settings import Settings
-from ops.cli.arguments import add_agents_modules
+from ops.cli.arguments import add_agents_modules, add_serve_arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError
 from ops.http.app import create_app
 from ops.http.auth import AuthConfigError
-from ops.http.serve import add_serve_arguments, auth_from, listen, listening_line, server
+from ops.http.serve import auth_from, listen, listening_line, server
 from ops.http.temporal import TemporalEngine
 from stores import configured as stores
 

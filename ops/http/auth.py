@@ -31,11 +31,12 @@ from starlette.responses import JSONResponse
 
 from config.loopback import is_loopback
 from config.secrets import env_or_file
+from config.settings import API_TOKENS_ENV
 from ops.http.sessions import Sessions, cookie_value
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
-TOKENS_ENV = "AGENT_API_TOKENS"
+TOKENS_ENV = API_TOKENS_ENV
 TOKENS_FILE_ENV = "AGENT_API_TOKENS_FILE"
 _TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]{16,}$")
 _NAME = re.compile(r"^[^\s=:,#][^=,#]{0,99}$")

@@ -1,7 +1,7 @@
 """The remote codec endpoint: Temporal's codec server protocol, so the Web UI and the CLI can show
 encrypted payloads decrypted — to whoever may decrypt them.
 
-    python -m ops.http.codec --port 8081                 # keys from AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE
+    python starter.py codec-server --port 8081                 # keys from AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE
     temporal server start-dev --ui-codec-endpoint http://localhost:8081
     temporal workflow show -w RUN_ID --codec-endpoint http://localhost:8081 --codec-auth "Bearer $TOKEN"
 
@@ -31,10 +31,6 @@ The server never logs or returns payload contents other than in the response to 
 
 from __future__ import annotations
 
-import argparse
-import logging
-import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI
@@ -45,10 +41,9 @@ from starlette.responses import JSONResponse, Response
 from temporalio.api.common.v1 import Payload, Payloads
 
 from config.codec.aesgcm import AesGcmCodec, DecryptionError
-from config.codec.keys import KeyConfigError, UnknownKeyError, load_keyring
-from ops.http.auth import AuthConfigError, HttpAuth, Principal, TokenTable, check_startup, hosts_from_env
+from config.codec.keys import UnknownKeyError
+from ops.http.auth import HttpAuth, Principal, TokenTable
 from ops.http.base import new_app
-from ops.http.serve import add_serve_arguments, listen, server
 from ops.http.sessions import Sessions
 
 DEFAULT_ORIGINS = (
@@ -131,57 +126,3 @@ def create_codec_app(
     )
     app.include_router(codec_router(codec, auth))
     return app
-
-
-def main(argv: list[str] | None = None) -> int:
-    from config.settings import Settings
-
-    parser = argparse.ArgumentParser(prog="python -m ops.http.codec", description=(__doc__ or "").split("\n\n")[0])
-    add_serve_arguments(
-        parser, port=8081, token_env="AGENT_CODEC_AUTH_TOKEN", without_auth="anyone who reaches the port decrypts"
-    )
-    parser.add_argument(
-        "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
-
-    settings = Settings()
-    try:
-        keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
-    except KeyConfigError as exc:
-        print(f"codec server: {exc}", file=sys.stderr)
-        return 2
-    if keyring is None:
-        print("codec server: no keys; set AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE", file=sys.stderr)
-        return 2
-    env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
-    origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
-    token = os.environ.get("AGENT_CODEC_AUTH_TOKEN", "").strip() or None
-    try:
-        check_startup(
-            args.host, token is not None, args.insecure_no_auth, what="codec server", token_env="AGENT_CODEC_AUTH_TOKEN"
-        )
-    except AuthConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    hosts = args.allowed_host or hosts_from_env("AGENT_CODEC_ALLOWED_HOSTS")
-    auth = codec_auth(token, insecure_no_auth=args.insecure_no_auth, hosts=hosts)
-    app = create_codec_app(AesGcmCodec(keyring), auth, origins=origins, secure_cookie=args.secure_cookie)
-    listener = listen(args)  # bound before the address is printed: connections wait in the backlog
-    who = "bearer token or session" if token else "NONE (--insecure-no-auth: anyone who reaches the port decrypts)"
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    print(
-        f"codec server on http://{host}:{listener.getsockname()[1]} "
-        f"(active key {keyring.active}, {len(keyring.keys)} loaded; auth: {who}; "
-        f"hosts: {', '.join(sorted(auth.hosts))}; CORS: {', '.join(sorted(origins))})",
-        flush=True,
-    )
-    server(app).run(sockets=[listener])
-    return 0
-
-
-if __name__ == "__main__":
-    from ops.cli.boundary import exit_now, run_command  # the one error boundary: one line, shared exit codes
-
-    exit_now(run_command(main))

@@ -1,5 +1,5 @@
 """Serving our apps — the runs API (`python starter.py serve`, `job serve`) and the codec endpoint
-(`python -m ops.http.codec`): the same flags, the start-up rule (no tokens → refuse, unless
+(`python starter.py codec-server`): the same flags (ops/cli/arguments.py), the start-up rule (no tokens → refuse, unless
 `--insecure-no-auth` on a loopback address), then uvicorn on the given address with the same bounds on what
 one client may hold (ops/http/connections.py)."""
 
@@ -11,33 +11,11 @@ import socket
 import uvicorn
 from fastapi import FastAPI
 
-from ops.cli.arguments import port_number
 from ops.http.auth import TOKENS_ENV, HttpAuth, check_startup, load_tokens
 from ops.http.connections import BoundedH11Protocol
 
-DEFAULT_PORT = 8765
 MAX_CONNECTIONS = 64  # open at once; past that, 503
 READ_TIMEOUT = 10  # seconds a client may owe us bytes without sending any
-
-
-def add_serve_arguments(
-    parser: argparse.ArgumentParser,
-    *,
-    port: int = DEFAULT_PORT,
-    token_env: str = TOKENS_ENV,
-    without_auth: str = "anyone who reaches the port may read, start, cancel and approve",
-) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
-    parser.add_argument("--port", type=port_number, default=port)
-    parser.add_argument(
-        "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
-    )
-    parser.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help=f"serve without {token_env}: {without_auth} (loopback only)",
-    )
-    parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")
 
 
 def auth_from(args: argparse.Namespace, what: str) -> HttpAuth:

@@ -178,7 +178,7 @@ def codec_server_process(keys: str, token: str) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_CODEC")}
     env |= {"AGENT_CODEC_KEYS": keys, "AGENT_CODEC_AUTH_TOKEN": token}
     process = subprocess.Popen(
-        [sys.executable, "-m", "ops.http.codec", "--port", str(port)],
+        [sys.executable, "starter.py", "codec-server", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

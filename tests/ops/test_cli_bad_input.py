@@ -209,7 +209,7 @@ CASES = [
     ),
     worker_case("server unreachable", code=1, says=f"cannot reach Temporal at {NOWHERE}", spawn=True),
     # -- the codec endpoint and the bench --------------------------------------------------------------------
-    Case("codec server without keys", "ops.http.codec", [], 2, "no keys", subprocess=True),
+    starter_case("codec-server without keys", "codec-server", says="no keys", spawn=True),
     Case("bench report missing", "bench", ["report", "--from", "/nonexistent.json"], 2, "no results", subprocess=True),
 ]
 

@@ -1,6 +1,6 @@
 """The codec endpoint fails closed (review M3), checks the Host header (DNS rebinding), bounds what an
 unauthenticated client can hold (L4), and keeps the token out of the session cookie (L5). Real HTTP over
-loopback, served as `python -m ops.http.codec` serves it (tests/support/serving.py); the server's own
+loopback, served as `python starter.py codec-server` serves it (tests/support/serving.py); the server's own
 process for the start-up rules."""
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
+import starter
 from config.codec import AesGcmCodec, KeyRing, new_key
 from config.settings import ROOT
-from ops.http.codec import COOKIE, codec_auth, create_codec_app, main
+from ops.http.codec import COOKIE, codec_auth, create_codec_app
 from ops.http.sessions import Sessions
 from tests.config.test_codec import http
 from tests.support.serving import Served
@@ -79,6 +80,10 @@ def env_without_token(keys: str) -> dict[str, str]:
     return env | {"AGENT_CODEC_KEYS": keys}
 
 
+def main(argv: list[str]) -> int:
+    return starter.main(["codec-server", *argv])
+
+
 # -- M3: fail closed ------------------------------------------------------------------------------
 
 
@@ -104,7 +109,7 @@ def test_insecure_no_auth_on_loopback_starts_and_says_so() -> None:
     keys = f"k1:{new_key()}"
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ops.http.codec", "--port", str(port), "--insecure-no-auth"],
+        [sys.executable, "starter.py", "codec-server", "--port", str(port), "--insecure-no-auth"],
         cwd=ROOT,
         env=env_without_token(keys),
         stdout=subprocess.PIPE,

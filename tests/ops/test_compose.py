@@ -160,7 +160,7 @@ def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
     assert f":{metrics_port}/metrics" in " ".join(worker["healthcheck"]["test"])
     codec_port = services["codec"]["command"][services["codec"]["command"].index("--port") + 1]
     assert published["codec"][0].endswith(f":{codec_port}")
-    assert "ops.http.codec" in services["codec"]["command"]
+    assert "codec-server" in services["codec"]["command"]
 
 
 def test_worker_environment_matches_settings(
@@ -322,7 +322,7 @@ def test_dockerfile_and_dockerignore() -> None:
 
 def test_compose_documentation_exists() -> None:
     doc = (ROOT / "docs/operations.md").read_text()
-    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "ops.http.codec", "TEMPORAL_API_KEY"):
+    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "codec-server", "TEMPORAL_API_KEY"):
         assert needle in doc, needle
     assert Path(COMPOSE).read_text().count("docs/operations.md") >= 1
 
