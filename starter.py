@@ -12,6 +12,7 @@
     python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
     python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
+    python starter.py replay --agents MOD histories/*.json   # recorded histories against today's code
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
@@ -34,6 +35,7 @@ from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
 from ops.cli.migrate import cmd_migrate
 from ops.cli.prune import add_archive_arguments, add_prune_arguments, cmd_archive, cmd_prune
+from ops.cli.replay import add_replay_arguments, cmd_replay
 from ops.cli.run_options import positive_int
 from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
 from ops.cli.serve import add_arguments as add_serve_arguments
@@ -118,6 +120,9 @@ def parser() -> argparse.ArgumentParser:
     add_prune_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
     add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
+    add_replay_arguments(
+        command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
+    )
     return root
 
 

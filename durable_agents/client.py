@@ -46,6 +46,7 @@ from durable_agents.errors import (
     RunAlreadyExists,
     RunClosed,
     RunFailed,
+    SearchAttributesMissing,
     TemporalUnavailable,
     UnknownAgent,
     UnknownRun,
@@ -658,6 +659,13 @@ def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
 
 
 def _rpc_error(exc: RPCError, what: str) -> Exception:
+    if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
+        return SearchAttributesMissing(
+            f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
+            "namespace (`python starter.py search-attributes`; `durable_agents.testing` does it for its servers), "
+            "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
+            "not in visibility)"
+        )
     if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
         return TemporalUnavailable(f"{what}: the Temporal server did not answer ({exc.message})")
     if exc.status == RPCStatusCode.NOT_FOUND:

@@ -12,6 +12,12 @@ class TemporalUnavailable(AgentClientError):
     """The Temporal server could not be reached (or refused the call)."""
 
 
+class SearchAttributesMissing(AgentClientError):
+    """The server is up but does not know our search attributes (`AgentStatus`, `AgentPendingApprovals`, ...),
+    so it refuses a run started with them, or a query naming them. Retrying cannot help: register them, or
+    start runs without them. The message says both."""
+
+
 class UnknownRun(AgentClientError, LookupError):
     """No run with this id in the namespace."""
 
