@@ -36,6 +36,7 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from agentic import Agent
 from agentic.spec import AgentSpec
+from config.connection import data_converter
 from config.settings import Settings
 from durable_agents.client import AgentClient, RunHandle
 from durable_agents.plugin import DurableAgentsPlugin
@@ -101,7 +102,7 @@ async def replay(
     agent, and the tools its recorded spec lists, among them. Items are histories, or (source, history)."""
     settings = settings or Settings()
     replayer = Replayer(workflows=[], plugins=[DurableAgentsPlugin(settings)])
-    converter = replayer.config()["data_converter"]
+    converter = data_converter(settings)  # what the plugin gives the replayer (and every client and worker)
     named = [item if isinstance(item, tuple) else (item.workflow_id, item) for item in histories]
     served = {a.name: a for a in agents} if agents is not None else None
     found: list[Replayed] = []
