@@ -41,6 +41,7 @@ from agentic.approvals import ApprovalPolicy, PendingApproval
 from agentic.mcp import MCPServer
 from agentic.memory import Fact, FactStore
 from agentic.saga import SagaPolicy
+from durable_agents.clean_exit import run
 from durable_agents.client import AgentClient, DecisionOutcome, RunHandle, RunSummary
 from durable_agents.connection import connect
 from durable_agents.errors import (
@@ -102,6 +103,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "RunSummary",
     "build_worker",
     "connect",
+    "run",  # asyncio.run for client scripts: exits cleanly (durable_agents/clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",
     "ModelError",

@@ -454,7 +454,7 @@ class RunHandle:
             entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=wait)
             return outcome.model_copy(update={"entry": entry, "decision": entry.event})
         except WorkflowUpdateFailedError as exc:
-            raise ApprovalRejected(str(exc.cause) if exc.cause else str(exc)) from None
+            raise _refused(exc) from None
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
             pass  # no worker answered now: fall back to the signal, which the server keeps
         description = await self.describe()
@@ -656,6 +656,14 @@ def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
     if "UnknownAgent" in types:
         return UnknownAgent(message, "UnknownAgent")
     return RunFailed(message, failure_type)
+
+
+def _refused(exc: WorkflowUpdateFailedError) -> ApprovalRejected:
+    """The validator's refusal: its message says what was refused and why; its details, the reason alone."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == "DecisionRejected" and cause.details:
+        return ApprovalRejected(str(cause.details[0]), cause.message)
+    return ApprovalRejected(str(cause) if cause else str(exc))
 
 
 def _rpc_error(exc: RPCError, what: str) -> Exception:

@@ -63,9 +63,9 @@ class AmbiguousApproval(AgentClientError):
 
 
 class ApprovalRejected(AgentClientError):
-    """The run refused the decision (wrong hash, already decided, expired, unknown call); `reason` says why.
-    Nothing changed."""
+    """The run refused the decision (wrong hash, already decided, expired, unknown call); `reason` says why,
+    the message what was refused and why. Nothing changed."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"rejected: {reason}")
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"rejected: {reason}")
         self.reason = reason
