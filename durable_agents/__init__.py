@@ -5,6 +5,11 @@
 One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
 `AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
 Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+
+A script that uses a client ends with `durable_agents.run(main())` rather than `asyncio.run(main())`: it exits
+cleanly (durable_agents/clean_exit.py). Testing agents on Temporal's test servers: `durable_agents.testing`
+(its pytest fixture: `durable_agents.pytest_plugin`); replaying recorded histories against today's code
+before a deploy: `durable_agents.replay`.
 """
 
 from agentic import (
