@@ -13,6 +13,7 @@
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
     python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
     python starter.py codec-server [--port 8081]   # the codec endpoint the Web UI and CLI decode through
+    python starter.py replay --agents MOD histories/*.json   # recorded histories against today's code
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
 are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID, an agent as AGENT or
@@ -37,6 +38,7 @@ from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
 from ops.cli.migrate import cmd_migrate
 from ops.cli.prune import add_archive_arguments, cmd_archive, cmd_prune
+from ops.cli.replay import add_replay_arguments, cmd_replay
 from ops.cli.runs import cmd_result, cmd_run, cmd_status
 from ops.cli.serve import add_arguments as add_serve_arguments
 from ops.cli.serve import cmd_serve
@@ -115,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
     add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
     add_codec_server_arguments(command("codec-server", cmd_codec_server, "the codec endpoint the Web UI decodes with"))
+    add_replay_arguments(
+        command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
+    )
     return root
 
 

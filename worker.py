@@ -89,4 +89,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    exit_now(main(sys.argv[1:]))  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown
+    exit_now(main(sys.argv[1:]))  # releases the Temporal runtimes before exiting (sdk-python issue 300)

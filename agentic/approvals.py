@@ -185,7 +185,7 @@ class ApprovalBook(BaseModel):
         if now >= pending.deadline:
             return f"the approval for call {decision.call_id} expired at {pending.deadline.isoformat()}"
         if decision.arguments_hash != pending.arguments_hash:
-            return "the arguments hash does not match the pending call's arguments; nothing was approved"
+            return "the arguments hash does not match the pending call's arguments"
         return None
 
     def decide(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> AuditEntry:

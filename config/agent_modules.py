@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
@@ -71,10 +72,30 @@ def find(agents: Sequence[Agent], name: str) -> Agent:
 
 
 def _import(name: str) -> ModuleType:
+    """The module, found as `python -m` would find it: a module in the current directory too (`python
+    /path/to/worker.py --agents my_agents`, run where my_agents.py is). The current directory is searched
+    last, so that a file there never shadows a module of ours."""
     try:
         return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if not _is_top_of(exc, name) or here in sys.path:
+            raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+        sys.path.append(here)
+        try:
+            return importlib.import_module(name)
+        except ImportError as again:
+            raise AgentModuleError(
+                f"cannot import agents module {name!r}: {again} (searched the current directory {here} and "
+                "sys.path; run from the directory that holds it, or add that directory to PYTHONPATH)"
+            ) from None
     except ImportError as exc:
         raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+
+
+def _is_top_of(exc: ModuleNotFoundError, name: str) -> bool:
+    """Whether what was not found is the named module (or its package), not something it imports."""
+    return exc.name is not None and (name == exc.name or name.startswith(exc.name + "."))
 
 
 def _agents_of(name: str, module: ModuleType) -> list[Agent]:

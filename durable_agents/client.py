@@ -46,6 +46,7 @@ from durable_agents.errors import (
     RunAlreadyExists,
     RunClosed,
     RunFailed,
+    SearchAttributesMissing,
     TemporalUnavailable,
     UnknownAgent,
     UnknownRun,
@@ -453,7 +454,7 @@ class RunHandle:
             entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=wait)
             return outcome.model_copy(update={"entry": entry, "decision": entry.event})
         except WorkflowUpdateFailedError as exc:
-            raise ApprovalRejected(str(exc.cause) if exc.cause else str(exc)) from None
+            raise _refused(exc) from None
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
             pass  # no worker answered now: fall back to the signal, which the server keeps
         description = await self.describe()
@@ -657,7 +658,22 @@ def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
     return RunFailed(message, failure_type)
 
 
+def _refused(exc: WorkflowUpdateFailedError) -> ApprovalRejected:
+    """The validator's refusal: its message says what was refused and why; its details, the reason alone."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == "DecisionRejected" and cause.details:
+        return ApprovalRejected(str(cause.details[0]), cause.message)
+    return ApprovalRejected(str(cause) if cause else str(exc))
+
+
 def _rpc_error(exc: RPCError, what: str) -> Exception:
+    if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
+        return SearchAttributesMissing(
+            f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
+            "namespace (`python starter.py search-attributes`; `durable_agents.testing` does it for its servers), "
+            "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
+            "not in visibility)"
+        )
     if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
         return TemporalUnavailable(f"{what}: the Temporal server did not answer ({exc.message})")
     if exc.status == RPCStatusCode.NOT_FOUND:

@@ -294,7 +294,14 @@ class AgentWorkflow:
     def _validate_decision(self, decision: Decision) -> None:
         why = self.book.rejection(decision, workflow.now(), self._queued_calls())
         if why is not None:
-            raise ValueError(why)
+            # What was refused and why, as the caller reads it (Temporal's CLI too): not a ValueError, which
+            # reads as a retryable bug. The reason alone travels as the details (`ApprovalRejected.reason`).
+            pending = self.book.pending.get(decision.call_id)
+            call = f"call {decision.call_id}" + (f" ({pending.tool})" if pending else "")
+            verb = "approve" if decision.approve else "deny"
+            raise ApplicationError(
+                f"decision refused: {verb} {call}: {why}", why, type="DecisionRejected", non_retryable=True
+            )
 
     def _decide(self, decision: Decision) -> AuditEntry:
         entry = self.book.decide(decision, workflow.now(), self._queued_calls())

@@ -21,7 +21,6 @@ A known error is one whose class says what it is: `CliError` (with its code), an
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sqlite3
 import sys
@@ -37,6 +36,8 @@ from config.agent_modules import AgentModuleError, UnknownAgentName
 from config.codec.keys import KeyConfigError
 from config.connection import ConnectionSettingsError
 from config.settings import Settings
+from durable_agents.clean_exit import release_runtimes
+from durable_agents.clean_exit import run as run_to_completion
 from durable_agents.connection import TemporalConnectError
 from durable_agents.errors import AgentClientError, AmbiguousApproval
 from ops.cli.arguments import resolve, unrecognized
@@ -91,7 +92,7 @@ def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) ->
     try:
         outcome = handler(*args)
         if isinstance(outcome, Awaitable):
-            outcome = asyncio.run(outcome)  # type: ignore[arg-type]
+            outcome = run_to_completion(outcome)  # type: ignore[arg-type]  # asyncio.run, runtimes released
         return int(outcome)  # type: ignore[call-overload]
     except KeyboardInterrupt:
         return 130
@@ -118,11 +119,11 @@ def load_settings() -> Settings:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Flush and leave. sdk-python issue 300: a short-lived Temporal client can abort at interpreter exit
-    after its output, and lease renewers or server threads could delay it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """Exit with `code`, cleanly: the Temporal runtimes are released first (a command whose handler ran its
+    own event loop included), so no SDK thread is left to abort interpreter shutdown (sdk-python issue 300;
+    durable_agents/clean_exit.py). Every thread of ours is a daemon: none delays the exit."""
+    release_runtimes()
+    sys.exit(code)
 
 
 # -- parsing ----------------------------------------------------------------------------------------

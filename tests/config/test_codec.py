@@ -35,6 +35,7 @@ from config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
 from config.codec.keys import load_keyring, new_key
 from config.connection import data_converter
 from config.settings import ROOT, Settings
+from config.temporal_binaries import TEMPORAL_CLI
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
 from ops.http.codec import COOKIE, codec_auth, create_codec_app
@@ -45,7 +46,6 @@ from tests.support.serving import serving
 from workflows.inputs import AgentInput
 
 SECRET = "sk-live-PLANTED-SECRET-4471"
-TEMPORAL = Path(sys.executable).parent / "temporal"
 ENCRYPTED_B64 = base64.b64encode(ENCODING).decode()
 
 
@@ -120,7 +120,7 @@ def _unencoded_by_design(path: tuple[str, ...]) -> bool:
 
 def show(env: WorkflowEnvironment, workflow_id: str, *extra: str) -> tuple[str, dict[str, Any]]:
     """The raw history, as the real `temporal` CLI prints it."""
-    command = [str(TEMPORAL), "workflow", "show", "--workflow-id", workflow_id, "--address", address(env)]
+    command = [str(TEMPORAL_CLI), "workflow", "show", "--workflow-id", workflow_id, "--address", address(env)]
     command += ["--namespace", env.client.namespace, "--output", "json", *extra]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
