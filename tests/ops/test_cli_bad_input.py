@@ -177,6 +177,20 @@ CASES = [
     worker("agents module missing", "--agents", "no.such.module", says="cannot import agents module 'no.such.module'"),
     worker("TEMPORAL_TLS=maybe", says="TEMPORAL_TLS='maybe'", TEMPORAL_TLS="maybe"),
     worker("server unreachable", code=1, says=f"cannot reach Temporal at {NOWHERE}"),
+    # Worker Versioning: half a version, or one the server would refuse every poll of — before connecting.
+    worker("deployment without build id", "--deployment", "agents", says="no build id (--build-id, TEMPORAL_WORKER"),
+    worker(
+        "build id without deployment",
+        says="no deployment name (--deployment, TEMPORAL_DEPLOYMENT_NAME)",
+        TEMPORAL_WORKER_BUILD_ID="v2",
+    ),
+    worker("deployment name with a dot", "--deployment", "a.b", "--build-id", "v1", says="may not contain '.'"),
+    worker(
+        "build id reserved",
+        says="build id '__unversioned__': may not start with '__'",
+        TEMPORAL_DEPLOYMENT_NAME="agents",
+        TEMPORAL_WORKER_BUILD_ID="__unversioned__",
+    ),
     # -- the codec tools and the bench -------------------------------------------------------------------
     starter("codec-key bad id", "codec-key", "bad id!", says="bad key id"),
     starter("approver-key blank name", "approver-key", " ", says="approver"),
