@@ -6,8 +6,9 @@ Build v1 serves runs that wait for a human's approval. Build v2 changes the work
 `workflow.patched` (tests/support/incompatible_build.py: a timer first), which would fail every waiting run with a
 non-determinism error on an unversioned deployment. Made current, v2 takes every new run, while the waiting runs
 are approved and finish on v1 with no workflow task failed; a run mid-step when v2 became current moves to v2 by
-continuing as new before its approval wait. v1 then reports drained and is stopped; rolling back to v1 sends new
-runs to v1 again; v2, drained, is retired (its version deleted).
+continuing as new before its approval wait. v1 then reports drained — while the notifier of a v1 run, its
+receiver down, still retries — and is stopped; the notifier delivers from v2. Rolling back to v1 sends new runs
+to v1 again; v2, drained, is retired (its version deleted; refused while it drains or its workers poll).
 
 The closing printout (`pytest -s`) gives, for each run, the build it started on, the build it finished on and its
 outcome, and the time from "v2 current" to "v1 drained".
@@ -20,19 +21,24 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
+from activities.inputs import WebhookDelivered
 from config.settings import ROOT, Settings
+from config.webhook_signing import EVENT_ID_HEADER
 from durable_agents import AgentClient, RunHandle
 from durable_agents.connection import connect
 from ops.devstack import devserver
@@ -45,6 +51,7 @@ pytestmark = pytest.mark.system
 
 DEPLOYMENT = "agents"
 AGENTS = ["--agents", "tests.support.deploy_agents"]
+WEBHOOK_SECRET = "deploy-test-webhook-secret"
 
 
 @pytest.fixture
@@ -116,8 +123,11 @@ class Runbook:
         return described["drainageInfo"]["drainageStatus"]
 
     async def open_runs(self, build: str) -> int:
-        """Step 4: the runs still open on `build` (visibility)."""
-        query = f"TemporalWorkerDeploymentVersion='{DEPLOYMENT}:{build}' AND ExecutionStatus='Running'"
+        """Step 4: the runs pinned to `build` still open (visibility): what its drainage waits for."""
+        query = (
+            f"TemporalWorkerDeploymentVersion='{DEPLOYMENT}:{build}' AND TemporalWorkflowVersioningBehavior='Pinned'"
+            " AND ExecutionStatus='Running'"
+        )
         _, out = await self.temporal("workflow", "count", "--query", query)
         return int(out.split("Total:")[1].split()[0])
 
@@ -194,7 +204,23 @@ async def equals(value: Awaitable[object], expected: object) -> bool:
     return await value == expected
 
 
+class Receiver(BaseHTTPRequestHandler):
+    """A webhook receiver on loopback: accepts every delivery, and records its event id."""
+
+    delivered: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        Receiver.delivered.append(self.headers[EVENT_ID_HEADER])
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def worker(settings: Settings, log: Path, *args: str, env: dict[str, str] | None = None) -> WorkerProcess:
+    env = {"AGENT_WEBHOOK_SECRET": WEBHOOK_SECRET} | (env or {})
     return WorkerProcess(settings, log=log, extra_env=env, command=[sys.executable, *args, *AGENTS]).wait_ready()
 
 
@@ -211,6 +237,7 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
     agents = AgentClient(await connect(settings), settings=settings)
     runbook = Runbook(server.address)
     workers: list[WorkerProcess] = []
+    receiver: ThreadingHTTPServer | None = None
     rows: list[Row] = []
     try:
         # 0. The first build, v1, as compose runs it (TEMPORAL_DEPLOYMENT_NAME / TEMPORAL_WORKER_BUILD_ID), made
@@ -222,7 +249,9 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
         await runbook.set_current("v1")
 
         # Runs on v1: three wait for an approval; one holds mid-step until released.
-        waiting = [await agents.start("refund") for _ in range(3)]
+        hook_port = devserver.free_port()  # nothing listens here until v1 has drained and stopped
+        waiting = [await agents.start("refund", webhook=f"http://127.0.0.1:{hook_port}/hook")]
+        waiting += [await agents.start("refund") for _ in range(2)]
         for handle in waiting:
             await handle.wait_for_approval()
         release = tmp_path / "release"
@@ -299,7 +328,22 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
         await eventually(lambda: equals(runbook.open_runs("v1"), 0), what="no run open on v1")
         await eventually(lambda: equals(runbook.drainage("v1"), "drained"), what="v1 drained")
         v1_drained = time.monotonic()
+        # The notifier of waiting[0] retries its delivery all along (auto-upgrade): it did not hold v1.
+        notifier = agents.client.get_workflow_handle(f"{waiting[0].run_id}/webhook", result_type=WebhookDelivered)
+        assert (await notifier.describe()).status == WorkflowExecutionStatus.RUNNING and Receiver.delivered == []
         assert v1.stop() == 0
+        receiver = ThreadingHTTPServer(("127.0.0.1", hook_port), Receiver)
+        threading.Thread(target=receiver.serve_forever, daemon=True).start()
+        # Its delivery gets through once the receiver is up, with v1 stopped: the notifier moved to v2.
+        delivered = await asyncio.wait_for(notifier.result(), 90)
+        notified = await notifier.fetch_history()
+        builds = built_by(notified)
+        rows.append(
+            Row(notifier.id, "its notifier (receiver down until v1 stopped)", builds[0], builds[-1], 1,
+                f"delivered, attempt {delivered.attempt}")
+        )  # fmt: skip
+        assert (builds[0], builds[-1]) == (f"{DEPLOYMENT}:v1", f"{DEPLOYMENT}:v2") and failed_tasks([notified]) == 0
+        assert Receiver.delivered == [f"{waiting[0].run_id}:run.completed"]
 
         # Rolling back: v1's workers again, made current; new runs go to v1.
         workers.append(worker(settings, tmp_path / "v1-again.log", "worker.py", env=v1_env))
@@ -329,14 +373,17 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
     finally:
         for process in workers:
             process.stop()
+        if receiver is not None:
+            receiver.shutdown()
+            receiver.server_close()
 
     # The test's steps are the runbook's: every command it ran is written there, as it ran it.
     assert runbook.ran <= documented_runbook(), runbook.ran - documented_runbook()
 
     print(f"\nDeploy on the embedded dev server (deployment {DEPLOYMENT!r}; drainage grace 5 s, refresh 2 s):")
-    print(f"  {'run':<30} {'role':<45} {'started on':<11} {'finished on':<12} {'runs':<4} outcome")
+    print(f"  {'run':<30} {'role':<47} {'started on':<11} {'finished on':<12} {'runs':<4} outcome")
     for r in rows:
-        print(f"  {r.run:<30} {r.role:<45} {r.started_on:<11} {r.finished_on:<12} {r.runs:<4} {r.outcome}")
+        print(f"  {r.run:<30} {r.role:<47} {r.started_on:<11} {r.finished_on:<12} {r.runs:<4} {r.outcome}")
     print(f"  v2 current -> v1 drained: {v1_drained - v2_current:.1f} s")
     print(f"  v2 workers stopped -> v2 deleted: {deleted - stopped:.1f} s")
     print(f"  the whole deploy, rollback and retirement: {time.monotonic() - begun:.1f} s")
