@@ -3,6 +3,7 @@ drains and exits.
 
     python worker.py                              # the demo agents (examples/)
     python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
+    python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
 
 An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
 the services its tools get as `ToolContext.deps`. Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,6 +23,7 @@ from config import observability
 from config.agent_modules import load_agents_and_deps
 from config.settings import Settings
 from durable_agents.connection import connect
+from durable_agents.versioning import WorkerVersioningError, worker_deployment
 from durable_agents.worker import build_worker
 from ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
@@ -35,6 +38,10 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
         observability.configure_logging(settings.log_format, settings.log_level)
     except ValueError as exc:  # AGENT_LOG_FORMAT or LOG_LEVEL, named in the message
+        raise CliError(str(exc), code=2) from None
+    try:
+        worker_deployment(settings.deployment_name, settings.build_id)  # checked before anything connects
+    except WorkerVersioningError as exc:  # half a version, or one the server would refuse
         raise CliError(str(exc), code=2) from None
     try:
         agents, deps = load_agents_and_deps(args.agents, settings)
@@ -61,6 +68,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
             f"agents={','.join(sorted(a.name or '' for a in agents))}"
+            + (f" build={settings.deployment_name}:{settings.build_id}" if settings.build_id else "")
             + (f" metrics=http://{settings.metrics_address}/metrics" if settings.metrics_address else ""),
             flush=True,
         )
@@ -73,6 +81,10 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
 def parser() -> Parser:
     parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0], default_agents=DEMO_AGENTS)
     add_agents_modules(parser)
+    parser.add_argument(
+        "--deployment", metavar="NAME", help="Worker Versioning: the deployment (TEMPORAL_DEPLOYMENT_NAME)"
+    )
+    parser.add_argument("--build-id", metavar="ID", help="Worker Versioning: this build (TEMPORAL_WORKER_BUILD_ID)")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
     return parser
 
@@ -85,7 +97,13 @@ def main(argv: Sequence[str]) -> int:
         args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_command(lambda: serve(args, load_settings()), debug=args.debug)
+    return run_command(lambda: serve(args, with_build(load_settings(), args)), debug=args.debug)
+
+
+def with_build(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the command line's deployment and build id, which win over the environment's."""
+    given = {"deployment_name": args.deployment, "build_id": args.build_id}
+    return dataclasses.replace(settings, **{k: v for k, v in given.items() if v is not None})
 
 
 if __name__ == "__main__":

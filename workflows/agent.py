@@ -412,7 +412,7 @@ class AgentWorkflow:
             f"`starter.py approve {self.run_id} --by NAME` or `deny`",
         )
         # A wait can last days: hand over first if due, the pending request (and its deadline) included.
-        await self._continue_as_new_if_due()
+        await self._continue_as_new_if_due(before_wait=True)
         if call.identity not in self.book.outcomes:
             # A durable timer: the deadline holds across worker restarts, and is not reset by them.
             remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)
@@ -506,13 +506,18 @@ class AgentWorkflow:
         reference = self.transcript.mode == "reference"
         return self.input.limits if reference and self.input.limits != PayloadLimits() else None
 
-    async def _continue_as_new_if_due(self) -> None:
+    async def _continue_as_new_if_due(self, *, before_wait: bool = False) -> None:
+        """Hand over to a new run when the history grows long — or, before a wait for a human, when the
+        deployment has a new current build (Worker Versioning): the wait, which can last weeks, is then spent on
+        the new build instead of holding the old one. The new run starts on the current build either way."""
         info = workflow.info()
         policy = self.input.continue_as_new
         due = (
             info.is_continue_as_new_suggested()
             or info.get_current_history_length() >= policy.max_history_events
             or info.get_current_history_size() >= policy.max_history_bytes
+            # Recorded in the task's history event, so replay sees the same answer; always false unversioned.
+            or (before_wait and info.is_target_worker_deployment_version_changed())
         )
         if not due:
             return
@@ -526,7 +531,18 @@ class AgentWorkflow:
             book=self.book,
             continued=self.continued + 1,
         )
-        workflow.continue_as_new(self.input.model_copy(update={"carry": carry, "history": []}))
+        # On a versioned worker (durable_agents/versioning.py) the new run starts on the deployment's current
+        # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this
+        # run: the new build needs only to accept this input (AgentInput and Carried: fields added with defaults,
+        # none removed or retyped — and a rollback drops fields the older build does not know). The server refuses
+        # the option from an unversioned worker, so it is set only on a versioned one.
+        build = info.get_current_deployment_version()
+        workflow.continue_as_new(
+            self.input.model_copy(update={"carry": carry, "history": []}),
+            initial_versioning_behavior=(
+                workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if build and build.deployment_name else None
+            ),
+        )
 
     # -- saga -------------------------------------------------------------------------------------
 

@@ -200,6 +200,22 @@ CASES = [
     worker_case("AGENT_LOG_FORMAT=xml", says="AGENT_LOG_FORMAT='xml': expected json or text", AGENT_LOG_FORMAT="xml"),
     worker_case("LOG_LEVEL=LOUD", says="LOG_LEVEL='LOUD': expected DEBUG", LOG_LEVEL="LOUD"),
     worker_case("TEMPORAL_TLS=maybe", says="TEMPORAL_TLS='maybe'", TEMPORAL_TLS="maybe"),
+    # Worker Versioning: half a version, or one the server would refuse every poll of — before connecting.
+    worker_case(
+        "deployment without build id", "--deployment", "agents", says="no build id (--build-id, TEMPORAL_WORKER"
+    ),
+    worker_case(
+        "build id without deployment",
+        says="no deployment name (--deployment, TEMPORAL_DEPLOYMENT_NAME)",
+        TEMPORAL_WORKER_BUILD_ID="v2",
+    ),
+    worker_case("deployment name with a dot", "--deployment", "a.b", "--build-id", "v1", says="may not contain '.'"),
+    worker_case(
+        "build id reserved",
+        says="build id '__unversioned__': may not start with '__'",
+        TEMPORAL_DEPLOYMENT_NAME="agents",
+        TEMPORAL_WORKER_BUILD_ID="__unversioned__",
+    ),
     # these two configure the process's logging before they fail: not in the test process
     worker_case(
         "agents module missing",
