@@ -132,7 +132,7 @@ class TemporalEngine:
             audit = (await handle.workflow.query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)).audit
             answered = True
         except RPCError:
-            # No worker answers: the steps (history) and pending approvals (memo) are still known.
+            # No worker answers: the steps and the pending approvals the run last published (history) are known.
             with _translated():
                 pending = await handle.pending()
             progress = Progress(
