@@ -1,0 +1,126 @@
+"""Security review 2, N1: a forged `carry` (the refund agent's spec without approver keys, a refund queued,
+a book that says it was approved) must never be taken as a continuation. The guard looked only at
+`continued_run_id`, which the server also sets on a cron run, a retry, and the run a workflow of someone
+else's continues as new into `AgentWorkflow` on the agents' queue. Each route is played here as
+carry_cron.py played it (a plain Temporal client, no keys), with the worker requiring signed decisions and
+without: nothing is refunded, and the run that was handed the forged carry fails saying why."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+from temporalio.common import RetryPolicy
+from temporalio.worker import Worker
+
+from agentic.signing import ApproverKey, parse_public_keys
+from tests.conftest import eventually, new_worker
+from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
+
+MARIA = ApproverKey.generate("maria")
+KEYS = parse_public_keys(MARIA.public_entry())
+
+
+async def failure_of_the_run_after(client: Client, workflow_id: str, first: str) -> str:
+    """The failure message of the run the server started after run `first` of `workflow_id`."""
+    found: dict[str, str] = {}
+
+    async def closed() -> bool:
+        history = await client.get_workflow_handle(workflow_id, run_id=first).fetch_history()
+        following = _next_run(history)
+        if not following:
+            return False
+        events = (await client.get_workflow_handle(workflow_id, run_id=following).fetch_history()).events
+        failed = [e for e in events if e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED]
+        if failed:
+            found["message"] = failed[0].workflow_execution_failed_event_attributes.failure.message
+        return bool(failed)
+
+    await eventually(closed, timeout=60, what="the run after the first one to fail")
+    return found["message"]
+
+
+def _next_run(history: WorkflowHistory) -> str:
+    last = history.events[-1]
+    for field in (
+        "workflow_execution_failed_event_attributes",
+        "workflow_execution_timed_out_event_attributes",
+        "workflow_execution_completed_event_attributes",
+        "workflow_execution_continued_as_new_event_attributes",
+    ):
+        if last.HasField(field):
+            return getattr(last, field).new_execution_run_id
+    return ""
+
+
+@pytest.mark.parametrize("keys", [KEYS, {}], ids=["signed-decisions", "no-keys"])
+async def test_a_cron_run_is_never_handed_a_forged_carry(dev_env, ledger, task_queue, keys) -> None:
+    """On the dev server (the time-skipping one cannot start cron runs), every two seconds."""
+    run_id = f"sec-cron-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    async with new_worker(client, task_queue, ledger, approver_keys=keys):
+        handle = await client.start_workflow(
+            "AgentWorkflow",
+            forged_continuation(run_id, "ATTACKER-9999"),
+            id=run_id,
+            task_queue=task_queue,
+            cron_schedule="@every 2s",
+        )
+        try:
+            # The first run is rejected (no predecessor); the next one is the cron's.
+            why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+        finally:
+            await handle.terminate(reason="the test is over")
+    assert "never to a cron run" in why, why
+    assert ledger.effects(run_id) == []
+
+
+@pytest.mark.parametrize("keys", [KEYS, {}], ids=["signed-decisions", "no-keys"])
+async def test_a_retry_is_never_handed_a_forged_carry(dev_env, ledger, task_queue, keys) -> None:
+    """The retry route, on the dev server: the first run times out before any worker sees it (none polls
+    yet), and the server retries it as a run whose predecessor is that first one."""
+    run_id = f"sec-retry-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        forged_continuation(run_id, "ATTACKER-9998"),
+        id=run_id,
+        task_queue=task_queue,
+        run_timeout=timedelta(seconds=2),
+        retry_policy=RetryPolicy(maximum_attempts=2),
+    )
+    first = handle.result_run_id or ""
+
+    async def retried() -> bool:
+        return bool(_next_run(await client.get_workflow_handle(run_id, run_id=first).fetch_history()))
+
+    await eventually(retried, timeout=30, what="the first run to time out")
+    async with new_worker(client, task_queue, ledger, approver_keys=keys):
+        why = await failure_of_the_run_after(client, run_id, first)
+    assert "never to a retry (attempt 2)" in why, why
+    assert ledger.effects(run_id) == []
+
+
+@pytest.mark.parametrize("handover", [ForeignHandover, ImpostorHandover], ids=["another-type", "impostor-name"])
+async def test_a_strangers_workflow_cannot_continue_as_new_into_an_agent_run(
+    skipping_env, ledger, task_queue, handover
+) -> None:
+    """A workflow of someone else's, on a task queue of its own, continues as new into `AgentWorkflow` on the
+    agents' queue with a forged carry: its predecessor is not an agents' run that continued as new, and the
+    worker, asking the server, says so (also when the stranger named its workflow `AgentWorkflow`)."""
+    run_id = f"sec-handover-{uuid.uuid4().hex[:8]}"
+    client = skipping_env.client
+    own_queue = f"{task_queue}-stranger"
+    async with new_worker(client, task_queue, ledger), Worker(client, task_queue=own_queue, workflows=[handover]):
+        handle = await client.start_workflow(
+            handover.run,
+            args=[task_queue, forged_continuation(run_id, "ATTACKER-9997")],
+            id=run_id,
+            task_queue=own_queue,
+        )
+        why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+    assert f"on task queue '{own_queue}', not an AgentWorkflow on '{task_queue}'" in why, why
+    assert ledger.effects(run_id) == []
