@@ -198,6 +198,15 @@ class ApprovalBook(BaseModel):
         description="The approvals that took effect, by call: what the tool activity is shown before it acts.",
     )
 
+    def use_keys(self, keys: Mapping[str, str], execution: str) -> None:
+        """The runner's approver keys as they are now (a run asks again whenever it continues as new). Once
+        there are keys, signatures are bound to `execution` — the requests already open included, so the
+        approval tooling signs them over it."""
+        self.approver_keys = dict(keys)
+        if keys and not self.execution:
+            self.execution = execution
+            self.pending = {uid: p.model_copy(update={"execution": execution}) for uid, p in self.pending.items()}
+
     def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
         """Open (or return the already open) request for `call`, applying a decision that came early.
 

@@ -199,7 +199,7 @@ class AgentWorkflow:
                 )
                 if input.carry is not None:  # the MCP tools the run listed when it started stay its tools
                     spec = _with_mcp_tools_of(spec, input.carry.spec)
-                    self.book.approver_keys = dict(spec.approver_keys)
+                    self.book.use_keys(spec.approver_keys, info.first_execution_run_id)
                 self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers and input.carry is None else spec
             except ActivityError as exc:
                 # The run cannot work on these workers (unknown agent or model, invalid options, an MCP server
@@ -220,7 +220,7 @@ class AgentWorkflow:
             if spec.approver_keys and workflow.patched(GATE_PATCH):
                 # A signature counts for this execution only (and the request it answers): a new run that
                 # reuses this id cannot be handed one from this run's history.
-                self.book.execution = info.first_execution_run_id
+                self.book.use_keys(spec.approver_keys, info.first_execution_run_id)
             if input.delegation is not None:  # its approvals name the tree they belong to
                 self.book.path = input.delegation.lineage(self.run_id)
             system = spec.system if input.system is None else input.system

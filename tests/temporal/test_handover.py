@@ -12,13 +12,17 @@ from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
+from agentic.approvals import Decision
 from agentic.signing import ApproverKey, parse_public_keys
+from durable_agents.client import AgentClient
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
@@ -126,3 +130,35 @@ async def test_a_strangers_workflow_cannot_continue_as_new_into_an_agent_run(
         why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
     assert ledger.effects(run_id) == []
     assert f"on task queue '{own_queue}', not an AgentWorkflow on '{task_queue}'" in why, why
+
+
+async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skipping_env, ledger, task_queue) -> None:
+    """Nothing of the spec is taken from `carry`: a run that started on workers without approver keys, and
+    continues as new once they have maria's, requires her signature from then on."""
+    client = skipping_env.client
+    run_id = f"sec-rekeyed-{uuid.uuid4().hex[:8]}"
+    input = AgentInput(agent="t-pay-sequence", continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    await client.start_workflow(AgentWorkflow.run, input, id=run_id, task_queue=task_queue)
+    run = AgentClient(client, task_queue=task_queue).handle(run_id)
+    # No workflow cache on the first worker: no sticky queue, so the next one gets the run's tasks at once.
+    async with new_worker(client, task_queue, ledger, approver_keys={}, max_cached_workflows=0):
+        [first] = await run.wait_for_approval()
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+        # The run waiting now described its agent without keys (its record): an unsigned denial still counts.
+        await run.deny(first.call_id, by="ops", reason="not this one")
+
+        async def second_asked() -> bool:
+            return [p.arguments for p in await run.pending()] == [{"supplier": "s-2"}]
+
+        await eventually(second_asked, what="the second payment's approval")
+        [second] = await run.pending()
+        assert second.execution is not None  # the continuation described the agent again, keys and all
+        unsigned = Decision(call_id=second.call_id, approve=True, approver="maria", arguments_hash=second.shown_hash)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await run.workflow.execute_update(AgentWorkflow.decide, unsigned)
+        assert "not signed" in str(refused.value.cause)
+        await run.approve(second.call_id, by="maria", key=MARIA)
+        result = await run.result()
+    assert result.continued >= 2
+    assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-2"}]
+    assert [(a.event, a.signed) for a in result.audit] == [("declined", False), ("approved", True)]
