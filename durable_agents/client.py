@@ -226,9 +226,7 @@ class AgentClient:
         query = f"{PENDING_QUERY} AND TaskQueue = {_quoted(self.task_queue)}"
         try:
             waiting = [(e.id, e.run_id) async for e in self.client.list_workflows(query)]
-            reported = await asyncio.gather(
-                *(reported_pending(self.client, run_id, run, QUERY_TIMEOUT) for run_id, run in waiting)
-            )
+            reported = await asyncio.gather(*(reported_pending(self.client, run_id, run) for run_id, run in waiting))
         except RPCError as exc:
             raise _rpc_error(exc, "cannot list pending approvals") from exc
         found = [p for each in reported for p in each]
@@ -298,7 +296,7 @@ class RunHandle:
     async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
         found: list[PendingApproval] = []
         if is_agents_run(description, self.agents.task_queue):
-            found = await reported_pending(self.agents.client, description.id, description.run_id, QUERY_TIMEOUT)
+            found = await reported_pending(self.agents.client, description.id, description.run_id)
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children

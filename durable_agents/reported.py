@@ -36,14 +36,17 @@ def is_agents_run(description: WorkflowExecutionDescription, task_queue: str) ->
     return running and info.type.name == AGENT_WORKFLOW and info.task_queue == task_queue
 
 
-async def reported_pending(
-    client: Client, workflow_id: str, run_id: str | None, query_timeout: timedelta
-) -> list[PendingApproval]:
+# A worker answers the query in milliseconds. When none does within this, the run's history says the same
+# thing (the workflow publishes its pending list whenever it changes), so waiting longer buys nothing.
+QUERY_TIMEOUT = timedelta(seconds=1)
+
+
+async def reported_pending(client: Client, workflow_id: str, run_id: str | None) -> list[PendingApproval]:
     """The approvals the open agents' run `workflow_id` waits for, as it reports them (the caller has checked,
     with the server, that it is one: `is_agents_run`, or a visibility query on type, status and queue)."""
     handle = client.get_workflow_handle(workflow_id, run_id=run_id)
     try:
-        view = await handle.query(AgentWorkflow.approvals, rpc_timeout=query_timeout)
+        view = await handle.query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)
         pending = list(view.pending)
     except (RPCError, WorkflowQueryFailedError):  # no worker answered: what the run last published
         pending = await published_pending(client, workflow_id, run_id or "")
