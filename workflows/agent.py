@@ -640,9 +640,10 @@ def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:
     if input.carry is not None and info.attempt > 1:
         return f"`carry` is handed over only by a run continuing as new, never to a retry (attempt {info.attempt})"
     delegation = input.delegation
-    if delegation is not None and (info.parent is None or info.parent.workflow_id != delegation.path[-1]):
+    claimed = delegation.path[-1] if delegation is not None and delegation.path else ""
+    if delegation is not None and (info.parent is None or info.parent.workflow_id != claimed):
         started_by = f"run {info.parent.workflow_id}" if info.parent else "a client"
-        return f"it claims run {delegation.path[-1]} delegated to it, but {started_by} started it"
+        return f"it claims run {claimed!r} delegated to it, but {started_by} started it"
     return None
 
 

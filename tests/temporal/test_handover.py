@@ -12,11 +12,12 @@ from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
 from agentic.approvals import Decision
+from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
 from tests.conftest import eventually, new_worker
@@ -162,3 +163,23 @@ async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skip
     assert result.continued >= 2
     assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-2"}]
     assert [(a.event, a.signed) for a in result.audit] == [("declined", False), ("approved", True)]
+
+
+async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
+    skipping_env, ledger, task_queue
+) -> None:
+    """A delegated run's approvals name their root and path, and the inbox groups them so: only a run the
+    claimed parent really started (the server's parent link) may say it was delegated."""
+    client = skipping_env.client
+    claim = Delegation(path=["victim-root"], call_id="2.1", tool="billing")
+    async with new_worker(client, task_queue, ledger):
+        handle = await client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(agent="refund", delegation=claim),
+            id=f"sec-claim-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+    assert "it claims run 'victim-root' delegated to it, but a client started it" in str(failed.value.cause)
+    assert ledger.effects(handle.id) == []
