@@ -44,9 +44,8 @@ QUERY_TIMEOUT = timedelta(seconds=1)
 async def reported_pending(client: Client, workflow_id: str, run_id: str | None) -> list[PendingApproval]:
     """The approvals the open agents' run `workflow_id` waits for, as it reports them (the caller has checked,
     with the server, that it is one: `is_agents_run`, or a visibility query on type, status and queue)."""
-    handle = client.get_workflow_handle(workflow_id, run_id=run_id)
-    try:
-        view = await handle.query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)
+    try:  # the run as it is now (it may have continued as new since `run_id` was read)
+        view = await client.get_workflow_handle(workflow_id).query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)
         pending = list(view.pending)
     except (RPCError, WorkflowQueryFailedError):  # no worker answered: what the run last published
         pending = await published_pending(client, workflow_id, run_id or "")
