@@ -1,7 +1,8 @@
 """`pending`, `approve`, `deny`, `cancel`: what humans do to running agents, through `RunHandle`.
 
-`pending` asks Temporal visibility (the `AgentPendingApprovals` search attribute) which runs wait, and
-reads each one's pending calls from its memo — no workflow is scanned, and no worker needs to be up.
+`pending` asks Temporal visibility (the `AgentPendingApprovals` search attribute) which runs wait, and shows
+each one's pending calls as the run itself reports them (durable_agents/reported.py): never a memo a client
+wrote. With no worker up, that is what the run's workflow last published.
 
 `approve` approves exactly the arguments the approver saw: it prints the call and needs the hash prefix
 `pending` showed (`--hash`), or `--yes` to approve what it just printed.
