@@ -1,4 +1,4 @@
-# The agent worker image (also runs the codec endpoint: `python -m ops.http.codec`). docs/operations.md.
+# The agent worker image (also runs the codec endpoint: `python starter.py codec-server`). docs/operations.md.
 #   docker build -t durable-agents-worker:0.1.0 .
 FROM python:3.11.13-slim-bookworm
 

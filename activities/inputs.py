@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from agentic import Message, ModelReply, ModelSettings, Run, ToolCall, ToolResult, ToolSchema, ToolSpec
-from agentic.approvals import AuditEntry
+from agentic.approvals import AuditEntry, Decision
 from agentic.compact import Compact
 from agentic.saga import CompensationStep
 from stores.transcripts import Transcripts
@@ -93,6 +93,9 @@ class DescribeInput(BaseModel):
     agent: str
     model: str | None = Field(None, exclude_if=_unset, description="A model the worker declares, by name.")
     options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    continued_from: str | None = Field(
+        None, exclude_if=_unset, description="A continuation: the run it continues (checked with the server)."
+    )
 
 
 class ModelCallInput(BaseModel):
@@ -122,7 +125,12 @@ class ToolCallInput(BaseModel):
     agent: str
     call: ToolCall
     idempotency_key: str
-    approved: bool | None = Field(None, exclude_if=_unset, description="True once a human approved this call.")
+    decision: Decision | None = Field(
+        None,
+        exclude_if=_unset,
+        description="The approval that took effect, for a tool that requires one: the activity checks it against "
+        "the run the server reports and the worker's approver keys before the tool acts.",
+    )
     transcript: TranscriptPart | None = Field(
         None, exclude_if=_unset, description="By reference: where to store the tool's message."
     )

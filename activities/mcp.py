@@ -5,6 +5,10 @@ listed then, whatever the servers list later.
 A server that cannot be reached is retried a few times (the workflow's policy), then the run fails with
 the reason; a configuration that cannot work (an unset variable, a missing command, refused credentials)
 fails it at once.
+
+Any `AgentWorkflow` may schedule it: listing connects to the agent's configured servers (starting a stdio
+server's process) and answers with their tool specs, which hold no secret; schemas are stored only under the
+calling run's own id, as the server reports it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.caller import calling_run
 from activities.heartbeat import heartbeating
 from activities.inputs import MCPListing, MCPListInput
 from activities.served import ServedAgents
@@ -29,6 +34,7 @@ class MCPActivities:
 
     @activity.defn(name="list_mcp_tools")
     async def list_mcp_tools(self, input: MCPListInput) -> MCPListing:
+        calling_run(input.run_id)
         agent = self.served.get(input.agent).agent
         try:
             tools = await heartbeating(agent.list_mcp_tools_async())

@@ -4,6 +4,11 @@ The model is the agent's own (any `Model`), or one the run chose by name among t
 By reference, the input is a transcript head plus the messages added since; this activity stores those,
 reads the whole transcript from the store, calls the model, stores the reply (claim-checked if large) and
 returns the new head. Retries and replays hand it the same input, and every write is idempotent.
+
+Any `AgentWorkflow` may schedule it — including one a stranger with frontend access runs on a queue of their
+own under that name: they get the worker's model, with its credentials, on messages of their choosing (the
+trust model in docs/operations.md). Transcript rows are written only under the calling run's own id, as the
+server reports it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.caller import calling_run
 from activities.heartbeat import heartbeating
 from activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from activities.served import ServedAgents
@@ -33,6 +39,7 @@ class ModelActivities:
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
+        calling_run(input.run_id)
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
         # The MCP tools are those the run recorded when it started, never what the servers list today.

@@ -1,4 +1,11 @@
-"""The tool activity: one tool call, under its idempotency key, heartbeating while it runs."""
+"""The tool activity: one tool call, under its idempotency key, heartbeating while it runs; and the
+compensation activity, which undoes one recorded effect.
+
+Both decide from what the server reports and what the worker holds, never from their input alone (security
+review 2, N2): the run and the key come from `activity.info()`; a tool that requires confirmation acts only
+on an approval checked here against the run the server reports and the worker's approver keys; an undo runs
+only for an effect the run (or a run it delegated to) recorded, with the arguments it recorded.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +15,19 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
 from activities.heartbeat import heartbeating
 from activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
+from activities.recorded import recorded_tool_call
 from activities.served import ServedAgent, ServedAgents
 from activities.stored_here import stored_here
 from agentic import ToolContext, ToolResult, ToolStatus
+from agentic.approvals import effect_refusal
+from agentic.loop import idempotency_key
+from agentic.undo import undo_key
 from stores.transcripts import PayloadTooLarge, Transcripts
+
+NOT_APPROVED = "NotApproved"  # a tool that requires confirmation was not shown a valid approval: nothing was done
 
 
 class ToolActivities:
@@ -26,23 +40,45 @@ class ToolActivities:
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
+        run_id = calling_run(input.run_id)
+        call = input.call
+        key = idempotency_key(run_id, call.identity)
+        if input.idempotency_key != key:
+            raise refused(f"call {call.identity} of run {run_id!r} has the key {key!r}, not {input.idempotency_key!r}")
         served = self.served.get(input.agent)
-        context = self._context(served, input.run_id, input.call.identity, input.idempotency_key, input.options)
-        if input.tool is not None and input.tool.mcp is not None:
+        mcp = input.tool if input.tool is not None and input.tool.mcp is not None else None
+        declared = served.agent.registry.get(call.name)
+        if mcp is None and declared is not None and declared.delegate is not None:
+            raise refused(f"{call.name} delegates to another agent: that is a child workflow's work, never run_tool's")
+        gated = (
+            mcp.requires_confirmation if mcp is not None else declared is not None and declared.requires_confirmation
+        )
+        approved: bool | None = None
+        if mcp is not None or gated:
+            # An MCP tool's flags are the run's record (its input): trusted only from the agents' own runs.
+            execution = await verified_agent_run()
+            if gated:
+                keys = self.served.approver_keys
+                why = effect_refusal(input.decision, call, run_id=run_id, execution=execution, keys=keys)
+                if why is not None:
+                    raise ApplicationError(why, type=NOT_APPROVED, non_retryable=True)
+                approved = True
+        context = self._context(served, run_id, call.identity, key, input.options)
+        if mcp is not None:
             # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
             await asyncio.to_thread(self._require_transcript, input)
-            call = asyncio.ensure_future(
-                served.agent.dispatch_mcp(input.call, context, input.tool, approved=input.approved)
-            )
-            result = await heartbeating(call, call.cancel)
+            dispatched = asyncio.ensure_future(served.agent.dispatch_mcp(call, context, mcp, approved=approved))
+            result = await heartbeating(dispatched, dispatched.cancel)
             return await asyncio.to_thread(self._finish, input, result)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
-        return await heartbeating(asyncio.to_thread(self._run_local, served, input, context), context.cancel)
+        return await heartbeating(asyncio.to_thread(self._run_local, served, input, context, approved), context.cancel)
 
-    def _run_local(self, served: ServedAgent, input: ToolCallInput, context: ToolContext) -> ToolStep:
+    def _run_local(
+        self, served: ServedAgent, input: ToolCallInput, context: ToolContext, approved: bool | None
+    ) -> ToolStep:
         self._require_transcript(input)
-        result = served.agent.registry.dispatch(input.call, context, approved=input.approved)
+        result = served.agent.registry.dispatch(input.call, context, approved=approved)
         if context.cancelled:
             return ToolStep(result=result)  # the workflow records the cancellation, not this result
         return self._finish(input, result)
@@ -104,19 +140,36 @@ class ToolActivities:
     @activity.defn(name="compensate")
     async def compensate(self, input: CompensationInput) -> ToolResult:
         """Undo one earlier effect, under a key derived from the original's: at most once, however often
-        this activity is retried or the walk is resumed by a new worker."""
+        this activity is retried or the walk is resumed by a new worker. Only an effect the calling run — or a
+        run it delegated to — recorded is undone, with the arguments it recorded."""
         step = input.step
-        served = self.served.get(input.agent)
+        run_id = calling_run()
+        await verified_agent_run()
+        owner = input.run_id  # whose effect: this run's, or that of a run it delegated to
+        if owner != run_id:
+            await descends_from(owner, run_id)
+        original_key = idempotency_key(owner, step.call.identity)
+        if (step.original_key, step.key) != (original_key, undo_key(original_key)):
+            raise refused(
+                f"the undo of call {step.call.identity} of run {owner!r} is keyed {step.key!r} for "
+                f"{step.original_key!r}; its keys are {undo_key(original_key)!r} for {original_key!r}"
+            )
+        latest = activity.info().workflow_run_id if owner == run_id else (await describe(owner)).run_id
+        recorded = await recorded_tool_call(owner, latest or "", step.call.identity)
+        if recorded is None or (recorded.call.name, recorded.call.arguments) != (step.call.name, step.call.arguments):
+            raise refused(
+                f"run {owner!r} recorded no call {step.call.identity} of {step.call.name} with these arguments: "
+                "nothing of its to undo"
+            )
+        served = self.served.get(recorded.agent)
         registry = served.agent.registry
-        context = self._context(
-            served, input.run_id, step.call.identity, step.key, input.options, compensates=step.original_key
-        )
+        context = self._context(served, owner, step.call.identity, step.key, recorded.options, compensates=original_key)
         original = step.result
         if step.result_ref is not None and self.transcripts is not None:
             with stored_here():
                 original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
         result = await heartbeating(
-            asyncio.to_thread(registry.compensate, step.call, original, context), context.cancel
+            asyncio.to_thread(registry.compensate, recorded.call, original, context), context.cancel
         )
         if result.status is ToolStatus.RETRYABLE:
             raise ApplicationError(result.content, type="CompensationRetry")

@@ -4,6 +4,11 @@ Delivery is at least once: every attempt carries the same event id (receivers de
 signed afresh (config/webhook_signing.py), so its timestamp is current. The secret is worker configuration
 (`AGENT_WEBHOOK_SECRET`), never run input: a worker without it keeps retrying — an unsigned delivery is
 never sent — until one with it picks the attempt up.
+
+A signature vouches that the worker sends the event, so the worker sends only events of its agents' runs:
+the caller must be the notifier an `AgentWorkflow` on this task queue started for its own end (the server's
+parent link, `{run_id}/webhook`, an event id of that run). A stranger's workflow cannot have the worker sign
+a payload of its choosing (security review 2).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.caller import agent_run_execution, calling_run, describe, refused
 from activities.inputs import WebhookDelivered, WebhookInput
 from config.webhook_signing import (
     SECRET_ENV,
@@ -26,6 +32,7 @@ from config.webhook_signing import (
 )
 
 TIMEOUT_SECONDS = 10.0
+NOTIFIER = "WebhookDelivery"  # the notifier workflow's type (workflows/webhook.py)
 
 
 class WebhookActivities:
@@ -39,6 +46,7 @@ class WebhookActivities:
 
     @activity.defn(name="deliver_webhook")
     async def deliver_webhook(self, input: WebhookInput) -> WebhookDelivered:
+        await _announced_by_its_run(input)
         where = redact_url(input.url)  # messages end up in history and logs: no credentials, no query
         problem = url_problem(input.url, allow_loopback=self.allow_loopback)
         if problem is None:
@@ -68,3 +76,14 @@ async def _addresses(url: str) -> list[str]:
         return await asyncio.to_thread(host_addresses, url)
     except OSError:
         return []
+
+
+async def _announced_by_its_run(input: WebhookInput) -> None:
+    """Refuses unless the caller is the notifier an agents' run started for this event of its own."""
+    notifier = calling_run(workflow_type=NOTIFIER)
+    run_id = str(input.payload.get("run_id", ""))
+    described = await describe(notifier, activity.info().workflow_run_id)
+    parent = described.raw_description.workflow_execution_info.parent_execution
+    if notifier != f"{run_id}/webhook" or parent.workflow_id != run_id or not input.event_id.startswith(f"{run_id}:"):
+        raise refused(f"{notifier!r} is not the notifier run {run_id!r} started for its own end; nothing was sent")
+    agent_run_execution(await describe(parent.workflow_id, parent.run_id), parent.workflow_id)

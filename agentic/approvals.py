@@ -10,8 +10,8 @@ nothing and is recorded as rejected, with why. Time is passed in, never read: ru
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -67,9 +67,44 @@ class Decision(BaseModel):
     arguments_hash: str
     signature: str | None = Field(None, description="The approver's Ed25519 signature (agentic.signing).")
     client: str | None = Field(None, description="The sending client's identity, as it states it (unverified).")
+    # Which execution and which request the decision answers, as the pending request showed them: signed with
+    # the rest, so a signature counts for this request of this execution only (unset on older decisions).
+    execution: str | None = Field(
+        None, exclude_if=lambda v: v is None, description="The run's first execution id (`PendingApproval`)."
+    )
+    deadline: datetime | None = Field(
+        None, exclude_if=lambda v: v is None, description="The deadline of the request it answers."
+    )
+
+    @classmethod
+    def answering(
+        cls, pending: PendingApproval, approve: bool, approver: str, reason: str = "", client: str | None = None
+    ) -> Decision:
+        """A decision on exactly what `pending` shows: the hash of its tool and arguments as shown (never the
+        hash it states), and its execution and deadline when the run binds signatures to them."""
+        bound = pending.execution is not None
+        return cls(
+            call_id=pending.call_id,
+            approve=approve,
+            approver=approver,
+            reason=reason,
+            arguments_hash=pending.shown_hash,
+            client=client,
+            execution=pending.execution,
+            deadline=pending.deadline if bound else None,
+        )
 
     def signed_text(self, run_id: str) -> bytes:
-        return signed_text(run_id, self.call_id, self.approve, self.approver, self.reason, self.arguments_hash)
+        return signed_text(
+            run_id,
+            self.call_id,
+            self.approve,
+            self.approver,
+            self.reason,
+            self.arguments_hash,
+            execution=self.execution,
+            deadline=_instant(self.deadline) if self.deadline is not None else None,
+        )
 
     def signed(self, run_id: str, key: ApproverKey) -> Decision:
         """This decision signed by `key` (its name must be the approver's)."""
@@ -94,6 +129,17 @@ class PendingApproval(BaseModel):
     path: list[str] = Field(
         default_factory=list, exclude_if=lambda v: not v, description="Run ids from the root down to this run."
     )
+    execution: str | None = Field(
+        None,
+        exclude_if=lambda v: v is None,
+        description="The run's first execution id, where signatures are bound to it: a decision signs it, and "
+        "this request's deadline, with the rest.",
+    )
+
+    @property
+    def shown_hash(self) -> str:
+        """The hash of the tool and arguments exactly as this request shows them: what a decision on it carries."""
+        return arguments_hash(ToolCall(name=self.tool, arguments=self.arguments))
 
     def in_tree(self) -> PendingApproval:
         """With `root_run_id` and `path` filled in: a run nobody delegated is its own root."""
@@ -140,6 +186,26 @@ class ApprovalBook(BaseModel):
         exclude_if=lambda v: not v,
         description="A delegated run: run ids from the root down to it, which its requests carry.",
     )
+    execution: str = Field(
+        "",
+        exclude_if=lambda v: not v,
+        description="The run's first execution id: when set (with approver keys), a signature counts only over it "
+        "and the deadline of the request it answers.",
+    )
+    decisions: dict[str, Decision] = Field(
+        default_factory=dict,
+        exclude_if=lambda v: not v,
+        description="The approvals that took effect, by call: what the tool activity is shown before it acts.",
+    )
+
+    def use_keys(self, keys: Mapping[str, str], execution: str) -> None:
+        """The runner's approver keys as they are now (a run asks again whenever it continues as new). Once
+        there are keys, signatures are bound to `execution` — the requests already open included, so the
+        approval tooling signs them over it."""
+        self.approver_keys = dict(keys)
+        if keys and not self.execution:
+            self.execution = execution
+            self.pending = {uid: p.model_copy(update={"execution": execution}) for uid, p in self.pending.items()}
 
     def request(self, run_id: str, call: ToolCall, now: datetime, timeout_seconds: float) -> PendingApproval:
         """Open (or return the already open) request for `call`, applying a decision that came early.
@@ -159,6 +225,7 @@ class ApprovalBook(BaseModel):
             deadline=now + timedelta(seconds=timeout_seconds),
             root_run_id=self.path[0] if self.path else None,
             path=self.path,
+            execution=self.execution or None,
         )
         self.pending[uid] = pending
         early = self.early.pop(uid, None)
@@ -169,12 +236,18 @@ class ApprovalBook(BaseModel):
     def rejection(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> str | None:
         """Why `decision` must change nothing, or None if it is acceptable. `expected` are calls the run
         has requested but not reached yet: decisions for them are kept, not rejected."""
+        bound = bool(self.approver_keys and self.execution)
         if self.approver_keys:
             problem = signature_problem(
                 self.approver_keys, decision.signature, decision.approver, decision.signed_text(self.run_id)
             )
             if problem is not None:
                 return problem
+        if bound and decision.execution != self.execution:
+            return (
+                f"the decision is signed for {_execution(decision.execution)}, not this execution of run "
+                f"{self.run_id} ({self.execution}); nothing was decided"
+            )
         if decision.call_id in self.outcomes:
             return f"call {decision.call_id} was already {self.outcomes[decision.call_id].value}"
         pending = self.pending.get(decision.call_id)
@@ -185,7 +258,13 @@ class ApprovalBook(BaseModel):
         if now >= pending.deadline:
             return f"the approval for call {decision.call_id} expired at {pending.deadline.isoformat()}"
         if decision.arguments_hash != pending.arguments_hash:
-            return "the arguments hash does not match the pending call's arguments; nothing was approved"
+            return "the arguments hash does not match the pending call's arguments"
+        if bound and decision.deadline != pending.deadline:
+            answered = _instant(decision.deadline) if decision.deadline else "none"
+            return (
+                f"the decision answers another request for call {decision.call_id} (deadline {answered}), "
+                "not the one pending; nothing was decided"
+            )
         return None
 
     def decide(self, decision: Decision, now: datetime, expected: Iterable[str] = ()) -> AuditEntry:
@@ -199,6 +278,8 @@ class ApprovalBook(BaseModel):
             return self._log(decision, "rejected", pending.tool if pending else None, now, rejection=why)
         assert pending is not None
         self.outcomes[decision.call_id] = Outcome.APPROVED if decision.approve else Outcome.DECLINED
+        if decision.approve:
+            self.decisions[decision.call_id] = decision
         del self.pending[decision.call_id]
         return self._log(decision, self.outcomes[decision.call_id].value, pending.tool, now)  # type: ignore[arg-type]
 
@@ -259,3 +340,42 @@ class ApprovalBook(BaseModel):
         if not early:  # an early decision is audited when it takes effect, with its call's tool
             self.audit.append(entry)
         return entry
+
+
+def effect_refusal(
+    decision: Decision | None, call: ToolCall, *, run_id: str, execution: str, keys: Mapping[str, str]
+) -> str | None:
+    """Why a tool that requires confirmation must not act on `call`, shown `decision`; None when it may.
+
+    Checked where the effect happens, against what the server reports about the calling run (`run_id`,
+    `execution`) and the runner's own approver keys (`keys`): the workflow's approval book decided already,
+    and this holds whatever decided it. With keys, only a decision signed by a configured approver, over
+    this run's execution, this call, these arguments and yes, lets the tool act. Without keys nobody's
+    decision can be authenticated: it must still be an approval of exactly this call and these arguments."""
+    if decision is None:
+        return f"{call.name} requires an approval and none was shown for call {call.identity}; nothing was done"
+    if decision.call_id != call.identity or not decision.approve:
+        verdict = "approval" if decision.approve else "denial"
+        return f"the decision shown is a {verdict} of call {decision.call_id}, not an approval of call {call.identity}"
+    if decision.arguments_hash != arguments_hash(call):
+        return f"the approval shown is for other arguments than {call.name}'s; nothing was done"
+    if not keys:
+        return None
+    problem = signature_problem(keys, decision.signature, decision.approver, decision.signed_text(run_id))
+    if problem is not None:
+        return problem
+    if decision.execution != execution or decision.deadline is None:
+        return (
+            f"the approval is signed for {_execution(decision.execution)}, not this execution of run {run_id} "
+            f"({execution}); nothing was done"
+        )
+    return None
+
+
+def _instant(moment: datetime) -> str:
+    """A moment in one spelling, whatever time zone it was parsed in: what a signature covers."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _execution(execution: str | None) -> str:
+    return f"execution {execution}" if execution else "no execution"

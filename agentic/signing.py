@@ -3,10 +3,10 @@ signal to the workflow.
 
 Temporal has no user identity for signals and updates (anyone who may signal a workflow may send any
 `approver` name), so when a deployment configures approver keys, a decision counts only if it carries an
-Ed25519 signature by the named approver over exactly what it decides: the run, the call, yes or no, the
-reason and the hash of the arguments. The approval tooling holds the private keys (a person's key file for
-the CLI; the HTTP API signs for its logged-in users); workers hold only the public keys, which may appear in
-history: a public key grants nothing.
+Ed25519 signature by the named approver over exactly what it decides: the run and its execution, the
+request, the call, yes or no, the reason and the hash of the arguments. The approval tooling holds the
+private keys (a person's key file for the CLI; the HTTP API signs for its logged-in users); workers hold only
+the public keys, which may appear in history: a public key grants nothing.
 """
 
 from __future__ import annotations
@@ -30,18 +30,36 @@ class ApproverKeyError(ValueError):
     """A key entry that cannot be used; the message never contains key material."""
 
 
-def signed_text(run_id: str, call_id: str, approve: bool, approver: str, reason: str, arguments_hash: str) -> bytes:
-    """The exact bytes an approver signs: everything the decision decides, in one canonical spelling."""
-    return canonical_json(
-        {
-            "approve": approve,
-            "approver": approver,
-            "arguments_hash": arguments_hash,
-            "call_id": call_id,
-            "reason": reason,
-            "run_id": run_id,
-        }
-    ).encode()
+def signed_text(
+    run_id: str,
+    call_id: str,
+    approve: bool,
+    approver: str,
+    reason: str,
+    arguments_hash: str,
+    *,
+    execution: str | None = None,
+    deadline: str | None = None,
+) -> bytes:
+    """The exact bytes an approver signs: everything the decision decides, in one canonical spelling.
+
+    `execution` (the run's first execution id, the same across continue-as-new) and `deadline` (of the
+    request the decision answers) bind a signature to one execution and one request: a new execution that
+    reuses the workflow id cannot be handed an old signature (security review 2, N5). Decisions signed
+    before they existed leave them out, so their bytes are what they always were."""
+    text: dict[str, object] = {
+        "approve": approve,
+        "approver": approver,
+        "arguments_hash": arguments_hash,
+        "call_id": call_id,
+        "reason": reason,
+        "run_id": run_id,
+    }
+    if execution is not None:
+        text["execution"] = execution
+    if deadline is not None:
+        text["deadline"] = deadline
+    return canonical_json(text).encode()
 
 
 @dataclass(frozen=True)

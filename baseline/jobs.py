@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from baseline.runner import Runner
 from baseline.schema import ACTIVE
 from baseline.store import Progress, RunRow, Store
 
+# Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`; review N11).
+MAX_SERVED_RUNS = 8
+
 
 def start(
     store: Store,
@@ -28,11 +32,15 @@ def start(
     *,
     webhook_url: str | None = None,
     crash: CrashHook | None = None,
+    recorded: Callable[[str], None] | None = None,
 ) -> RunRow:
     """Check what can be checked before anything is stored (the agent, its options, the model), then
-    record the run and drive it."""
+    record the run, tell `recorded` its id (a command line prints it: a crash or Ctrl-C from here on must not
+    lose it) and drive it."""
     owner = new_owner()
     create(store, agents, run_id, agent_name, options, webhook_url=webhook_url, owner=owner)
+    if recorded is not None:
+        recorded(run_id)
     return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
 
 

@@ -59,7 +59,7 @@ agent = Agent(
     system="Call noop once per step, then answer.",
     budget=Budget(max_steps=100_000),
     name=NAME,
-    description="N no-op read-only steps (--records N), then an answer: the engine's own cost per step.",
+    description="N no-op read-only steps (`--option records=N`), then an answer: the engine's own cost per step.",
     task="Run the no-op steps.",
     options=DemoOptions,
     estimate=lambda options: 2 * options.records + 1,

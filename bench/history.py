@@ -26,18 +26,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from activities.inputs import AgentResult
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from bench.cli import Command, register
 from durable_agents.client import AgentClient
 from durable_agents.errors import RunFailed
+from durable_agents.testing import start_dev_server
 from durable_agents.worker import build_worker
 from examples.effects import tool_results
 from stores.transcripts import SqliteTranscriptStore, Transcripts, encode
-from workflows import search_attributes
 from workflows.inputs import ContinueAsNewPolicy
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
@@ -176,11 +174,7 @@ def plot(ours: dict[str, Any], naive: dict[str, Any], path: Path) -> None:
 async def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=str(Path(sys.executable).parent / "temporal"),
-        search_attributes=search_attributes.ALL,
-    )
+    env = await start_dev_server()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             transcripts = Transcripts(SqliteTranscriptStore(Path(tmp) / "transcripts.db"))

@@ -11,6 +11,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from config.temporal_binaries import TEMPORAL_CLI
+
 
 def _cpu_model() -> str:
     try:
@@ -33,7 +35,7 @@ def _ram_gib() -> float | None:
 
 
 def _temporal_cli() -> str:
-    binary = Path(sys.executable).parent / "temporal"
+    binary = TEMPORAL_CLI
     try:
         return subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):

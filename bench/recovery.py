@@ -138,8 +138,8 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
     first = subprocess.Popen(
         [
             *job,
-            *("run", "--id", run_id, "--agent", migration.agent.label, "--records", str(config.records)),
-            *("--step-delay", str(config.step_delay), "--lease-seconds", str(config.detect_seconds)),
+            *("run", "--id", run_id, "--agent", migration.agent.label, "--option", f"records={config.records}"),
+            *("--option", f"step_delay={config.step_delay}", "--lease-seconds", str(config.detect_seconds)),
             *("--max-attempts", "50", *common),
         ],
         cwd=ROOT,

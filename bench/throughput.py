@@ -188,7 +188,7 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     db, ledger = directory / "baseline.db", directory / "ledger.db"
     Store(db).close()  # the schema exists before the herd arrives, as it would in production
     EffectsLedger(ledger)
-    command = [sys.executable, "-m", "ops.cli.job", "run", "--agent", noop.NAME, "--records", str(steps)]
+    command = [sys.executable, "-m", "ops.cli.job", "run", "--agent", noop.NAME, "--option", f"records={steps}"]
     command += [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger)]
     started = time.perf_counter()
     processes = []

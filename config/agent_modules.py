@@ -2,21 +2,21 @@
 
 An agents module exports `agents` (a non-empty list of `Agent`) and, optionally, `make_deps(settings)`
 returning the services its tools get as `ToolContext.deps`. Which modules: `--agents MODULE` flags
-(repeatable), else `AGENT_MODULES` (comma-separated), else the demo agents (`examples`).
+(repeatable), else `AGENT_MODULES` (comma-separated), else the caller's default (the command lines' is the
+demo agents, `examples`: ops/cli/arguments.py; the library has none).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
 from agentic import Agent
 from config.settings import Settings
-
-DEFAULT_MODULES = ("examples",)
 
 
 class AgentModuleError(ValueError):
@@ -27,11 +27,15 @@ class UnknownAgentName(LookupError):
     """A name that none of the agents modules exports."""
 
 
-def module_names(flags: Sequence[str] | None = None) -> list[str]:
+def module_names(flags: Sequence[str] | None = None, *, default: Sequence[str] = ()) -> list[str]:
+    """The modules named by the flags, else by AGENT_MODULES, else `default`; none at all is an error."""
     if flags:
         return list(flags)
     from_env = [m.strip() for m in os.environ.get("AGENT_MODULES", "").split(",") if m.strip()]
-    return from_env or list(DEFAULT_MODULES)
+    names = from_env or list(default)
+    if not names:
+        raise AgentModuleError("no agents module named: give --agents MODULE or set AGENT_MODULES")
+    return names
 
 
 def load_agents(names: Iterable[str]) -> list[Agent]:
@@ -68,10 +72,30 @@ def find(agents: Sequence[Agent], name: str) -> Agent:
 
 
 def _import(name: str) -> ModuleType:
+    """The module, found as `python -m` would find it: a module in the current directory too (`python
+    /path/to/worker.py --agents my_agents`, run where my_agents.py is). The current directory is searched
+    last, so that a file there never shadows a module of ours."""
     try:
         return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if not _is_top_of(exc, name) or here in sys.path:
+            raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+        sys.path.append(here)
+        try:
+            return importlib.import_module(name)
+        except ImportError as again:
+            raise AgentModuleError(
+                f"cannot import agents module {name!r}: {again} (searched the current directory {here} and "
+                "sys.path; run from the directory that holds it, or add that directory to PYTHONPATH)"
+            ) from None
     except ImportError as exc:
         raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+
+
+def _is_top_of(exc: ModuleNotFoundError, name: str) -> bool:
+    """Whether what was not found is the named module (or its package), not something it imports."""
+    return exc.name is not None and (name == exc.name or name.startswith(exc.name + "."))
 
 
 def _agents_of(name: str, module: ModuleType) -> list[Agent]:

@@ -6,6 +6,8 @@ The connection to Temporal is Temporal's own client configuration (`temporalio.e
 `TEMPORAL_TLS_CLIENT_CERT_PATH` / `TEMPORAL_TLS_CLIENT_KEY_PATH` (mTLS), `TEMPORAL_TLS_SERVER_CA_CERT_PATH`,
 `TEMPORAL_TLS_SERVER_NAME`, and TOML profiles (`TEMPORAL_CONFIG_FILE`, `TEMPORAL_PROFILE`) — what the
 `temporal` CLI and every Temporal SDK read, so an existing Temporal configuration just works.
+Worker Versioning: `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID` (the names the Temporal Worker
+Controller injects; docs/operations.md, "Deploying a new version").
 Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. Stores shared by worker
 hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
 `AGENT_EAGER_ACTIVITIES`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
@@ -36,6 +38,9 @@ LOCAL_MODEL_N_CTX = 4096
 # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue (SDK default: 10 s).
 # Here, not in worker.py, so the bench's bare floor worker uses it without importing our engine.
 STICKY_TIMEOUT = timedelta(seconds=5)
+
+# The runs API's bearer tokens (`name:role:token,...`; ops/http/auth.py reads them when the API starts).
+API_TOKENS_ENV = "AGENT_API_TOKENS"
 
 
 def data_dir() -> Path:
@@ -163,6 +168,10 @@ class Settings:
     codec_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_KEY_FILE"))
     # Refuse unencrypted payloads (once every writer has the keys): see config/codec/aesgcm.py.
     codec_strict: bool = field(default_factory=lambda: bool(_env_flag("AGENT_CODEC_STRICT")))
+    # -- Worker Versioning (durable_agents/worker.py): both set, the worker serves this build of this deployment and
+    # runs stay on the build they started on; both unset, an unversioned worker (any worker takes any task).
+    deployment_name: str | None = field(default_factory=lambda: _env("TEMPORAL_DEPLOYMENT_NAME"))
+    build_id: str | None = field(default_factory=lambda: _env("TEMPORAL_WORKER_BUILD_ID"))
     # -- worker tuning ------------------------------------------------------------------------------
     # true (default): a worker runs the activities its own workflow task schedules when it has a free slot,
     # saving a trip through the task queue; false: every activity goes through the queue to any worker.

@@ -5,6 +5,11 @@
 One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
 `AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
 Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+
+A script that uses a client ends with `durable_agents.run(main())` rather than `asyncio.run(main())`: it exits
+cleanly (durable_agents/clean_exit.py). Testing agents on Temporal's test servers: `durable_agents.testing`
+(its pytest fixture: `durable_agents.pytest_plugin`); replaying recorded histories against today's code
+before a deploy: `durable_agents.replay`.
 """
 
 from agentic import (
@@ -41,6 +46,7 @@ from agentic.approvals import ApprovalPolicy, PendingApproval
 from agentic.mcp import MCPServer
 from agentic.memory import Fact, FactStore
 from agentic.saga import SagaPolicy
+from durable_agents.clean_exit import run
 from durable_agents.client import AgentClient, DecisionOutcome, RunHandle, RunSummary
 from durable_agents.connection import connect
 from durable_agents.errors import (
@@ -51,6 +57,7 @@ from durable_agents.errors import (
     RunAlreadyExists,
     RunClosed,
     RunFailed,
+    SearchAttributesMissing,
     TemporalUnavailable,
     UnknownAgent,
     UnknownRun,
@@ -101,6 +108,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "RunSummary",
     "build_worker",
     "connect",
+    "run",  # asyncio.run for client scripts: exits cleanly (durable_agents/clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",
     "ModelError",
@@ -117,6 +125,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "RunAlreadyExists",
     "RunClosed",
     "RunFailed",
+    "SearchAttributesMissing",
     "TemporalUnavailable",
     "UnknownAgent",
     "UnknownRun",

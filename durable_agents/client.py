@@ -46,15 +46,16 @@ from durable_agents.errors import (
     RunAlreadyExists,
     RunClosed,
     RunFailed,
+    SearchAttributesMissing,
     TemporalUnavailable,
     UnknownAgent,
     UnknownRun,
     WorkerUnavailable,
 )
+from durable_agents.reported import is_agents_run, reported_pending
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, ApprovalsView, Progress, Timeouts
-from workflows.visibility import PENDING_APPROVALS
 
 PENDING_QUERY = 'WorkflowType = "AgentWorkflow" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -219,14 +220,17 @@ class AgentClient:
         return found
 
     async def pending(self, *, root: str | None = None) -> list[PendingApproval]:
-        """Every approval waiting, across all runs: from visibility and each run's memo (no worker needed).
-        A delegated run's approvals name their root run and the path to it; `root` keeps one tree's."""
-        found: list[PendingApproval] = []
+        """Every approval waiting, across the agents' runs on this client's task queue: visibility finds the
+        runs that wait, and each one's calls are as the run itself reports them (`durable_agents.reported`;
+        with no worker up, as its workflow last published them). A delegated run's approvals name their root
+        run and the path to it; `root` keeps one tree's."""
+        query = f"{PENDING_QUERY} AND TaskQueue = {_quoted(self.task_queue)}"
         try:
-            async for execution in self.client.list_workflows(PENDING_QUERY):
-                found += _from_memo(await execution.memo_value(PENDING_APPROVALS, default=[]))
+            waiting = [(e.id, e.run_id) async for e in self.client.list_workflows(query)]
+            reported = await asyncio.gather(*(reported_pending(self.client, run_id, run) for run_id, run in waiting))
         except RPCError as exc:
             raise _rpc_error(exc, "cannot list pending approvals") from exc
+        found = [p for each in reported for p in each]
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
@@ -285,12 +289,15 @@ class RunHandle:
 
     async def pending(self) -> list[PendingApproval]:
         """The approvals this run waits for, and those of the runs it delegated to, at any depth (each names
-        its run, root and path): from each run's memo and the server's list of its open children (no worker
-        needed)."""
+        its run, root and path): as each run reports them (`durable_agents.reported`; with no worker up, as
+        its workflow last published them), its delegated runs found in the server's list of its open
+        children. Nothing, for a run that is not an agents' run on this client's task queue."""
         return await self._tree_pending(await self.describe())
 
     async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        found = _from_memo(await description.memo_value(PENDING_APPROVALS, default=[]))
+        found: list[PendingApproval] = []
+        if is_agents_run(description, self.agents.task_queue):
+            found = await reported_pending(self.agents.client, description.id, description.run_id)
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children
@@ -311,7 +318,7 @@ class RunHandle:
 
     async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
         """The approvals this run (or a run it delegated to) waits for, once there is at least one (polling
-        memos, no worker needed). RunClosed if the run ends first; TimeoutError after `timeout` seconds."""
+        what the runs report). RunClosed if the run ends first; TimeoutError after `timeout` seconds."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             description = await self.describe()
@@ -411,7 +418,7 @@ class RunHandle:
         key: ApproverKey | None = None,
     ) -> DecisionOutcome:
         """Approve or deny one pending call. `arguments_hash` is the hash of the arguments the approver saw
-        (`PendingApproval.arguments_hash`); when omitted, the hash of the call pending now is used.
+        (`PendingApproval.arguments_hash`); when omitted, the hash of the call as the run shows it now.
 
         The call may be one a run this run delegated to waits for (any depth): `call_id` is then that call's
         id, or its `address` (`run_id/call_id`) when several runs of the tree have the same one. The decision
@@ -431,14 +438,10 @@ class RunHandle:
             return await waiting.decide(
                 approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
             )
-        decision = Decision(
-            call_id=target.call_id,
-            approve=approve,
-            approver=by,
-            reason=reason or "",
-            arguments_hash=arguments_hash or target.arguments_hash,
-            client=self.agents.client.identity,
-        )
+        # On exactly the request the run shows (its execution and deadline, where it binds signatures to them).
+        decision = Decision.answering(target, approve, by, reason or "", client=self.agents.client.identity)
+        if arguments_hash is not None:
+            decision = decision.model_copy(update={"arguments_hash": arguments_hash})
         if key is not None:
             decision = decision.signed(self.run_id, key)
         outcome = DecisionOutcome(
@@ -453,7 +456,7 @@ class RunHandle:
             entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=wait)
             return outcome.model_copy(update={"entry": entry, "decision": entry.event})
         except WorkflowUpdateFailedError as exc:
-            raise ApprovalRejected(str(exc.cause) if exc.cause else str(exc)) from None
+            raise _refused(exc) from None
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
             pass  # no worker answered now: fall back to the signal, which the server keeps
         description = await self.describe()
@@ -657,16 +660,27 @@ def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
     return RunFailed(message, failure_type)
 
 
+def _refused(exc: WorkflowUpdateFailedError) -> ApprovalRejected:
+    """The validator's refusal: its message says what was refused and why; its details, the reason alone."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == "DecisionRejected" and cause.details:
+        return ApprovalRejected(str(cause.details[0]), cause.message)
+    return ApprovalRejected(str(cause) if cause else str(exc))
+
+
 def _rpc_error(exc: RPCError, what: str) -> Exception:
+    if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
+        return SearchAttributesMissing(
+            f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
+            "namespace (`python starter.py search-attributes`; `durable_agents.testing` does it for its servers), "
+            "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
+            "not in visibility)"
+        )
     if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
         return TemporalUnavailable(f"{what}: the Temporal server did not answer ({exc.message})")
     if exc.status == RPCStatusCode.NOT_FOUND:
         return UnknownRun(f"{what}: {exc.message}")
     return TemporalUnavailable(f"{what}: {exc.message}")
-
-
-def _from_memo(rows: Any) -> list[PendingApproval]:
-    return [PendingApproval.model_validate(row).in_tree() for row in rows or []]
 
 
 def _summary(execution: Any) -> RunSummary:

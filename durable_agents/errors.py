@@ -12,6 +12,12 @@ class TemporalUnavailable(AgentClientError):
     """The Temporal server could not be reached (or refused the call)."""
 
 
+class SearchAttributesMissing(AgentClientError):
+    """The server is up but does not know our search attributes (`AgentStatus`, `AgentPendingApprovals`, ...),
+    so it refuses a run started with them, or a query naming them. Retrying cannot help: register them, or
+    start runs without them. The message says both."""
+
+
 class UnknownRun(AgentClientError, LookupError):
     """No run with this id in the namespace."""
 
@@ -57,9 +63,9 @@ class AmbiguousApproval(AgentClientError):
 
 
 class ApprovalRejected(AgentClientError):
-    """The run refused the decision (wrong hash, already decided, expired, unknown call); `reason` says why.
-    Nothing changed."""
+    """The run refused the decision (wrong hash, already decided, expired, unknown call); `reason` says why,
+    the message what was refused and why. Nothing changed."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"rejected: {reason}")
+    def __init__(self, reason: str, message: str | None = None) -> None:
+        super().__init__(message or f"rejected: {reason}")
         self.reason = reason

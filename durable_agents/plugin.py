@@ -30,9 +30,10 @@ NAME = "durable-agents"
 
 
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
-    # Registered once, whether the plugin comes from the client, the worker, or both.
+    # Registered once, whether the plugin comes from the client, the worker, or both — and not at all where a
+    # subclass is registered already (a versioned worker's flavour of it, workflows/versioned.py).
     existing = list(existing or [])
-    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if w not in existing]
+    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if not any(issubclass(e, w) for e in existing)]
 
 
 class DurableAgentsPlugin(SimplePlugin):

@@ -26,9 +26,11 @@ from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
 from config.webhook_signing import load_secret, loopback_allowed
 from durable_agents.plugin import has_plugin
+from durable_agents.versioning import worker_deployment
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
 from workflows.agent import AgentWorkflow
+from workflows.versioned import VERSIONED_WORKFLOWS
 from workflows.webhook import WebhookWorkflow
 
 
@@ -46,6 +48,8 @@ def build_worker(
     sticky_timeout: timedelta = STICKY_TIMEOUT,
     webhook_secret: bytes | None = None,
     settings: Settings | None = None,
+    deployment: str | None = None,
+    build_id: str | None = None,
 ) -> Worker:
     """A worker that serves `agents` on `task_queue`.
 
@@ -57,10 +61,15 @@ def build_worker(
     settings' `AGENT_APPROVER_KEYS`) make only signed decisions count (agentic/signing.py). `webhook_secret`
     signs the deliveries of runs started with a webhook (default: `AGENT_WEBHOOK_SECRET`).
 
+    `deployment` and `build_id` turn on Worker Versioning (durable_agents/versioning.py): the worker serves that
+    build of that deployment, and each run stays on the build it started on (default: the settings'
+    `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID`; neither: an unversioned worker, as before).
+
     `settings` is the worker's configuration (docs/operations.md); `python worker.py` passes the one it read,
     and a program that passes none gets the environment's, read here once.
     """
     settings = settings if settings is not None else Settings()
+    versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
     catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
     keys = approver_public_keys(settings) if approver_keys is None else approver_keys
     served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
@@ -76,8 +85,9 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        # A client connected with DurableAgentsPlugin registers the workflow on its workers already.
-        workflows=[] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
+        # A client connected with DurableAgentsPlugin registers the workflows on its workers already — the bases,
+        # which a versioned worker replaces by their versioned flavours (the plugin then adds nothing).
+        workflows=VERSIONED_WORKFLOWS if versioning else [] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
         activities=[
             describe.describe_agent,
             model.call_model,
@@ -97,4 +107,5 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=sticky_timeout,
         # AGENT_EAGER_ACTIVITIES=false spreads a run's activities over every worker on the queue.
         disable_eager_activity_execution=not settings.eager_activities,
+        deployment_config=versioning,
     )

@@ -39,7 +39,7 @@ agent = Agent(
     system="Migrate the records one at a time, in order. Never migrate a record twice.",
     budget=Budget(max_steps=200),
     name="migration",
-    description="Migrate records one per step (5 by default); --step-delay makes each step slow.",
+    description="Migrate records one per step (5 by default); the option step_delay makes each step slow.",
     task="Migrate the customer records to the new schema.",
     options=DemoOptions,
     estimate=lambda options: 2 * options.records + 1,

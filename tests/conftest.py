@@ -20,13 +20,13 @@ import pytest_asyncio
 from hypothesis import HealthCheck, settings
 from temporalio.api.workflowservice.v1 import ListOpenWorkflowExecutionsRequest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
 from config.settings import Settings
+from durable_agents.testing import start_dev_server, start_time_skipping
 from durable_agents.worker import build_worker
 from examples.options import DemoDeps
 from ops.devstack import modelserver
@@ -37,7 +37,6 @@ from stores.transcripts import SqliteTranscriptStore, Transcripts
 from tests.support import agents_for_tests
 from tests.support.backends import BACKENDS, Backend
 from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
-from workflows import search_attributes
 
 # What a test worker serves: the demo agents and the small agents of tests/support/agents_for_tests.py.
 TEST_AGENTS: list[Agent] = [*examples.agents, *agents_for_tests.agents]
@@ -53,20 +52,6 @@ settings.register_profile(
     "deep", max_examples=400, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], **_PROFILE
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-BIN = Path(sys.executable).parent
-TEST_SERVER = BIN / "temporal-test-server"
-DEV_SERVER = BIN / "temporal"
-
-
-async def start_skipping_env() -> WorkflowEnvironment:
-    """A time-skipping test server with our search attributes registered: unlike the dev server, it takes no
-    search attribute flags, and an unregistered attribute would fail every workflow task that upserts it."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter, test_server_existing_path=str(TEST_SERVER)
-    )
-    await search_attributes.register(env.client)
-    return env
 
 
 class SkippingServer:
@@ -91,12 +76,12 @@ class SkippingServer:
 
     async def replace(self) -> None:
         await self.env.shutdown()
-        self.env = await start_skipping_env()
+        self.env = await start_time_skipping()
 
 
 @pytest_asyncio.fixture(scope="session")
 async def skipping_server() -> AsyncIterator[SkippingServer]:
-    server = SkippingServer(await start_skipping_env())
+    server = SkippingServer(await start_time_skipping())
     try:
         yield server
     finally:
@@ -184,12 +169,7 @@ def new_worker(client: Client, task_queue: str, ledger: EffectsLedger, **kwargs:
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """The real dev server (`temporal server start-dev`), with our search attributes: for crash tests
     that kill worker processes, which need a server that outlives them."""
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=str(DEV_SERVER),
-        search_attributes=search_attributes.ALL,
-        ui=False,
-    )
+    env = await start_dev_server()
     try:
         yield env
     finally:

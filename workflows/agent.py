@@ -86,6 +86,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.webhook import announce
 
 
+# Runs that started before the approval gate was checked end to end (security review 2) replay without the
+# handover and delegation checks and without execution-bound signatures (issue 31).
+GATE_PATCH = "gate-end-to-end"
+
+
 # Bad input (a field that does not validate; an agent, model or options the worker rejects) fails the
 # workflow at once instead of failing workflow tasks that Temporal would retry forever.
 # Unsandboxed: the sandbox re-imports this module for every run (compiling it from source where no bytecode
@@ -163,7 +168,8 @@ class AgentWorkflow:
     async def _start(self) -> None:
         """Ask the worker for the agent's spec (recorded in history) and build the loop from it."""
         input = self.input
-        if input.carry is not None and workflow.info().continued_run_id is None:
+        info = workflow.info()
+        if input.carry is not None and info.continued_run_id is None:
             # `carry` is trusted whole (the spec, approvals decided, the approver keys): only a run handing over
             # to its own continuation may set it, never a client starting a run.
             raise ApplicationError(
@@ -171,19 +177,33 @@ class AgentWorkflow:
                 type="RunRejected",
                 non_retryable=True,
             )
-        if self.spec is None:
+        # Runs started before these checks existed replay without them (docs/operations.md, "Trust model").
+        checked = (input.carry is not None or input.delegation is not None) and workflow.patched(GATE_PATCH)
+        if checked and (why := _origin_refusal(input, info)) is not None:
+            raise ApplicationError(f"run {self.run_id} cannot start: {why}", type="RunRejected", non_retryable=True)
+        if self.spec is None or (checked and input.carry is not None):
             try:
+                # A continuation asks again (the spec, its tool flags, the approver keys come from the worker,
+                # never from `carry`), and the worker checks with the server that the run before it continued.
                 spec = await workflow.execute_local_activity_method(
                     DescribeActivities.describe_agent,
-                    DescribeInput(agent=input.agent, model=input.model, options=input.options),
+                    DescribeInput(
+                        agent=input.agent,
+                        model=input.model,
+                        options=input.options,
+                        continued_from=info.continued_run_id if input.carry is not None else None,
+                    ),
                     start_to_close_timeout=timedelta(seconds=30),
                     retry_policy=DESCRIBE_RETRY,
                     summary=f"describe agent {input.agent}",
                 )
-                self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers else spec
+                if input.carry is not None:  # the MCP tools the run listed when it started stay its tools
+                    spec = _with_mcp_tools_of(spec, input.carry.spec)
+                    self.book.use_keys(spec.approver_keys, info.first_execution_run_id)
+                self.spec = await self._list_mcp_tools(spec) if spec.mcp_servers and input.carry is None else spec
             except ActivityError as exc:
                 # The run cannot work on these workers (unknown agent or model, invalid options, an MCP server
-                # unreachable or misconfigured): say why.
+                # unreachable or misconfigured, a handover the server does not vouch for): say why.
                 raise ApplicationError(
                     f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
                 ) from exc
@@ -197,6 +217,10 @@ class AgentWorkflow:
         if carry is None:
             # Whose signature makes a decision count comes from the worker's record, never from the input.
             self.book.run_id, self.book.approver_keys = self.run_id, dict(spec.approver_keys)
+            if spec.approver_keys and workflow.patched(GATE_PATCH):
+                # A signature counts for this execution only (and the request it answers): a new run that
+                # reuses this id cannot be handed one from this run's history.
+                self.book.use_keys(spec.approver_keys, info.first_execution_run_id)
             if input.delegation is not None:  # its approvals name the tree they belong to
                 self.book.path = input.delegation.lineage(self.run_id)
             system = spec.system if input.system is None else input.system
@@ -294,7 +318,14 @@ class AgentWorkflow:
     def _validate_decision(self, decision: Decision) -> None:
         why = self.book.rejection(decision, workflow.now(), self._queued_calls())
         if why is not None:
-            raise ValueError(why)
+            # What was refused and why, as the caller reads it (Temporal's CLI too): not a ValueError, which
+            # reads as a retryable bug. The reason alone travels as the details (`ApprovalRejected.reason`).
+            pending = self.book.pending.get(decision.call_id)
+            call = f"call {decision.call_id}" + (f" ({pending.tool})" if pending else "")
+            verb = "approve" if decision.approve else "deny"
+            raise ApplicationError(
+                f"decision refused: {verb} {call}: {why}", why, type="DecisionRejected", non_retryable=True
+            )
 
     def _decide(self, decision: Decision) -> AuditEntry:
         entry = self.book.decide(decision, workflow.now(), self._queued_calls())
@@ -340,13 +371,13 @@ class AgentWorkflow:
 
     async def _run_tool(self, step: RunTool) -> None:
         call = step.call
-        approved = None
+        decision = None
         if step.needs_approval:
             outcome, waited = await self._await_approval(step)
             if outcome is not Outcome.APPROVED:
                 self._refuse(call, outcome, waited)
                 return
-            approved = True
+            decision = self.book.decisions.get(call.identity)  # the tool activity checks it again, at the effect
         if step.spec is not None and step.spec.delegate is not None:
             await self._delegate(step)
             return
@@ -361,7 +392,7 @@ class AgentWorkflow:
                     agent=self.input.agent,
                     call=call,
                     idempotency_key=idempotency_key(self.run_id, call.identity),
-                    approved=approved,
+                    decision=decision,
                     options=self._options,
                     limits=self._limits,
                     transcript=self.transcript.part(),
@@ -405,7 +436,7 @@ class AgentWorkflow:
             f"`starter.py approve {self.run_id} --by NAME` or `deny`",
         )
         # A wait can last days: hand over first if due, the pending request (and its deadline) included.
-        await self._continue_as_new_if_due()
+        await self._continue_as_new_if_due(before_wait=True)
         if call.identity not in self.book.outcomes:
             # A durable timer: the deadline holds across worker restarts, and is not reset by them.
             remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)
@@ -499,13 +530,18 @@ class AgentWorkflow:
         reference = self.transcript.mode == "reference"
         return self.input.limits if reference and self.input.limits != PayloadLimits() else None
 
-    async def _continue_as_new_if_due(self) -> None:
+    async def _continue_as_new_if_due(self, *, before_wait: bool = False) -> None:
+        """Hand over to a new run when the history grows long — or, before a wait for a human, when the
+        deployment has a new current build (Worker Versioning): the wait, which can last weeks, is then spent on
+        the new build instead of holding the old one. The new run starts on the current build either way."""
         info = workflow.info()
         policy = self.input.continue_as_new
         due = (
             info.is_continue_as_new_suggested()
             or info.get_current_history_length() >= policy.max_history_events
             or info.get_current_history_size() >= policy.max_history_bytes
+            # Recorded in the task's history event, so replay sees the same answer; always false unversioned.
+            or (before_wait and info.is_target_worker_deployment_version_changed())
         )
         if not due:
             return
@@ -519,7 +555,18 @@ class AgentWorkflow:
             book=self.book,
             continued=self.continued + 1,
         )
-        workflow.continue_as_new(self.input.model_copy(update={"carry": carry, "history": []}))
+        # On a versioned worker (durable_agents/versioning.py) the new run starts on the deployment's current
+        # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this
+        # run: the new build needs only to accept this input (AgentInput and Carried: fields added with defaults,
+        # none removed or retyped — and a rollback drops fields the older build does not know). The server refuses
+        # the option from an unversioned worker, so it is set only on a versioned one.
+        build = info.get_current_deployment_version()
+        workflow.continue_as_new(
+            self.input.model_copy(update={"carry": carry, "history": []}),
+            initial_versioning_behavior=(
+                workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if build and build.deployment_name else None
+            ),
+        )
 
     # -- saga -------------------------------------------------------------------------------------
 
@@ -604,6 +651,29 @@ class AgentWorkflow:
         if self.input.delegation is None or state.stop is not Stop.ANSWERED:
             return None
         return undo_plan(self.run_id, self.input.agent, self._options, state.records, self.loop.specs)
+
+
+def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:
+    """Why a run may not take what its input claims (a handover, a place in a delegation tree), by what the
+    server reports about how it started; None when it may. A client can start a cron or retrying run whose
+    second run has a predecessor (security review 2, N1): only the workflow's own continue-as-new hands over,
+    and the describe activity checks that predecessor with the server."""
+    if input.carry is not None and info.cron_schedule:
+        return f"`carry` is handed over only by a run continuing as new, never to a cron run ({info.cron_schedule})"
+    if input.carry is not None and info.attempt > 1:
+        return f"`carry` is handed over only by a run continuing as new, never to a retry (attempt {info.attempt})"
+    delegation = input.delegation
+    claimed = delegation.path[-1] if delegation is not None and delegation.path else ""
+    if delegation is not None and (info.parent is None or info.parent.workflow_id != claimed):
+        started_by = f"run {info.parent.workflow_id}" if info.parent else "a client"
+        return f"it claims run {claimed!r} delegated to it, but {started_by} started it"
+    return None
+
+
+def _with_mcp_tools_of(spec: AgentSpec, carried: AgentSpec) -> AgentSpec:
+    """The worker's spec, with the MCP tools the run listed when it started (checked handover: its record)."""
+    listed = {name: tool for name, tool in carried.tools.items() if tool.mcp is not None}
+    return spec.model_copy(update={"tools": {**spec.tools, **listed}}) if listed else spec
 
 
 def _record(step: CompensationStep, status: str, result: str) -> CompensationRecord:

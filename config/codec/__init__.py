@@ -1,5 +1,5 @@
 """Encryption at rest for Temporal payloads: an AES-256-GCM payload codec with rotating keys. The remote codec
-endpoint the Web UI and CLI decode through is `python -m ops.http.codec`; see docs/operations.md."""
+endpoint the Web UI and CLI decode through is `python starter.py codec-server`; see docs/operations.md."""
 
 from config.codec.aesgcm import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, PlaintextPayloadError
 from config.codec.keys import KeyConfigError, KeyRing, UnknownKeyError, load_keyring, new_key

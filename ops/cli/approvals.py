@@ -1,7 +1,8 @@
 """`pending`, `approve`, `deny`, `cancel`: what humans do to running agents, through `RunHandle`.
 
-`pending` asks Temporal visibility (the `AgentPendingApprovals` search attribute) which runs wait, and
-reads each one's pending calls from its memo — no workflow is scanned, and no worker needs to be up.
+`pending` asks Temporal visibility (the `AgentPendingApprovals` search attribute) which runs wait, and shows
+each one's pending calls as the run itself reports them (durable_agents/reported.py): never a memo a client
+wrote. With no worker up, that is what the run's workflow last published.
 
 `approve` approves exactly the arguments the approver saw: it prints the call and needs the hash prefix
 `pending` showed (`--hash`), or `--yes` to approve what it just printed.
@@ -22,12 +23,11 @@ from config.approver_keys import load_private_key
 from config.settings import Settings
 from durable_agents.client import UPDATE_TIMEOUT, RunHandle, choose
 from durable_agents.errors import AgentClientError, NoPendingApproval, RunClosed
-from ops.cli.arguments import add_run_id, approver
+from ops.cli.arguments import NEEDS_A_NAME, add_decision_arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, emit, printable
 
 HASH_SHOWN = 12  # characters of the arguments hash `pending` prints and `--hash` must match
-HASH_MIN = 8
 NOTICE_AFTER = 2.0  # seconds of silence before `approve` says it is waiting for a worker
 
 
@@ -60,13 +60,7 @@ async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     approve = args.command == "approve"
-    key = _signing_key(args)
-    by = args.by if args.by is not None else (key.name if key else "")
-    if not by.strip():
-        raise CliError("--by needs a name: it is recorded in the audit trail", code=2)
-    if key is not None and key.name != by:
-        raise CliError(f"the key file is {key.name}'s, not {by}'s: a decision is signed by its approver", code=2)
-    args.by = by
+    key = signer(args)
     handle = await (await agent_client(settings)).get(args.run_id)
     await handle.ensure_open()
     try:
@@ -121,9 +115,7 @@ def _confirmed_hash(args: argparse.Namespace, target: PendingApproval, approve: 
     """The hash to send: the one the approver vouched for (`--hash`), or, with `--yes`, the one printed now."""
     full = target.arguments_hash
     if args.hash:
-        given = args.hash.strip().lower()
-        if len(given) < HASH_MIN:
-            raise CliError(f"--hash needs at least {HASH_MIN} characters of the hash `pending` showed", code=2)
+        given = args.hash  # lower case, long enough: ops/cli/arguments.py hash_prefix
         if not full.startswith(given):
             raise CliError(
                 f"the pending call is {call_text(target)} with hash {full[:HASH_SHOWN]}, not {given}: the arguments "
@@ -155,22 +147,26 @@ async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _signing_key(args: argparse.Namespace) -> ApproverKey | None:
-    path = args.key_file or os.environ.get("AGENT_APPROVER_KEY_FILE")
-    return load_private_key(Path(path)) if path else None
+def signer(args: argparse.Namespace) -> ApproverKey | None:
+    """The approver's key (`--key-file`, else AGENT_APPROVER_KEY_FILE; None without either), with `args.by`
+    set to who decides: `--by`, else the key's name. Both command lines' `approve`/`deny` take them so."""
+    path = args.key_file or os.environ.get("AGENT_APPROVER_KEY_FILE", "").strip()
+    key = load_private_key(Path(path)) if path else None
+    by = args.by if args.by is not None else (key.name if key else "")
+    if not by.strip():
+        raise CliError(f"--by {NEEDS_A_NAME}", code=2)
+    if key is not None and key.name != by:
+        raise CliError(f"the key file is {key.name}'s, not {by}'s: a decision is signed by its approver", code=2)
+    args.by = by
+    return key
 
 
-def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
-    add_run_id(parser)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`approve`/`deny`'s arguments in both command lines (ops/cli/arguments.py), and the key that signs a
+    decision."""
+    add_decision_arguments(parser)
     parser.add_argument(
-        "--call", help="the call to decide, when several wait (RUN_ID/CALL_ID for a run this one delegated to)"
+        "--key-file",
+        help="your approver key (`name:base64`; or AGENT_APPROVER_KEY_FILE): signs the decision; --by defaults "
+        "to its name",
     )
-    parser.add_argument(
-        "--by", type=approver, help="who decides (recorded in the audit trail; default: the key file's name)"
-    )
-    parser.add_argument(
-        "--key-file", help="your approver key (`name:base64`; or AGENT_APPROVER_KEY_FILE): signs the decision"
-    )
-    parser.add_argument("--reason", help="why (recorded, and told to the model on a denial)")
-    parser.add_argument("--hash", help=f"the arguments hash `pending` showed (at least {HASH_MIN} characters)")
-    parser.add_argument("--yes", action="store_true", help="approve the arguments printed, without --hash")

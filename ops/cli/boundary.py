@@ -1,5 +1,5 @@
 """The one error boundary of every command line: `starter.py`, `job`, `worker.py`'s startup,
-`python -m ops.http.codec`. A known error is one line on stderr (`error: ...`) and the
+`python starter.py codec-server`. A known error is one line on stderr (`error: ...`) and the
 exit code below; anything else is one line too, plus how to see the traceback (`--debug`, or
 `AGENT_DEBUG=1` for a command without the flag).
 
@@ -21,7 +21,6 @@ A known error is one whose class says what it is: `CliError` (with its code), an
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sqlite3
 import sys
@@ -37,9 +36,11 @@ from config.agent_modules import AgentModuleError, UnknownAgentName
 from config.codec.keys import KeyConfigError
 from config.connection import ConnectionSettingsError
 from config.settings import Settings
+from durable_agents.clean_exit import release_runtimes
+from durable_agents.clean_exit import run as run_to_completion
 from durable_agents.connection import TemporalConnectError
 from durable_agents.errors import AgentClientError, AmbiguousApproval
-from ops.cli.arguments import resolve_run_id
+from ops.cli.arguments import resolve, unrecognized
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
 from stores.errors import StoreUnavailable
@@ -91,7 +92,7 @@ def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) ->
     try:
         outcome = handler(*args)
         if isinstance(outcome, Awaitable):
-            outcome = asyncio.run(outcome)  # type: ignore[arg-type]
+            outcome = run_to_completion(outcome)  # type: ignore[arg-type]  # asyncio.run, runtimes released
         return int(outcome)  # type: ignore[call-overload]
     except KeyboardInterrupt:
         return 130
@@ -118,11 +119,11 @@ def load_settings() -> Settings:
 
 
 def exit_now(code: int) -> NoReturn:
-    """Flush and leave. sdk-python issue 300: a short-lived Temporal client can abort at interpreter exit
-    after its output, and lease renewers or server threads could delay it."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """Exit with `code`, cleanly: the Temporal runtimes are released first (a command whose handler ran its
+    own event loop included), so no SDK thread is left to abort interpreter shutdown (sdk-python issue 300;
+    durable_agents/clean_exit.py). Every thread of ours is a daemon: none delays the exit."""
+    release_runtimes()
+    sys.exit(code)
 
 
 # -- parsing ----------------------------------------------------------------------------------------
@@ -130,7 +131,13 @@ def exit_now(code: int) -> NoReturn:
 
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors in the boundary's form: one line naming the command's help, exit 2 (argparse
-    would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag."""
+    would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag. After
+    parsing, what may be given two ways is merged (ops/cli/arguments.py), and `--agents` falls back to
+    AGENT_MODULES, then to `default_agents`: the entry point's choice (starter.py, worker.py, job)."""
+
+    def __init__(self, *args: Any, default_agents: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_agents = tuple(default_agents)
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {printable(message)} (see {self.prog} --help)", file=sys.stderr)
@@ -141,9 +148,14 @@ class Parser(argparse.ArgumentParser):
         for index, arg in enumerate(argv):
             if _not_utf8(arg):
                 self.error(f"{_what(argv, index)} is not valid UTF-8")
-        args = super().parse_args(argv, namespace)
-        resolve_run_id(args)
-        return args
+        parsed, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            getattr(parsed, "command_parser", self).error(unrecognized(extras, parsed))
+        try:
+            resolve(parsed, self.default_agents)
+        except AgentModuleError as exc:  # no agents module named, and this command line has no default
+            self.error(str(exc))
+        return parsed
 
 
 def _not_utf8(text: str) -> bool:

@@ -1,20 +1,27 @@
-"""`effects`: the rows of the effects ledger — what really happened, once per idempotency key."""
+"""`effects [RUN_ID]`: the rows of the effects ledger — what really happened, once per idempotency key. The same
+command in both command lines (`job effects` checks first that the run is in its checkpoint store)."""
 
 from __future__ import annotations
 
 import argparse
 
 from config.settings import Settings
+from ops.cli.arguments import add_run_id, run_id
 from ops.cli.output import CliError, emit, printable
 from stores import configured as stores
 from stores.errors import StoreUnavailable
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_run_id(parser, help="only this run", required=False)
+    parser.add_argument("--run", dest="run_id", type=run_id, help="the same as RUN_ID")
 
 
 def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.database_url and not settings.ledger_path.exists():
         raise CliError(f"no effects ledger at {settings.ledger_path} (set AGENT_LEDGER to the worker's ledger)")
     try:
-        rows = stores.open_ledger(settings.database_url, settings.ledger_path).effects(args.run)
+        rows = stores.open_ledger(settings.database_url, settings.ledger_path).effects(args.run_id)
     except StoreUnavailable as exc:
         raise CliError(str(exc)) from exc
     data = [
@@ -37,5 +44,5 @@ def cmd_effects(args: argparse.Namespace, settings: Settings) -> int:
         )
         for e in data
     ]
-    emit(args.json, data, "\n".join(lines) if lines else "no effects")
+    emit(args.json, data, printable("\n".join(lines)) if lines else "no effects")  # tool results: never raw
     return 0

@@ -7,6 +7,8 @@ forget everything one source taught. The facts live in the workers' fact store (
     starter.py facts history --namespace C-7 [--key K]      # every version, forgotten ones included
     starter.py facts audit --namespace C-7                  # refused writes and forgotten sources
     starter.py facts forget --namespace C-7 --source "ticket T-1" [--by NAME]
+
+`job facts` is the same command (the same store: AGENT_DATA_DIR, or AGENT_DATABASE_URL).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 from typing import Any
 
 from config.settings import Settings
-from ops.cli.output import CliError, emit, fail, printable
+from ops.cli.output import CliError, emit, printable
 from stores import configured as stores
 from stores.errors import StoreUnavailable
 from stores.facts import DurableFactStore, FactRecord, SqliteFactStore, check_namespace
@@ -68,15 +70,6 @@ def cmd_facts(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:  # a source or key the store refuses (blank, too long, NUL)
         raise CliError(str(exc), code=2) from exc
     return 0
-
-
-def cmd_job_facts(args: argparse.Namespace) -> int:
-    """`job facts`: the same command in the checkpoint runner's CLI, with its errors as one line."""
-    try:
-        return cmd_facts(args, Settings())
-    except CliError as exc:
-        fail(printable(str(exc)))
-        return exc.code
 
 
 def _store(settings: Settings) -> DurableFactStore:

@@ -1,73 +1,26 @@
-"""The run options both command lines share (`starter.py run` and `job run`): one definition of the flags,
-of how each is validated (at parse time, with the same message in both CLIs), and of what they become —
-the agent's opaque options, a step budget, an approval policy, a model name — so the runners cannot drift.
+"""What `run` takes in both command lines (`starter.py run` and `job run`): one definition of the flags, of
+how each is validated (at parse time, with the same message in both CLIs), and of what they become — the
+agent and the run id, the agent's opaque options, a step budget, an approval policy, a model name and its
+settings — so the runners cannot drift.
 
-The demo agents' knobs (`--records`, `--fail-at`, ...) are sent only when given, as options the agent's
-own options model validates; `--option KEY=VALUE` passes any option to an agent of your own.
+An agent's own options (the demo agents' `records`, `step_delay`, `fail_at`, ...) are `--option KEY=VALUE`,
+validated by that agent's options model when the run starts: this module knows no agent.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentic import ModelSettings
 from agentic.approvals import ApprovalPolicy
-from examples.options import DemoOptions
+from ops.cli.arguments import add_agent, non_negative_float, positive_float, positive_int
+from ops.cli.arguments import run_id as run_id_type
 from ops.cli.facts import memory_namespace
-
-FAIL_AT = list(typing.get_args(DemoOptions.model_fields["fail_at"].annotation))
-
-# flag -> option name, for the demo agents' knobs
-DEMO_FLAGS = {
-    "step_delay": "step_delay",
-    "after_effect_delay": "after_effect_delay",
-    "records": "records",
-    "fail_at": "fail_at",
-    "flaky_attempts": "flaky_attempts",
-    "compensation_failures": "compensation_failures",
-}
-
-
-def positive_int(text: str) -> int:
-    value = _number(text, int, "a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = _number(text, int, "a whole number")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = _number(text, float, "a number")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = _number(text, float, "a number")
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
-    return value
-
-
-def _number(text: str, kind: type, what: str) -> Any:
-    try:
-        value = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
-    if kind is float and value != value:  # NaN
-        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-    return value
 
 
 def option_pair(text: str) -> tuple[str, Any]:
@@ -82,33 +35,37 @@ def option_pair(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The agent, the new run's id, and how it runs."""
+    add_agent(parser)
+    parser.add_argument(
+        "--id", dest="run_id", type=run_id_type, help="the new run's id (generated when omitted); never reused"
+    )
     parser.add_argument("--task", help="the task (default: the agent's own)")
     parser.add_argument("--max-steps", type=positive_int, help="the step budget (default: the agent's)")
     parser.add_argument("--model", help="a model the worker declares, by name: `local`, `openai:gpt-4.1-mini`, ...")
     parser.add_argument("--base-url", help=argparse.SUPPRESS)  # refused with an explanation: see run_request
-    asking = parser.add_argument_group("how the model is asked (overrides the agent's model settings)")
-    asking.add_argument("--temperature", type=non_negative_float, help="sampling temperature (0 = repeatable)")
-    asking.add_argument("--seed", type=int, help="sampling seed, where the server honours it")
-    asking.add_argument("--max-tokens", type=positive_int, help="most tokens a model reply may have")
-    asking.add_argument("--tool-choice", help="auto | required | none | a tool's name")
-    asking.add_argument("--first-tool-choice", help="the same, for the first model call only")
-    demo = parser.add_argument_group("demo agents' options (sent only when given)")
-    demo.add_argument("--step-delay", type=non_negative_float, help="seconds of simulated work per mutating step")
-    demo.add_argument("--after-effect-delay", type=non_negative_float, help="seconds a tool waits after its effect")
-    demo.add_argument("--records", type=positive_int, help="records to migrate (migration)")
-    demo.add_argument("--fail-at", choices=FAIL_AT, help="booking that fails permanently (trip; default car)")
-    demo.add_argument("--flaky-attempts", type=non_negative_int, help="fail N attempts after the effect")
-    demo.add_argument("--compensation-failures", type=non_negative_int, help="compensations fail N attempts (trip)")
+    parser.add_argument(
+        "--option",
+        type=option_pair,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one of the agent's own options, validated by its options model when the run starts (repeatable; "
+        "the value is read as JSON when it parses: `--option records=3 --option fail_at=none`)",
+    )
     parser.add_argument(
         "--namespace",
         type=memory_namespace,
         help="whose memory the run's memory tools use (a customer, a tenant); sent as the option `namespace` "
         "(not the Temporal namespace, which is TEMPORAL_NAMESPACE)",
     )
-    parser.add_argument(
-        "--option", type=option_pair, action="append", default=[], metavar="KEY=VALUE", help="any agent option"
-    )
+    asking = parser.add_argument_group("how the model is asked (overrides the agent's model settings)")
+    asking.add_argument("--temperature", type=non_negative_float, help="sampling temperature (0 = repeatable)")
+    asking.add_argument("--seed", type=int, help="sampling seed, where the server honours it")
+    asking.add_argument("--max-tokens", type=positive_int, help="most tokens a model reply may have")
+    asking.add_argument("--tool-choice", help="auto | required | none | a tool's name")
+    asking.add_argument("--first-tool-choice", help="the same, for the first model call only")
     approvals = parser.add_argument_group("approval policy (replaces the agent's when any is given)")
     approvals.add_argument("--approval-timeout", type=positive_float, help="seconds an approval may wait (24 h)")
     approvals.add_argument("--on-decline", choices=["continue", "abandon"])
@@ -119,6 +76,8 @@ def add_run_option_arguments(parser: argparse.ArgumentParser) -> None:
 class RunRequest:
     """What the flags ask for, before it becomes a Temporal input or a checkpoint row."""
 
+    agent: str
+    run_id: str | None
     task: str | None
     max_steps: int | None
     model: str | None
@@ -138,11 +97,11 @@ def run_request(args: argparse.Namespace) -> RunRequest:
             "Configure endpoints on the worker (AGENT_LOCAL_MODEL_URL, AGENT_OPENAI_BASE_URL) and pick one "
             "with --model NAME"
         )
-    options = {name: getattr(args, flag) for flag, name in DEMO_FLAGS.items() if getattr(args, flag) is not None}
-    if args.namespace is not None:
-        options["namespace"] = args.namespace
+    options: dict[str, Any] = {} if args.namespace is None else {"namespace": args.namespace}
     options.update(dict(args.option))
     return RunRequest(
+        agent=args.agent,
+        run_id=args.run_id,
         task=args.task,
         max_steps=args.max_steps,
         model=args.model,
@@ -162,8 +121,10 @@ def model_settings(args: argparse.Namespace) -> ModelSettings | None:
         return None
     try:
         return ModelSettings(**given)
-    except ValueError as exc:  # pydantic's message names the field
-        raise RunOptionError(f"invalid model settings: {exc.errors()[0]['msg']}") from None  # type: ignore[attr-defined]
+    except ValidationError as exc:  # named as the user typed it: `--temperature`, not `temperature`
+        first = exc.errors()[0]
+        flag = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "a model setting"
+        raise RunOptionError(f"{flag}: {first['msg']}") from None
 
 
 def approval_policy(args: argparse.Namespace) -> ApprovalPolicy | None:

@@ -7,56 +7,42 @@ import sys
 from typing import Any
 
 from activities.inputs import AgentResult
-from config.agent_modules import find, load_agents, module_names
+from config.agent_modules import find, load_agents
 from config.settings import Settings
 from durable_agents.client import RunHandle
 from durable_agents.errors import WorkerUnavailable
-from ops.cli import arguments
+from ops.cli.arguments import add_agents_modules, positive_float
 from ops.cli.connection import agent_client
-from ops.cli.output import CliError, emit, printable
-from ops.cli.run_options import add_run_option_arguments, positive_float, run_request
+from ops.cli.output import emit, printable
+from ops.cli.run_options import add_run_arguments, run_request
 from ops.cli.waits import add_timeout, stalled, wait_for_result
 from workflows import search_attributes as sa
 from workflows.inputs import Progress, Timeouts
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "agent_positional",
-        nargs="?",
-        metavar="AGENT",
-        help="the agent to run, by name (the demo agents: billing, courier, migration, refund, trip)",
-    )
-    parser.add_argument("--agent", "--scenario", dest="agent", metavar="NAME", help="the same as AGENT (as in job)")
-    parser.add_argument(
-        "--id", dest="run_id", type=arguments.run_id, help="the run id (the workflow id); generated when omitted"
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`job run`'s arguments (ops/cli/run_options.py), and what only a Temporal run has."""
+    add_run_arguments(parser)
     parser.add_argument("--wait", action="store_true", help="wait for the result and print it")
     add_timeout(parser)
-    add_run_option_arguments(parser)
     parser.add_argument(
         "--heartbeat-timeout", type=positive_float, default=10.0, help="seconds before a silent tool is retried"
     )
-    parser.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) to find the agent in")
+    add_agents_modules(parser)
 
 
 async def start(args: argparse.Namespace, settings: Settings) -> RunHandle:
     """Validate what can be validated here (the agent exists in the agents modules, its options parse),
     then start the run."""
     request = run_request(args)
-    if args.agent_positional and args.agent and args.agent_positional != args.agent:
-        raise CliError(f"two agents: {args.agent_positional!r} and --agent {args.agent!r}; give one", code=2)
-    args.agent = args.agent or args.agent_positional
-    if not args.agent:
-        raise CliError("which agent? give its name: `run AGENT` or `run --agent AGENT`", code=2)
-    agent = find(load_agents(module_names(args.agents)), args.agent)
+    agent = find(load_agents(args.agents), request.agent)
     agent.parse_options(request.options)
     budget = agent.budget.model_copy(update={"max_steps": request.max_steps}) if request.max_steps else None
     client = await agent_client(settings)
     handle = await client.start(
         agent,
         request.task,
-        run_id=args.run_id,
+        run_id=request.run_id,
         budget=budget,
         options=request.options,
         model=request.model,

@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import argparse
 
-from config.agent_modules import load_agents, module_names
+from config.agent_modules import load_agents
 from config.approver_keys import api_signing_keys
 from config.settings import Settings
+from ops.cli.arguments import add_agents_modules, add_serve_arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError
 from ops.http.app import create_app
 from ops.http.auth import AuthConfigError
-from ops.http.serve import add_serve_arguments, auth_from, listen, listening_line, server
+from ops.http.serve import auth_from, listen, listening_line, server
 from ops.http.temporal import TemporalEngine
 from stores import configured as stores
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_serve_arguments(parser)
-    parser.add_argument("--agents", action="append", metavar="MODULE", help="agents module(s) runs may name")
+    add_agents_modules(parser)
 
 
 async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -33,7 +34,7 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         auth = auth_from(args, "starter.py serve")
     except AuthConfigError as exc:
         raise CliError(str(exc), code=2) from None
-    agents = load_agents(module_names(args.agents))
+    agents = load_agents(args.agents)
     engine = TemporalEngine(await agent_client(settings), agents, api_signing_keys())
     try:
         listener = listen(args)  # bound before the address is printed: connections wait in the backlog

@@ -20,8 +20,8 @@ from temporalio.client import WorkflowExecutionStatus
 from activities.inputs import AgentResult
 from durable_agents.client import RunHandle
 from durable_agents.errors import AgentClientError
+from ops.cli.arguments import positive_float
 from ops.cli.output import CliError, printable
-from ops.cli.run_options import positive_float
 
 STALL_AFTER = 3.0  # seconds a task may wait for a worker before we say that none has taken it
 CHECK_EVERY = 2.0  # seconds between looks at what the run waits for

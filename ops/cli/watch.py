@@ -29,7 +29,7 @@ from config.settings import Settings
 from durable_agents.client import RunHandle
 from durable_agents.errors import AgentClientError, TemporalUnavailable
 from ops.cli import waits
-from ops.cli.arguments import add_run_id
+from ops.cli.arguments import add_run_id, positive_float
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, printable
 from ops.cli.runs import FINISHED, result_line, result_summary
@@ -41,7 +41,7 @@ TERMINAL = FINISHED
 
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_id(parser)
-    parser.add_argument("--interval", type=waits.positive_float, default=0.5, help="seconds between progress queries")
+    parser.add_argument("--interval", type=positive_float, default=0.5, help="seconds between progress queries")
     waits.add_timeout(parser)
 
 

@@ -4,11 +4,7 @@ is started, approved and awaited through `AgentClient`, as a user's code would."
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import dataclasses
-import os
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,11 +14,7 @@ from activities.inputs import AgentResult
 from agentic.approvals import PendingApproval
 from config.settings import Settings
 from durable_agents.client import AgentClient, RunHandle
-from ops.cli.output import emit
 from ops.cli.runs import result_summary
-from ops.demo.delegation import support_with_delegation
-from ops.devstack import devserver
-from ops.devstack.signals import stops_on_signals
 from ops.devstack.worker_process import WorkerProcess
 from stores import configured as stores
 from workflows.inputs import Timeouts
@@ -136,42 +128,26 @@ class Demo:
         await self.migration_with_crash(client)
         await self.refund_with_approval(client)
         await self.trip_with_saga(client)
-        await support_with_delegation(self, client)
+        await self.support_with_delegation(client)
 
-
-def demo_for(args: argparse.Namespace) -> type[Demo]:
-    """`--model local`: the same server and worker, runs answered by the real local model (demo_llm.py)."""
-    if getattr(args, "model", None) is None:
-        return Demo
-    from ops.demo.local_model import LocalModelDemo  # it builds on Demo
-
-    return LocalModelDemo
-
-
-@stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
-async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    host, port = devserver.split_address(settings.address)
-    server = None
-    if not devserver.port_open(host, port):
-        say(args.json, f"no Temporal server at {settings.address}; starting the embedded dev server…")
-        ui_port = 8233 if devserver.port_free(8233) else devserver.free_port()
-        server = devserver.start(port, ui_port, devserver.default_db(), log=settings.data_dir / "demo-server.log")
-        await devserver.wait_until_serving(settings.address)
-        say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
-        if not os.environ.get("TEMPORAL_UI_URL"):  # link to the UI of the server it started
-            settings = dataclasses.replace(settings, ui_url=server.ui_url)
-    say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")
-    demo = demo_for(args)(settings, args.json)
-    try:
-        await demo.run()
-        emit(args.json, {"runs": demo.results, "ui": settings.ui_url})
-        if sys.stdin.isatty() and sys.stdout.isatty() and not args.json:
-            print(f"\nThe Web UI stays up at {settings.ui_url} — press Ctrl-C to stop the worker and server.")
-            while True:
-                await asyncio.sleep(3600)
-    finally:
-        if demo.worker:
-            demo.worker.stop()
-        if server:
-            server.stop()
-    return 0
+    async def support_with_delegation(self, client: AgentClient) -> None:
+        """`support` hands a refund to `billing-desk` (examples/support.py): the refund waits for a human; the
+        approval is found among the support run's pending approvals (path support → billing-desk) and approved
+        there; one budget: the support run's consumption includes its child's (a child workflow in the UI)."""
+        say = self.say
+        say(
+            "\n[support] hands the refund to the billing desk's agent: a child workflow, one budget, one approvals list"
+        )
+        handle = await client.start("support", run_id=f"demo-support-{self.stamp}")
+        [waiting] = await handle.wait_for_approval(timeout=60)
+        say(f"  the child {waiting.run_id} waits: {waiting.tool}({waiting.arguments})")
+        say(f"  listed in the support run's pending approvals, path {' → '.join(waiting.path)}")
+        say("  approving it through the support run as 'demo-approver'; the decision reaches the billing desk's run")
+        await handle.approve(waiting.address, by="demo-approver", reason="demo", arguments_hash=waiting.arguments_hash)
+        result = await self.report(handle, note=f"delegated to billing-desk: run {waiting.run_id}")
+        child = await client.handle(waiting.run_id).result()
+        say(
+            f"  one budget: the billing desk used {child.step_count} of the support run's {result.step_count} steps "
+            f"and {child.input_tokens + child.output_tokens} of its {result.input_tokens + result.output_tokens} tokens"
+        )
+        say(f"  the child in the Web UI (linked from the support run): {client.run_url(waiting.run_id)}")

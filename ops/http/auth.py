@@ -1,6 +1,6 @@
 """Who may call our HTTP endpoints: bearer tokens with roles, the Host allowlist, and the start-up rule.
 
-One module for every HTTP surface (`job serve` today; the runs API for both engines builds on it):
+One module for every HTTP surface (the runs API for both engines, and the codec endpoint with its one token):
 
 - Tokens: `AGENT_API_TOKENS="token1=maria:approver,token2=ops:viewer"` or `AGENT_API_TOKENS_FILE` (the same
   entries, one per line, `#` comments). A token is at least 16 characters of `A-Z a-z 0-9 . _ ~ + / -`
@@ -31,11 +31,12 @@ from starlette.responses import JSONResponse
 
 from config.loopback import is_loopback
 from config.secrets import env_or_file
+from config.settings import API_TOKENS_ENV
 from ops.http.sessions import Sessions, cookie_value
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
-TOKENS_ENV = "AGENT_API_TOKENS"
+TOKENS_ENV = API_TOKENS_ENV
 TOKENS_FILE_ENV = "AGENT_API_TOKENS_FILE"
 _TOKEN = re.compile(r"^[A-Za-z0-9._~+/-]{16,}$")
 _NAME = re.compile(r"^[^\s=:,#][^=,#]{0,99}$")
@@ -91,6 +92,11 @@ class TokenTable:
         if not entries:
             raise AuthConfigError(f"{source}: no tokens found")
         return cls(tuple(entries))
+
+    @classmethod
+    def of(cls, token: str, principal: Principal) -> TokenTable:
+        """A table of one token the operator chose (the codec endpoint's `AGENT_CODEC_AUTH_TOKEN`)."""
+        return cls(((_digest(token), principal),))
 
     def identify(self, token: str | None) -> Principal | None:
         """The principal whose token this is, or None. Every configured digest is compared, in constant time."""
@@ -168,13 +174,24 @@ class HttpAuth:
     """The FastAPI side: `install(app)` once, then `Depends(auth.require("viewer"))` on each route.
 
     A caller is identified by its bearer token or, for a browser page, by the session cookie a login with
-    that token started (`sessions`): the cookie names a server-side session, never the token."""
+    that token started (`sessions`, ops/http/login.py): the cookie names a server-side session, never the token.
+    Each app names its own `cookie`: cookies are per host, not per port, so two local servers must not share
+    one name."""
 
-    def __init__(self, tokens: TokenTable | None, *, insecure_no_auth: bool = False, hosts: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        tokens: TokenTable | None,
+        *,
+        insecure_no_auth: bool = False,
+        hosts: Iterable[str] = (),
+        cookie: str = SESSION_COOKIE,
+        sessions: Sessions[Principal] | None = None,
+    ) -> None:
         self.tokens = tokens
         self.insecure_no_auth = insecure_no_auth and tokens is None
         self.hosts = allowed_hosts(hosts)
-        self.sessions: Sessions[Principal] = Sessions()
+        self.cookie = cookie
+        self.sessions: Sessions[Principal] = sessions if sessions is not None else Sessions()
 
     def install(self, app: Any) -> None:
         app.add_middleware(TrustedHosts, hosts=self.hosts)
@@ -190,7 +207,7 @@ class HttpAuth:
                 return ANONYMOUS
             raise Denied(401, "a bearer token is required")
         token = bearer(authorization)
-        principal = self.tokens.identify(token) if token else self.sessions.owner(cookie_value(cookie, SESSION_COOKIE))
+        principal = self.tokens.identify(token) if token else self.sessions.owner(cookie_value(cookie, self.cookie))
         if principal is None:
             raise Denied(401, "a valid bearer token is required")
         return principal
@@ -206,6 +223,10 @@ class HttpAuth:
         """A new session id for the principal whose token this is, or None for an unknown token."""
         principal = self.tokens.identify(token) if self.tokens is not None else None
         return self.sessions.start(principal) if principal is not None else None
+
+    def log_out(self, request: Request) -> None:
+        """End, on the server, the session the request's cookie names: a copy of that cookie is worth nothing."""
+        self.sessions.end(cookie_value(request.headers.get("cookie"), self.cookie))
 
     def require(self, role: str) -> Callable[..., Principal]:
         """A FastAPI dependency: the caller's Principal, or 401 (no or unknown token) / 403 (role too low)."""
@@ -230,8 +251,7 @@ class Denied(Exception):
 
 class TrustedHosts:
     """ASGI middleware: 400 unless the Host header is allowed. (Starlette's TrustedHostMiddleware cuts the
-    Host at the first ':', so it can never match `[::1]:port`; this shares `host_allowed` with the codec
-    server instead.)"""
+    Host at the first ':', so it can never match `[::1]:port`; this uses `host_allowed` instead.)"""
 
     def __init__(self, app: Any, hosts: frozenset[str]) -> None:
         self.app = app

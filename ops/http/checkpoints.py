@@ -48,14 +48,13 @@ from ops.http.views import (
     LeaseView,
     PendingView,
     ProgressView,
-    RunSummary,
+    RunListItem,
     RunView,
     StartRequest,
     StepView,
     WebhookView,
 )
 
-MAX_RUNS = 8  # worker processes of runs started here, at once (`job serve --max-runs`)
 RETRY_AFTER_SECONDS = 30
 
 
@@ -70,7 +69,7 @@ class CheckpointEngine:
         ledger: Path,
         agent_modules: list[str] | None = None,
         poll_seconds: float = 0.2,
-        max_runs: int = MAX_RUNS,
+        max_runs: int = jobs.MAX_SERVED_RUNS,
         signing_keys: Mapping[str, ApproverKey] | None = None,
     ) -> None:
         """`signing_keys`: approvers' private keys (AGENT_API_APPROVER_KEYS), to sign the decisions of the
@@ -89,7 +88,7 @@ class CheckpointEngine:
 
     # -- reading ----------------------------------------------------------------------------------------
 
-    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunSummary]:
+    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunListItem]:
         where, params = [], []
         if status:
             where.append("r.status = ?")
@@ -103,7 +102,7 @@ class CheckpointEngine:
         )
         rows = await asyncio.to_thread(self.store.query, f"{sql} ORDER BY r.created_at DESC LIMIT ?", (*params, limit))
         return [
-            RunSummary(
+            RunListItem(
                 run_id=r["run_id"],
                 agent=r["scenario"],
                 status=r["status"],

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from ops.http.auth import Principal
-from ops.http.views import AuditView, DecisionRequest, EngineName, InboxItem, RunSummary, RunView, StartRequest
+from ops.http.views import AuditView, DecisionRequest, EngineName, InboxItem, RunListItem, RunView, StartRequest
 
 # A stream event: ("progress", {step, total, label}) on every change, then ("end", {run_id, status, stop,
 # output, error}) once.
@@ -20,7 +20,7 @@ StreamEvent = tuple[str, dict[str, Any]]
 class Engine(Protocol):
     name: EngineName
 
-    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunSummary]: ...
+    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunListItem]: ...
 
     async def get_run(self, run_id: str) -> RunView: ...
 

@@ -1,44 +1,31 @@
 """The approvals inbox: a page for the people who approve, served by the runs API itself (no build step).
 
-`/login` takes a token once and starts a session (a cookie naming a server-side session, never the token);
-`/inbox` lists every pending approval across runs — agent, run, tool, arguments, time left to the deadline —
-with approve / deny and a reason, and shows what became of the decision (applied, or rejected and why:
-already decided, expired, wrong hash) and then the run's status; `/inbox/runs/{id}` is a run's steps and
-audit trail. The page calls the same JSON API as any client, as the signed-in person (an approver's name in
-the audit trail is their token's identity). Everything shown is escaped; scripts run only with the
-response's nonce (Content-Security-Policy).
+Signing in is the app's one login flow (ops/http/login.py: a token once, then a session cookie naming a
+server-side session, never the token). `/inbox` lists every pending approval across runs — agent, run, tool,
+arguments, time left to the deadline — with approve / deny and a reason, and shows what became of the
+decision (applied, or rejected and why: already decided, expired, wrong hash) and then the run's status;
+`/inbox/runs/{id}` is a run's steps and audit trail. The page calls the same JSON API as any client, as the
+signed-in person (an approver's name in the audit trail is their token's identity). Everything shown is
+escaped (ops/http/pages.py); scripts run only with the response's nonce (Content-Security-Policy).
 """
 
 from __future__ import annotations
 
-import html
 import json
-import secrets
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ops.http.auth import SESSION_COOKIE, HttpAuth, Principal
+from ops.http.auth import HttpAuth, Principal
 from ops.http.engine import Engine
 from ops.http.errors import ApiError
-from ops.http.sessions import set_cookie
+from ops.http.pages import escape as _e
+from ops.http.pages import html_page, signed_in
 from ops.http.views import InboxItem, RunView
 
-STYLE = """
-body{font:15px/1.4 system-ui,sans-serif;margin:1.5rem 2rem;color:#1d2327}
-h1{font-size:1.4rem;margin:0 0 .3rem} .who{color:#555;margin-bottom:1rem}
-table{border-collapse:collapse;width:100%} th,td{border-bottom:1px solid #ddd;padding:.45rem .5rem;
-text-align:left;vertical-align:top} th{background:#f3f4f6;font-weight:600}
-code{font:13px ui-monospace,monospace;background:#f6f8fa;padding:.1rem .25rem;border-radius:3px}
-button{padding:.3rem .8rem;margin-right:.3rem;border-radius:4px;border:1px solid #888;cursor:pointer}
-button.approve{background:#1f7a3a;color:#fff;border-color:#1f7a3a} button.deny{background:#fff;color:#a4262c}
-input[name=reason]{width:11rem;padding:.25rem} .outcome.ok{color:#1f7a3a;font-weight:600}
-.outcome.rejected{color:#a4262c;font-weight:600} .left{white-space:nowrap} .empty{color:#555;padding:1rem 0}
-form.inline{display:inline}
-"""
 TERMINAL = ["completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out"]
 
 SCRIPT = """
@@ -86,38 +73,13 @@ document.querySelectorAll('button.deny').forEach(b => b.addEventListener('click'
 tick(); setInterval(tick, 1000);
 """.replace("__TERMINAL__", json.dumps(TERMINAL))
 
-MAX_LOGIN_BYTES = 4096
 
+def add_inbox(app: FastAPI, engine: Engine, auth: HttpAuth) -> None:
+    """The pages; signing in and out is the app's one login flow (ops/http/login.py)."""
 
-def add_inbox(app: FastAPI, engine: Engine, auth: HttpAuth, *, secure_cookie: bool = False) -> None:
     @app.get("/", include_in_schema=False)
     async def root() -> Response:
         return RedirectResponse("/inbox", status_code=303)
-
-    @app.get("/login", include_in_schema=False)
-    async def login_form() -> Response:
-        return _login_page("")
-
-    @app.post("/login", include_in_schema=False)
-    async def login(request: Request) -> Response:
-        body = await request.body()  # bounded by the app's body limit
-        token = (parse_qs(body[:MAX_LOGIN_BYTES].decode(errors="replace")).get("token") or [""])[0]
-        session = auth.log_in(token.strip())
-        if session is None:
-            return _login_page("That token is not valid.", 401)
-        response = RedirectResponse("/inbox", status_code=303)
-        secure = secure_cookie or request.headers.get("x-forwarded-proto") == "https"
-        response.headers["set-cookie"] = set_cookie(SESSION_COOKIE, session, int(auth.sessions.seconds), secure=secure)
-        return response
-
-    @app.post("/logout", include_in_schema=False)
-    async def logout(request: Request) -> Response:
-        from ops.http.sessions import cookie_value
-
-        auth.sessions.end(cookie_value(request.headers.get("cookie"), SESSION_COOKIE))
-        response = RedirectResponse("/login", status_code=303)
-        response.headers["set-cookie"] = set_cookie(SESSION_COOKIE, "", 0, secure=secure_cookie)
-        return response
 
     @app.get("/inbox", include_in_schema=False)
     async def inbox(request: Request) -> Response:
@@ -140,10 +102,6 @@ def add_inbox(app: FastAPI, engine: Engine, auth: HttpAuth, *, secure_cookie: bo
         except ApiError as exc:
             return _page(f"Run {run_id}", who, f"<p class=empty>{_e(exc.message)}</p>", status=exc.status_code)
         return _page(f"Run {run_id}", who, _run_body(view))
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _arguments(arguments: Any) -> str:
@@ -211,36 +169,4 @@ def _run_body(view: RunView) -> str:
 
 
 def _page(title: str, who: Principal, body: str, *, script: bool = False, status: int = 200) -> HTMLResponse:
-    nonce = secrets.token_urlsafe(16)
-    sign_out = "<form class=inline method=post action=/logout><button>Sign out</button></form>"
-    document = (
-        f"<!doctype html><html lang=en><meta charset=utf-8><title>{_e(title)}</title>"
-        f"<style nonce='{nonce}'>{STYLE}</style><h1>{_e(title)}</h1>"
-        f"<div class=who>Signed in as <strong>{_e(who.name)}</strong> ({_e(who.role)}) {sign_out}</div>{body}"
-        + (f"<script nonce='{nonce}'>{SCRIPT}</script>" if script else "")
-    )
-    return HTMLResponse(document, status_code=status, headers=_headers(nonce))
-
-
-def _login_page(message: str, status: int = 200) -> HTMLResponse:
-    nonce = secrets.token_urlsafe(16)
-    document = (
-        "<!doctype html><html lang=en><meta charset=utf-8><title>Sign in — approvals inbox</title>"
-        f"<style nonce='{nonce}'>{STYLE}</style><h1>Approvals inbox</h1>"
-        + (f"<p class='outcome rejected'>{_e(message)}</p>" if message else "")
-        + "<form method=post action=/login><label>Token <input type=password name=token autofocus></label> "
-        "<button>Sign in</button></form>"
-    )
-    return HTMLResponse(document, status_code=status, headers=_headers(nonce))
-
-
-def _headers(nonce: str) -> dict[str, str]:
-    return {
-        "content-security-policy": (
-            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-        ),
-        "x-content-type-options": "nosniff",
-        "referrer-policy": "no-referrer",
-        "cache-control": "no-store",
-    }
+    return html_page(title, signed_in(who) + body, script=SCRIPT if script else "", status=status)

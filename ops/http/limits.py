@@ -1,12 +1,16 @@
-"""Request limits every route shares: a bounded body (413 past it, before any parsing), and JSON-only POSTs
-(415 otherwise) — a cross-site page can send a form or `text/plain` without a CORS preflight, never
-`application/json`, and this server grants no preflight."""
+"""Request limits: a bounded body for every app we serve (`BodyLimit`, installed by ops/http/base.py),
+JSON-only POSTs for the runs API (415 otherwise) — a cross-site page can send a form or `text/plain`
+without a CORS preflight, never `application/json`, and the runs API grants no preflight — and the 422
+bodies for input that is malformed or mistyped."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -26,47 +30,46 @@ def require_json(request: Request) -> None:
         raise UnsupportedMediaType("POST needs Content-Type: application/json")
 
 
-class BodyLimit:
-    """ASGI middleware: reads at most `max_bytes` of a request body, answering 413 past that (by the declared
-    Content-Length at once, or as a chunked body grows); the app then reads the body as usual."""
+class BodyTooLarge(HTTPException):
+    """An HTTPException, so the framework's own body reading passes it on as it is, to the one error shape."""
 
-    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, max_bytes: int) -> None:
+        # The rest is never read: the connection cannot carry another request.
+        super().__init__(413, f"the request body is larger than {max_bytes} bytes", {"connection": "close"})
+
+
+class BodyLimit:
+    """ASGI middleware: a request body of at most `max_bytes` (`paths`: a smaller bound for a path). Past
+    it, 413 — at once by the declared Content-Length, or as a chunked body grows. Nothing is read ahead:
+    the app reads the body when it asks for it (the codec endpoint only after the token check)."""
+
+    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES, paths: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.paths = dict(paths or {})
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length", b"").decode("latin-1").strip()
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await self._too_large(scope, receive, send)
+        limit = self.paths.get(scope["path"], self.max_bytes)
+        declared = Headers(scope=scope).get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > limit:
+            too_large = BodyTooLarge(limit)
+            answer = JSONResponse({"error": too_large.detail}, status_code=413, headers=too_large.headers)
+            await answer(scope, receive, send)
             return
-        body, more = b"", True
-        while more:
+        received = 0
+
+        async def bounded() -> Any:
+            nonlocal received
             message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await self._too_large(scope, receive, send)
-                return
-        replayed = False
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise BodyTooLarge(limit)
+            return message
 
-        async def replay() -> Any:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-    async def _too_large(self, scope: Any, receive: Any, send: Any) -> None:
-        error = {"error": f"the request body is larger than {self.max_bytes} bytes"}
-        await JSONResponse(error, status_code=413, headers={"connection": "close"})(scope, receive, send)
+        await self.app(scope, bounded, send)
 
 
 def field_errors(errors: list[Any]) -> dict[str, Any]:

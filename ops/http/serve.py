@@ -1,5 +1,7 @@
-"""Serving the runs API, for both commands (`python starter.py serve`, `job serve`): the start-up rule (no
-tokens → refuse, unless `--insecure-no-auth` on a loopback address), then uvicorn on the given address."""
+"""Serving our apps — the runs API (`python starter.py serve`, `job serve`) and the codec endpoint
+(`python starter.py codec-server`): the same flags (ops/cli/arguments.py), the start-up rule (no tokens → refuse, unless
+`--insecure-no-auth` on a loopback address), then uvicorn on the given address with the same bounds on what
+one client may hold (ops/http/connections.py)."""
 
 from __future__ import annotations
 
@@ -9,25 +11,11 @@ import socket
 import uvicorn
 from fastapi import FastAPI
 
-from ops.cli.arguments import port_number
 from ops.http.auth import TOKENS_ENV, HttpAuth, check_startup, load_tokens
+from ops.http.connections import BoundedH11Protocol
 
-DEFAULT_PORT = 8765
-
-
-def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback only)")
-    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT)
-    parser.add_argument(
-        "--allowed-host", action="append", default=[], help="a Host name besides localhost to answer (repeatable)"
-    )
-    parser.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help=f"serve without {TOKENS_ENV}: anyone who reaches the port may read, start, cancel and approve "
-        "(loopback only)",
-    )
-    parser.add_argument("--secure-cookie", action="store_true", help="mark the inbox session cookie Secure (HTTPS)")
+MAX_CONNECTIONS = 64  # open at once; past that, 503
+READ_TIMEOUT = 10  # seconds a client may owe us bytes without sending any
 
 
 def auth_from(args: argparse.Namespace, what: str) -> HttpAuth:
@@ -51,8 +39,21 @@ def listen(args: argparse.Namespace) -> socket.socket:
     return listener
 
 
-def server(app: FastAPI, args: argparse.Namespace) -> uvicorn.Server:
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+def server(
+    app: FastAPI,
+    args: argparse.Namespace | None = None,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    read_timeout: float = READ_TIMEOUT,
+) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        http=BoundedH11Protocol,
+        limit_concurrency=max_connections,
+        timeout_keep_alive=read_timeout,  # type: ignore[arg-type]  # a float works: it is a call_later delay
+    )
+    return uvicorn.Server(config)
 
 
 def listening_line(what: str, args: argparse.Namespace, auth: HttpAuth, where: str) -> str:

@@ -49,7 +49,7 @@ from ops.http.views import (
     InboxItem,
     PendingView,
     ProgressView,
-    RunSummary,
+    RunListItem,
     RunView,
     StartRequest,
     WebhookView,
@@ -73,14 +73,14 @@ class TemporalEngine:
 
     # -- reading ----------------------------------------------------------------------------------------
 
-    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunSummary]:
+    async def list_runs(self, *, status: str | None, agent: str | None, limit: int) -> list[RunListItem]:
         with _translated():
             try:
                 found = await self.agents.list(status=status, agent=agent, limit=limit)
             except ValueError as exc:
                 raise InvalidRequest(str(exc), "status" if str(exc).endswith(repr(status)) else "agent") from None
         return [
-            RunSummary(
+            RunListItem(
                 run_id=r.run_id,
                 agent=r.agent,
                 status=r.status,
@@ -132,7 +132,7 @@ class TemporalEngine:
             audit = (await handle.workflow.query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)).audit
             answered = True
         except RPCError:
-            # No worker answers: the steps (history) and pending approvals (memo) are still known.
+            # No worker answers: the steps and the pending approvals the run last published (history) are known.
             with _translated():
                 pending = await handle.pending()
             progress = Progress(
@@ -363,11 +363,12 @@ def _total(estimate: int | None, done: int) -> int | None:
 
 
 def _pending(p: PendingApproval) -> PendingView:
+    """As the run reports it, with the hash of exactly the arguments shown: what an approval of it carries."""
     return PendingView(
         call_id=p.call_id,
         tool=p.tool,
         arguments=p.arguments,
-        arguments_hash=p.arguments_hash,
+        arguments_hash=p.shown_hash,
         requested_at=_iso(p.requested_at) or "",
         deadline=_iso(p.deadline) or "",
     )

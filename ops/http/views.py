@@ -112,7 +112,7 @@ class RunView(BaseModel):
     worker_answered: bool = Field(True, description="False: no worker answered; live fields are the last known.")
 
 
-class RunSummary(BaseModel):
+class RunListItem(BaseModel):
     """One run in `GET /runs`."""
 
     run_id: str

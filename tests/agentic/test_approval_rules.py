@@ -67,7 +67,7 @@ def test_each_mismatch_is_rejected_saying_why_and_changes_nothing() -> None:
     book = ApprovalBook(run_id="r")
     book.request("r", PAY, NOW, 60)
     wrong = book.decide(decision(hash="f" * 64), NOW)
-    assert wrong.rejection == "the arguments hash does not match the pending call's arguments; nothing was approved"
+    assert wrong.rejection == "the arguments hash does not match the pending call's arguments"
     unknown = book.decide(decision(call_id="7.7"), NOW)
     assert unknown.rejection == "no approval is pending for call 7.7" and unknown.tool is None
     late = book.decide(decision(), NOW + timedelta(seconds=60))

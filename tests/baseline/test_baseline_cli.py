@@ -68,7 +68,11 @@ def test_agent_ledger_env_is_the_default_ledger(job: Job, tmp_path: Path) -> Non
         (["cancel", "--id", "nope"], 1, "unknown run id 'nope'"),
         (["approve", "--id", "nope", "--by", "me", "--yes"], 1, "unknown run id 'nope'"),
         (["run", "--id", "s", "--scenario", "nope"], 2, "unknown agent 'nope'"),
-        (["run", "--id", "s", "--scenario", "migration", "--records", "0"], 2, "--records: must be at least 1"),
+        (
+            ["run", "--id", "s", "--scenario", "migration", "--option", "records=0"],
+            2,
+            "records: Input should be greater than 0",
+        ),
         (["run", "--scenario"], 2, "expected one argument"),
     ],
 )

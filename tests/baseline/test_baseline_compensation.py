@@ -46,7 +46,9 @@ def test_a_failed_car_cancels_hotel_then_flight(job: Job) -> None:
 @pytest.mark.parametrize("how", ["sigkill", "crash_hook"])
 def test_a_kill_mid_walk_resumes_without_repeating_an_undo(job: Job, how: str) -> None:
     if how == "sigkill":
-        worker = job.spawn("run", "--id", "w", "--scenario", "trip", "--step-delay", "0.6", "--lease-seconds", "1")
+        worker = job.spawn(
+            "run", "--id", "w", "--scenario", "trip", "--option", "step_delay=0.6", "--lease-seconds", "1"
+        )
         eventually(lambda: any(e.tool == "cancel_hotel" for e in job.effects("w")), what="the first undo")
         job.kill(worker)
     else:  # step 7 is the first undo: its effect landed, its step is still in_progress
@@ -67,7 +69,9 @@ def test_a_kill_mid_walk_resumes_without_repeating_an_undo(job: Job, how: str) -
 
 
 def test_cancel_mid_run_abandons_and_compensates(job: Job) -> None:
-    worker = job.spawn("run", "--id", "c", "--scenario", "trip", "--fail-at", "none", "--step-delay", "0.5")
+    worker = job.spawn(
+        "run", "--id", "c", "--scenario", "trip", "--option", "fail_at=none", "--option", "step_delay=0.5"
+    )
     eventually(lambda: job.effects("c"), what="the flight booking")
     assert job.cli("cancel", "--id", "c", "--reason", "customer changed plans") == 0
     code, _, err = finish(worker)
@@ -89,7 +93,7 @@ def test_cancel_mid_run_abandons_and_compensates(job: Job) -> None:
 
 
 def test_an_undo_that_keeps_failing_leaves_compensation_failed(job: Job) -> None:
-    assert job.cli("run", "--id", "f", "--scenario", "trip", "--compensation-failures", "99") == 1
+    assert job.cli("run", "--id", "f", "--scenario", "trip", "--option", "compensation_failures=99") == 1
     status = job.status("f")
     assert status["status"] == "compensation_failed"
     assert [r.split(" ")[0] for r in status["remaining_compensations"]] == ["book_hotel", "book_flight"]
@@ -100,7 +104,7 @@ def test_an_undo_that_keeps_failing_leaves_compensation_failed(job: Job) -> None
 
 
 def test_an_undo_that_fails_once_is_retried_under_the_same_key(job: Job) -> None:
-    assert job.cli("run", "--id", "once", "--scenario", "trip", "--compensation-failures", "1") == 0
+    assert job.cli("run", "--id", "once", "--scenario", "trip", "--option", "compensation_failures=1") == 0
     assert_undone_in_reverse(job.effects("once"), ["flight", "hotel"])
     undo_steps = [s for s in job.status("once")["steps"] if s["step_name"].startswith("compensate:")]
     assert [s["attempts"] for s in undo_steps] == [2, 2]

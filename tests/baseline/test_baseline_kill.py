@@ -26,7 +26,9 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 
 def test_lesson_004_kill_after_step_two_then_resume(job: Job) -> None:
-    worker = job.spawn("run", "--id", "mig", "--scenario", "migration", "--step-delay", "1", "--lease-seconds", "1")
+    worker = job.spawn(
+        "run", "--id", "mig", "--scenario", "migration", "--option", "step_delay=1", "--lease-seconds", "1"
+    )
 
     def step_two_done() -> bool:
         done = [s for s in job.steps("mig") if s.step_name == "tool:migrate_record" and s.status == "completed"]
@@ -89,7 +91,16 @@ def test_kill_at_each_injection_point(
     job: Job, point: str, step: int, rows_at_crash: list[str], records_at_crash: list[str], step_attempts: int
 ) -> None:
     crashed = job.run(
-        "run", "--id", "r", "--scenario", "migration", "--records", "3", "--lease-seconds", "1", crash=f"{point}:{step}"
+        "run",
+        "--id",
+        "r",
+        "--scenario",
+        "migration",
+        "--option",
+        "records=3",
+        "--lease-seconds",
+        "1",
+        crash=f"{point}:{step}",
     )
     assert crashed.returncode == -signal.SIGKILL
     assert [s.status for s in job.steps("r")] == rows_at_crash
@@ -114,7 +125,7 @@ def test_kill_at_each_injection_point(
 def test_kill_after_the_charge_before_the_tool_returns(job: Job) -> None:
     """The classic double-charge window, hit by an external kill: the effect committed, the step did not."""
     worker = job.spawn(
-        "run", "--id", "bill", "--scenario", "billing", "--after-effect-delay", "2", "--lease-seconds", "1"
+        "run", "--id", "bill", "--scenario", "billing", "--option", "after_effect_delay=2", "--lease-seconds", "1"
     )
     eventually(lambda: len(job.effects("bill")) == 1, what="the charge")
     job.kill(worker)

@@ -23,7 +23,17 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 def test_resume_is_refused_while_the_lease_is_live_and_allowed_after_expiry(job: Job) -> None:
     worker = job.spawn(
-        "run", "--id", "l", "--scenario", "migration", "--records", "8", "--step-delay", "1.5", "--lease-seconds", "1"
+        "run",
+        "--id",
+        "l",
+        "--scenario",
+        "migration",
+        "--option",
+        "records=8",
+        "--option",
+        "step_delay=1.5",
+        "--lease-seconds",
+        "1",
     )
     first_expiry = eventually(lambda: job.store.run("l") and job.store.require("l").lease_expires, what="the run")
     # Past the first lease's end, the lease is still live: only the renewer thread can have done that.
@@ -44,7 +54,7 @@ def test_resume_is_refused_while_the_lease_is_live_and_allowed_after_expiry(job:
 
 def test_two_concurrent_resumes_exactly_one_wins(job: Job) -> None:
     crashed = job.run(
-        "run", "--id", "c", "--scenario", "migration", "--records", "3", "--step-delay", "1",
+        "run", "--id", "c", "--scenario", "migration", "--option", "records=3", "--option", "step_delay=1",
         "--lease-seconds", "1", crash="after_complete:2",
     )  # fmt: skip
     assert crashed.returncode == -signal.SIGKILL
@@ -89,7 +99,7 @@ def test_a_run_that_keeps_dying_is_dead_lettered(job: Job) -> None:
 
 def test_a_tampered_step_stops_the_resume_with_a_checkpoint_mismatch(job: Job) -> None:
     crashed = job.run(
-        "run", "--id", "t", "--scenario", "migration", "--records", "3", "--lease-seconds", "1",
+        "run", "--id", "t", "--scenario", "migration", "--option", "records=3", "--lease-seconds", "1",
         crash="after_complete:3",
     )  # fmt: skip
     assert crashed.returncode == -signal.SIGKILL
@@ -114,7 +124,7 @@ def test_a_tampered_step_stops_the_resume_with_a_checkpoint_mismatch(job: Job) -
 def test_recover_resumes_every_run_whose_lease_expired(job: Job) -> None:
     for run_id in ("a", "b"):
         crashed = job.run(
-            "run", "--id", run_id, "--scenario", "migration", "--records", "2", "--lease-seconds", "0.5",
+            "run", "--id", run_id, "--scenario", "migration", "--option", "records=2", "--lease-seconds", "0.5",
             crash="after_complete:2",
         )  # fmt: skip
         assert crashed.returncode == -signal.SIGKILL

@@ -25,7 +25,16 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 
 def survive_kills(job: Job, records: int, kill_after_effects: list[int], delay: float = 0.2) -> None:
-    options = ("--records", str(records), "--step-delay", str(delay), "--lease-seconds", "0.5", "--max-attempts", "50")
+    options = (
+        "--option",
+        f"records={records}",
+        "--option",
+        f"step_delay={delay}",
+        "--lease-seconds",
+        "0.5",
+        "--max-attempts",
+        "50",
+    )
     worker = job.spawn("run", "--id", "chaos", "--agent", "migration", *options)
     for target in kill_after_effects:
         eventually(lambda t=target: len(job.effects("chaos")) >= t, what=f"{target} effects")

@@ -35,16 +35,17 @@ from config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
 from config.codec.keys import load_keyring, new_key
 from config.connection import data_converter
 from config.settings import ROOT, Settings
+from config.temporal_binaries import TEMPORAL_CLI
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
-from ops.http.codec import COOKIE, CodecService, serve_in_thread
+from ops.http.codec import COOKIE, codec_auth, create_codec_app
 from stores.configured import transcripts_for
 from stores.ledger import EffectsLedger
 from tests.conftest import TEST_AGENTS, new_worker
+from tests.support.serving import serving
 from workflows.inputs import AgentInput
 
 SECRET = "sk-live-PLANTED-SECRET-4471"
-TEMPORAL = Path(sys.executable).parent / "temporal"
 ENCRYPTED_B64 = base64.b64encode(ENCODING).decode()
 
 
@@ -119,7 +120,7 @@ def _unencoded_by_design(path: tuple[str, ...]) -> bool:
 
 def show(env: WorkflowEnvironment, workflow_id: str, *extra: str) -> tuple[str, dict[str, Any]]:
     """The raw history, as the real `temporal` CLI prints it."""
-    command = [str(TEMPORAL), "workflow", "show", "--workflow-id", workflow_id, "--address", address(env)]
+    command = [str(TEMPORAL_CLI), "workflow", "show", "--workflow-id", workflow_id, "--address", address(env)]
     command += ["--namespace", env.client.namespace, "--output", "json", *extra]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -177,7 +178,7 @@ def codec_server_process(keys: str, token: str) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_CODEC")}
     env |= {"AGENT_CODEC_KEYS": keys, "AGENT_CODEC_AUTH_TOKEN": token}
     process = subprocess.Popen(
-        [sys.executable, "-m", "ops.http.codec", "--port", str(port)],
+        [sys.executable, "starter.py", "codec-server", "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -405,27 +406,37 @@ def test_python_m_codec_keys_new_prints_a_usable_entry() -> None:
 def test_codec_endpoint_protocol_cors_and_access() -> None:
     codec = AesGcmCodec(KeyRing.parse(ring(("k1", new_key()))))
     token = secrets.token_hex(16)
-    server = serve_in_thread(CodecService(codec, token=token, origins=frozenset({"http://localhost:8233"})))
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    app = create_codec_app(codec, codec_auth(token), origins={"http://localhost:8233"})
     bearer = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    try:
+    with serving(app) as served:
+        url = served.url
         # encode then decode, through the protocol's JSON; also under a namespace prefix (the CLI's templating).
         plain = Payloads(payloads=[Payload(metadata={"encoding": b"json/plain"}, data=json.dumps(SECRET).encode())])
         status, _, body = http(f"{url}/encode", json_format.MessageToJson(plain).encode(), bearer)
         assert status == 200 and SECRET.encode() not in body
         sealed = json_format.Parse(body, Payloads())
         assert sealed.payloads[0].metadata["encoding"] == ENCODING
-        status, _, body = http(f"{url}/default/decode", body, bearer)
+        status, headers, body = http(f"{url}/default/decode", body, bearer | {"X-Namespace": "default"})
         assert status == 200 and json_format.Parse(body, Payloads()) == plain
+        assert headers["cache-control"] == "no-store"
 
-        # CORS: the Web UI's origin may call it (preflights need no credentials); another origin gets no grant.
-        status, headers, _ = http(f"{url}/decode", None, {"Origin": "http://localhost:8233"}, method="OPTIONS")
-        assert status == 204 and headers["Access-Control-Allow-Origin"] == "http://localhost:8233"
-        assert "Authorization" in headers["Access-Control-Allow-Headers"]
-        assert "X-Namespace" in headers["Access-Control-Allow-Headers"]
-        assert headers["Access-Control-Allow-Credentials"] == "true"
-        status, headers, _ = http(f"{url}/decode", None, {"Origin": "https://evil.example"}, method="OPTIONS")
-        assert "Access-Control-Allow-Origin" not in headers
+        # CORS: the Web UI's origin may call it (preflights need no credentials); another origin gets no grant,
+        # nor does one that merely starts or ends like it (the allowlist is compared whole).
+        asks = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type,x-namespace"}
+        status, headers, _ = http(f"{url}/decode", None, {"Origin": "http://localhost:8233"} | asks, method="OPTIONS")
+        assert status == 200 and headers["access-control-allow-origin"] == "http://localhost:8233"
+        assert "Authorization" in headers["access-control-allow-headers"]
+        assert "X-Namespace" in headers["access-control-allow-headers"]
+        assert headers["access-control-allow-credentials"] == "true"
+        for origin in ("https://evil.example", "http://localhost:8233.evil.example", "http://localhost:82330"):
+            status, headers, _ = http(f"{url}/decode", None, {"Origin": origin} | asks, method="OPTIONS")
+            assert status == 400 and "access-control-allow-origin" not in headers, origin
+            status, headers, _ = http(
+                f"{url}/decode", json_format.MessageToJson(sealed).encode(), bearer | {"Origin": origin}
+            )
+            assert status == 200 and "access-control-allow-origin" not in headers, origin  # the browser hides it
+        status, headers, _ = http(f"{url}/decode", b"{}", {"Origin": "http://localhost:8233"})
+        assert status == 401 and headers["access-control-allow-origin"] == "http://localhost:8233"  # UI reads why
 
         # The Web UI's session: sign in with the token once, then the cookie alone decodes.
         sealed_body = json_format.MessageToJson(sealed).encode()
@@ -446,29 +457,25 @@ def test_codec_endpoint_protocol_cors_and_access() -> None:
         assert status == 200 and json.loads(json_format.Parse(body, Payloads()).payloads[0].data) == SECRET
 
         # Errors are explicit and carry no payload contents.
-        assert http(f"{url}/decode", b"{not json", bearer)[0] == 400
-        assert http(f"{url}/decode", method="GET")[0] == 405
+        status, _, body = http(f"{url}/decode", b"{not json", bearer)
+        assert status == 400 and "not a Payloads JSON body" in json.loads(body)["error"]
+        status, headers, _ = http(f"{url}/decode", method="GET")
+        assert status == 405 and headers["allow"] == "POST"
         assert http(f"{url}/nothing", b"{}", bearer)[0] == 404
         foreign = AesGcmCodec(KeyRing.parse(ring(("k7", new_key()))))
         stray = json_format.MessageToJson(Payloads(payloads=[encrypted(foreign, SECRET)])).encode()
         status, _, body = http(f"{url}/decode", stray, bearer)
         assert status == 422 and b"k7" in body and SECRET.encode() not in body
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_codec_endpoint_with_insecure_no_auth_decodes_for_anyone_who_reaches_it() -> None:
     """The explicit opt-out (`--insecure-no-auth`, loopback only): no access check at all."""
     codec = AesGcmCodec(KeyRing.parse(ring(("k1", new_key()))))
-    server = serve_in_thread(CodecService(codec, insecure_no_auth=True))
-    try:
+    with serving(create_codec_app(codec, codec_auth(None, insecure_no_auth=True))) as served:
         body = json_format.MessageToJson(Payloads(payloads=[encrypted(codec, SECRET)])).encode()
-        status, _, answer = http(f"http://127.0.0.1:{server.server_address[1]}/decode", body)
+        status, _, answer = http(f"{served.url}/decode", body)
         assert status == 200 and json.loads(json_format.Parse(answer, Payloads()).payloads[0].data) == SECRET
-    finally:
-        server.shutdown()
-        server.server_close()
+        assert b"needs no token" in http(f"{served.url}/login", method="GET")[2]
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

@@ -28,7 +28,6 @@ from config.codec.aesgcm import (
 from config.codec.keys import KeyRing
 from config.connection import data_converter
 from config.settings import Settings
-from ops.http.codec import CodecService
 from tests.config.test_codec import http
 from tests.ops.test_codec_endpoint_security import serving
 
@@ -81,9 +80,9 @@ def test_the_codec_endpoint_decodes_in_the_namespace_a_request_names() -> None:
     keys = f"k1:{new_key()}"
     token = "codec-token-0123456789abcdef"
     [sealed] = data_converter(settings("staging", keys)).payload_codec.encrypt_all([INNER])  # type: ignore[union-attr]
-    service = CodecService(AesGcmCodec(KeyRing.parse(keys), namespace="default"), token=token)
     auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    with serving(service) as url:
+    with serving(AesGcmCodec(KeyRing.parse(keys), namespace="default"), token) as served:
+        url = served.url
         for path, headers in (("/decode", {"X-Namespace": "staging"}), ("/staging/decode", {})):
             status, _, answer = http(url + path, body(sealed), auth | headers)
             assert status == 200, answer

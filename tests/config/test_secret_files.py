@@ -66,7 +66,7 @@ def test_an_approver_keys_file_must_hold_a_key(tmp_path: Path) -> None:
 
 def codec_endpoint(env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "ops.http.codec", "--port", str(free_port())],
+        [sys.executable, "starter.py", "codec-server", "--port", str(free_port())],
         cwd=ROOT,
         env={"PATH": os.environ["PATH"], "AGENT_CODEC_KEYS": f"k1:{new_key()}"} | env,
         stdout=subprocess.PIPE,

@@ -2,9 +2,10 @@
 
     .venv/bin/python -m tests.histories.record [NAME...]    # all, or only the recordings named
 
-A run that delegates is recorded with its child runs' histories (files named by their run ids, which derive
-from the parent's). Re-record only for a deliberate, versioned change to the workflow: the committed histories are what
-already-running workflows look like, and the replay test proves new code still replays them.
+Recorded with `durable_agents.replay.save_histories`, as a user records theirs: a run that delegates is
+recorded with its child runs' histories (named after it: `support~2.1.json`). Re-record only for a
+deliberate, versioned change to the workflow: the committed histories are what already-running workflows
+look like, and the replay test proves new code still replays them.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
-
-from durable_agents.client import AgentClient, RunHandle
+from durable_agents.client import AgentClient
+from durable_agents.replay import save_histories
+from durable_agents.testing import start_time_skipping
 from stores.ledger import EffectsLedger
 from tests.conftest import new_worker
-from workflows import search_attributes
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 HERE = Path(__file__).parent
@@ -42,12 +41,8 @@ RECORDINGS = {
 
 
 async def record(names: list[str]) -> None:
-    env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
-        test_server_existing_path=str(Path(sys.executable).parent / "temporal-test-server"),
-    )
+    env = await start_time_skipping()
     try:
-        await search_attributes.register(env.client)  # else every upsert fails its workflow task
         with tempfile.TemporaryDirectory() as tmp:
             async with new_worker(env.client, "record", EffectsLedger(Path(tmp) / "l.db")):
                 agents = AgentClient(env.client, task_queue="record")
@@ -56,21 +51,10 @@ async def record(names: list[str]) -> None:
                         continue
                     handle = await agents.start_input(input, run_id=f"recorded-{name}")
                     await handle.result()
-                    await save(agents, handle, name)
+                    for path in await save_histories(handle, HERE, name=name):  # its children's too
+                        print(f"recorded {path.name}")
     finally:
         await env.shutdown()
-
-
-async def save(agents: AgentClient, handle: RunHandle, name: str) -> None:
-    runs = await handle.histories()  # every run of a continue-as-new chain
-    for i, history in enumerate(runs, 1):
-        label = name if len(runs) == 1 else f"{name}-run{i}"
-        (HERE / f"{label}.json").write_text(history.to_json())
-        print(f"recorded {label}: {len(history.events)} events")
-        for event in history.events:  # the runs it delegated to, named by their run ids
-            if event.HasField("start_child_workflow_execution_initiated_event_attributes"):
-                child = event.start_child_workflow_execution_initiated_event_attributes.workflow_id
-                await save(agents, agents.handle(child), child.removeprefix("recorded-"))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def test_unknown_runs_are_404_json(api: httpx.Client, job: Job) -> None:
 def test_every_route_needs_a_token_and_a_viewer_may_only_read(job: Job, api: httpx.Client) -> None:
     """Review M2: 401 without a token or with an unknown one, 403 for a viewer's POST; the approver's name
     is what the cancellation records."""
-    worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--step-delay", "0.5")
+    worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("x"), what="the first record")
     bare = httpx.Client(base_url=str(api.base_url), timeout=10)
     for method, path in (("GET", "/runs/x"), ("GET", "/runs/x/events"), ("POST", "/runs/x/cancel")):
@@ -95,7 +95,7 @@ def test_every_route_needs_a_token_and_a_viewer_may_only_read(job: Job, api: htt
 def test_cross_site_and_rebinding_requests_are_refused(job: Job, api: httpx.Client) -> None:
     """A page the operator opens can send a `text/plain` POST without a preflight, and a rebinding page
     sends its own Host: neither gets through (review M2)."""
-    worker = job.spawn("run", "--id", "y", "--scenario", "migration", "--step-delay", "0.5")
+    worker = job.spawn("run", "--id", "y", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("y"), what="the first record")
     evil = {"Origin": "https://evil.example"}
     for headers in ({"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}, {}):
@@ -144,7 +144,9 @@ def test_serve_refuses_to_start_without_tokens_unless_insecure_on_loopback(job: 
 
 
 def test_status_and_progress_stream_of_a_run_in_another_process(job: Job, api: httpx.Client) -> None:
-    worker = job.spawn("run", "--id", "m", "--scenario", "migration", "--records", "3", "--step-delay", "0.3")
+    worker = job.spawn(
+        "run", "--id", "m", "--scenario", "migration", "--option", "records=3", "--option", "step_delay=0.3"
+    )
     eventually(lambda: job.store.run("m"), what="the run row")
     events = read_events(api, "m")
     code, _, err = finish(worker)
@@ -168,7 +170,7 @@ def test_status_and_progress_stream_of_a_run_in_another_process(job: Job, api: h
 
 
 def test_post_cancel_stops_the_run_between_steps(job: Job, api: httpx.Client) -> None:
-    worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--step-delay", "0.5")
+    worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("x"), what="the first record")
     response = api.post("/runs/x/cancel", json={})
     assert response.status_code == 202 and response.json()["cancel_requested"] is True

@@ -37,7 +37,7 @@ def test_retention_archives_then_deletes_and_never_touches_active_runs(
     job: Job, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert job.cli("run", "--id", "ok", "--scenario", "billing") == 0
-    assert job.cli("run", "--id", "bad", "--scenario", "trip", "--compensation-failures", "9") == 1
+    assert job.cli("run", "--id", "bad", "--scenario", "trip", "--option", "compensation_failures=9") == 1
     job.store.create_run(
         "live", "billing", "{}", owner="elsewhere", lease_seconds=3600, webhook_url=None, progress=Progress(0, 3, "")
     )

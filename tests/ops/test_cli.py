@@ -107,7 +107,7 @@ async def test_status_of_a_running_run_comes_from_the_query(dev_env, task_queue,
     settings = dev_settings(dev_env, task_queue, tmp_path)
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
         code, out, _ = await starter(
-            "run", "migration", "--step-delay", "1", "--id", f"st-{task_queue}", "--json", settings=settings
+            "run", "migration", "--option", "step_delay=1", "--id", f"st-{task_queue}", "--json", settings=settings
         )
         assert code == 0
         assert json.loads(out)["run_id"] == f"st-{task_queue}"
@@ -219,10 +219,10 @@ async def test_cancel_through_the_cli_compensates(dev_env, task_queue, tmp_path,
             "trip",
             "--id",
             run_id,
-            "--fail-at",
-            "none",
-            "--step-delay",
-            "2",
+            "--option",
+            "fail_at=none",
+            "--option",
+            "step_delay=2",
             "--heartbeat-timeout",
             "2",
             settings=settings,

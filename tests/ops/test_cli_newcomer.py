@@ -190,7 +190,7 @@ async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_que
 async def test_a_run_whose_undo_keeps_failing_says_compensation_failed_and_what_is_left(
     dev_env, task_queue, tmp_path, ledger
 ):
-    """L19: `run trip --compensation-failures 100 --wait` ended `failed: CompensationRetry: ... (attempt 5)`,
+    """L19: `run trip --option compensation_failures=100 --wait` ended `failed: CompensationRetry: ... (attempt 5)`,
     the innermost activity error; it says the run's own state and what remains to undo."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"trip-cf-{task_queue}"

@@ -1,6 +1,7 @@
 """The codec endpoint fails closed (review M3), checks the Host header (DNS rebinding), bounds what an
 unauthenticated client can hold (L4), and keeps the token out of the session cookie (L5). Real HTTP over
-loopback; the server's own process for the start-up rules."""
+loopback, served as `python starter.py codec-server` serves it (tests/support/serving.py); the server's own
+process for the start-up rules."""
 
 from __future__ import annotations
 
@@ -15,15 +16,20 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
+import starter
 from config.codec import AesGcmCodec, KeyRing, new_key
 from config.settings import ROOT
-from ops.http.codec import COOKIE, CodecService, main, serve_in_thread
+from ops.http.codec import COOKIE, codec_auth, create_codec_app
+from ops.http.sessions import Sessions
 from tests.config.test_codec import http
+from tests.support.serving import Served
+from tests.support.serving import serving as serving_app
 
 SECRET = "SECRET-PLAINTEXT"
 
@@ -42,13 +48,25 @@ def plaintext(answer: bytes) -> bytes:
 
 
 @contextmanager
-def serving(service: CodecService) -> Iterator[str]:
-    server = serve_in_thread(service)
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+def serving(c: AesGcmCodec, token: str | None, *, sessions: Sessions | None = None, **bounds: Any) -> Iterator[Served]:
+    """The codec endpoint's app for `token`, with its hosts and sessions as given, served."""
+    hosts = bounds.pop("allowed_hosts", ())
+    app = create_codec_app(c, codec_auth(token, hosts=hosts, sessions=sessions))
+    with serving_app(app, **bounds) as served:
+        yield served
+
+
+def until_closed(s: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    answer = b""
+    while chunk := s.recv(4096):
+        answer += chunk
+    return answer
+
+
+def status_of(answer: bytes) -> int:
+    """The status code of a raw HTTP response."""
+    return int(answer.split(b" ", 2)[1])
 
 
 def free_port() -> int:
@@ -62,6 +80,10 @@ def env_without_token(keys: str) -> dict[str, str]:
     return env | {"AGENT_CODEC_KEYS": keys}
 
 
+def main(argv: list[str]) -> int:
+    return starter.main(["codec-server", *argv])
+
+
 # -- M3: fail closed ------------------------------------------------------------------------------
 
 
@@ -70,23 +92,24 @@ def test_no_token_refuses_to_start_unless_insecure_on_loopback(
 ) -> None:
     monkeypatch.setenv("AGENT_CODEC_KEYS", f"k1:{new_key()}")
     monkeypatch.delenv("AGENT_CODEC_AUTH_TOKEN", raising=False)
-    assert main(["--port", "0"]) == 2
+    port = str(free_port())
+    assert main(["--port", port]) == 2
     err = capsys.readouterr().err
     assert "AGENT_CODEC_AUTH_TOKEN" in err and "--insecure-no-auth" in err
     for host in ("0.0.0.0", "192.0.2.1", "::"):
-        assert main(["--host", host, "--port", "0", "--insecure-no-auth"]) == 2
+        assert main(["--host", host, "--port", port, "--insecure-no-auth"]) == 2
         assert "loopback" in capsys.readouterr().err
-    # The service itself fails closed too: no token and no explicit opt-out decodes for nobody.
+    # The app itself fails closed too: no token and no explicit opt-out decodes for nobody.
     c = codec()
-    with serving(CodecService(c)) as url:
-        assert http(f"{url}/decode", sealed_body(c))[0] == 401
+    with serving(c, None) as served:
+        assert http(f"{served.url}/decode", sealed_body(c))[0] == 401
 
 
 def test_insecure_no_auth_on_loopback_starts_and_says_so() -> None:
     keys = f"k1:{new_key()}"
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "ops.http.codec", "--port", str(port), "--insecure-no-auth"],
+        [sys.executable, "starter.py", "codec-server", "--port", str(port), "--insecure-no-auth"],
         cwd=ROOT,
         env=env_without_token(keys),
         stdout=subprocess.PIPE,
@@ -108,13 +131,13 @@ def test_insecure_no_auth_on_loopback_starts_and_says_so() -> None:
 def test_the_host_header_must_be_an_allowed_name() -> None:
     c = codec()
     token = secrets.token_hex(16)
-    service = CodecService(c, token=token, allowed_hosts=frozenset({"codec.internal"}))
-    with serving(service) as url:
-        port = url.rsplit(":", 1)[1]
+    with serving(c, token, allowed_hosts={"codec.internal"}) as served:
+        url, port = served.url, served.port
         bearer = {"Authorization": f"Bearer {token}"}
         for host in (f"rebind.attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}"):
-            status, _, answer = http(f"{url}/decode", sealed_body(c), bearer | {"Host": host})
-            assert status == 400 and b"payloads" not in answer, host
+            for path in ("/decode", "/login", "/health"):
+                status, _, answer = http(f"{url}{path}", sealed_body(c), bearer | {"Host": host})
+                assert status == 400 and b"payloads" not in answer, (host, path)
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "codec.internal:8081"):
             status, _, answer = http(f"{url}/decode", sealed_body(c), bearer | {"Host": host})
             assert status == 200 and SECRET.encode() in plaintext(answer), host
@@ -123,42 +146,72 @@ def test_the_host_header_must_be_an_allowed_name() -> None:
 # -- L4: bounded -----------------------------------------------------------------------------------
 
 
-def test_slow_and_large_unauthenticated_requests_are_bounded() -> None:
+def test_the_token_is_checked_before_the_body_is_read_and_bodies_are_bounded() -> None:
+    """An outsider who declares a body and sends none of it is answered at once: nothing waits on it."""
     c = codec()
-    service = CodecService(c, token=secrets.token_hex(16), request_timeout=60.0, max_connections=3)
-    with serving(service) as url:
-        port = int(url.rsplit(":", 1)[1])
-        # /login says no to a huge body before reading any of it.
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-            s.sendall(b"POST /login HTTP/1.1\r\nHost: localhost\r\nContent-Length: 67108864\r\n\r\n")
-            assert s.recv(200).startswith(b"HTTP/1.0 413")
-        # Past the limit, connections are turned away at once instead of each holding a thread.
-        idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(3)]
+    with serving(c, secrets.token_hex(16), read_timeout=60) as served:
+        head = "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {length}\r\n\r\n"
+        cases = [
+            ("/decode", 60 * 1024 * 1024, 401),  # within the payload bound: refused for want of a token
+            ("/default/encode", 60 * 1024 * 1024, 401),
+            ("/decode", 64 * 1024 * 1024 + 1, 413),  # past it: refused for its size, before any of it is read
+            ("/login", 4 * 1024 + 1, 413),  # the login form reads at most 4 KiB
+        ]
+        for path, length, expected in cases:
+            with socket.create_connection(("127.0.0.1", served.port), timeout=10) as s:
+                s.sendall(head.format(path=path, length=length).encode())
+                assert status_of(s.recv(200)) == expected, (path, length)
+        # A chunked body that grows past the bound is cut off too (no declared length to refuse up front).
+        with socket.create_connection(("127.0.0.1", served.port), timeout=10) as s:
+            s.sendall(b"POST /login HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"x" * 1024
+            for _ in range(5):
+                s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            assert status_of(s.recv(200)) == 413
+
+
+def test_past_the_connection_limit_a_new_connection_is_refused_and_held_ones_are_served() -> None:
+    """Deterministic: the probe goes out only once the server's own count shows the idle connections held."""
+    c = codec()
+    with serving(c, secrets.token_hex(16), max_connections=3, read_timeout=60) as served:
+        idle = [socket.create_connection(("127.0.0.1", served.port), timeout=10) for _ in range(3)]
         try:
-            # The idle connections hold the slots once the server has accepted them; under load that can
-            # lag our connects, so a request may still be served at first — but never once they are held.
-            answers = []
-            for _ in range(50):
-                with socket.create_connection(("127.0.0.1", port), timeout=10) as extra:
-                    extra.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                    answers.append(extra.recv(200)[:12])
-                if answers[-1] == b"HTTP/1.0 503":
-                    break
-                time.sleep(0.1)
-            assert answers[-1] == b"HTTP/1.0 503", answers
+            wait_for(lambda: served.open_connections() == 3, "the server to hold the three connections")
+            with socket.create_connection(("127.0.0.1", served.port), timeout=10) as extra:
+                extra.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                answer = until_closed(extra)  # and the server closes it (else this times out)
+                assert status_of(answer) == 503 and b"connection: close" in answer.lower()
+            # A connection the server took before it was full is still served while it is full.
+            idle[0].sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert status_of(idle[0].recv(200)) == 200
         finally:
             for s in idle:
                 s.close()
-        deadline = time.monotonic() + 30
-        while http(f"{url}/health", method="GET")[0] != 200:  # the slots are free again
-            assert time.monotonic() < deadline, "slots were never freed"
-            time.sleep(0.1)
+        wait_for(lambda: served.open_connections() == 0, "the slots to be freed")
+        assert http(f"{served.url}/health", method="GET")[0] == 200
 
-    # An idle connection is closed by the server once its socket timeout passes: it frees its slot.
-    with serving(CodecService(c, token="t" * 32, request_timeout=0.5)) as url:
-        port = int(url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-            assert s.recv(100) == b""
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"GET /heal", b"POST /login HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\ntoken="],
+    ids=["nothing", "half a request line", "half a body"],
+)
+def test_a_client_that_stalls_is_closed_and_frees_its_slot(sent: bytes) -> None:
+    c = codec()
+    with serving(c, "t" * 32, read_timeout=0.5) as served:
+        with socket.create_connection(("127.0.0.1", served.port), timeout=30) as s:
+            s.sendall(sent)
+            started = time.monotonic()
+            assert s.recv(100) == b""  # closed by the server, without an answer
+            assert time.monotonic() - started < 20
+        wait_for(lambda: served.open_connections() == 0, "the slot to be freed")
+
+
+def wait_for(condition: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
 
 
 # -- L5: sessions ----------------------------------------------------------------------------------
@@ -178,22 +231,25 @@ def login(url: str, token: str) -> str:
 def test_the_cookie_is_a_session_not_the_token_and_logout_ends_it() -> None:
     c = codec()
     token = secrets.token_hex(16)
-    with serving(CodecService(c, token=token, session_seconds=3600)) as url:
+    with serving(c, token, sessions=Sessions(3600)) as served:
+        url = served.url
         cookie = login(url, token)
         value = cookie.split(";")[0].split("=", 1)[1]
         assert token not in cookie and len(value) >= 32
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": f"{COOKIE}={token}"})[0] == 401
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": f"{COOKIE}={value}"})[0] == 200
+        assert b"Signed in as" in http(f"{url}/login", headers={"Cookie": f"{COOKIE}={value}"}, method="GET")[2]
         other = login(url, token).split(";")[0]
         assert http(f"{url}/logout", b"", {"Cookie": f"{COOKIE}={value}"})[0] == 200  # 303 to the login page
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": f"{COOKIE}={value}"})[0] == 401
         assert http(f"{url}/decode", sealed_body(c), {"Cookie": other})[0] == 200  # only that session ended
     now = [1000.0]
-    with serving(CodecService(c, token=token, session_seconds=60, clock=lambda: now[0])) as url:
-        value = login(url, token).split(";")[0]
-        assert http(f"{url}/decode", sealed_body(c), {"Cookie": value})[0] == 200
+    with serving(c, token, sessions=Sessions(60, clock=lambda: now[0])) as served:
+        value = login(served.url, token).split(";")[0]
+        assert http(f"{served.url}/decode", sealed_body(c), {"Cookie": value})[0] == 200
         now[0] += 61
-        assert http(f"{url}/decode", sealed_body(c), {"Cookie": value})[0] == 401
+        assert http(f"{served.url}/decode", sealed_body(c), {"Cookie": value})[0] == 401
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):

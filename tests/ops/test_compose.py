@@ -7,6 +7,7 @@ file `make secrets` generates and compose mounts, none a variable (review L12), 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import stat
@@ -31,9 +32,11 @@ from agentic.signing import ApproverKey, parse_public_keys
 from config.approver_keys import approver_public_keys
 from config.settings import ROOT, TEMPORAL_STANDARD, Settings
 from config.webhook_signing import load_secret
+from durable_agents.versioning import WorkerVersioningError, worker_deployment
 from ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
 from ops.devstack.server_profile import TUNED
 from ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
+from tests.conftest import eventually, new_worker
 from tests.support.backends import POSTGRES_TABLES
 from tests.support.postgres_server import LocalPostgres
 from workflows import search_attributes
@@ -48,8 +51,9 @@ CORE = {
     "agents-database",
     "agents-migrate",
     "worker",
+    "deployment-setup",
 }
-ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate"}
+ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate", "deployment-setup"}
 # Read by the worker process but not through Settings: the files of the database password
 # (stores/postgres/pool.py) and of the webhook secret (config/webhook_signing.py).
 WORKER_ENV_OUTSIDE_SETTINGS = {"PGPASSWORD_FILE", "AGENT_WEBHOOK_SECRET_FILE"}
@@ -116,12 +120,15 @@ def assert_pinned(image: str) -> None:
 def test_services_exist(services: dict[str, dict[str, Any]]) -> None:
     assert set(services) >= CORE
     assert services["codec"]["profiles"] == ["codec"] and services["prometheus"]["profiles"] == ["metrics"]
+    assert services["worker-draining"]["profiles"] == ["drain"]
     assert not [name for name in CORE if services[name].get("profiles")], "the core stack needs no profile"
 
 
 def test_every_image_is_pinned(services: dict[str, dict[str, Any]]) -> None:
     images = {name: service["image"] for name, service in services.items()}
     assert set(images) == set(services), "every service names its image (built ones get a versioned tag)"
+    # The previous build's workers, during a deploy: the tag is the build that drains, given then.
+    assert images.pop("worker-draining") == "durable-agents-worker:${AGENT_DRAINING_BUILD:-set-AGENT_DRAINING_BUILD}"
     for image in images.values():
         assert_pinned(image)
     # Server and admin-tools move together (the schema job migrates to the server's schema).
@@ -131,6 +138,7 @@ def test_every_image_is_pinned(services: dict[str, dict[str, Any]]) -> None:
     assert split_image(images["temporal-ui"])[0] == "temporalio/ui"
     assert re.fullmatch(r"postgres:16\.\d+", images["postgresql"])
     assert services["worker"]["build"] == "." and images["worker"] == images["codec"] == images["agents-migrate"]
+    assert images["deployment-setup"] == images["worker"], "the worker image carries the temporal CLI"
     assert images["agents-database"] == images["postgresql"], "psql of the server's own version"
     assert not [s for s in services.values() if "auto-setup" in s["image"]], "auto-setup is deprecated"
 
@@ -157,6 +165,8 @@ def test_health_checks_and_start_order(services: dict[str, dict[str, Any]]) -> N
     assert order["agents-database"] == {"postgresql"}
     assert order["agents-migrate"] == {"agents-database"}
     assert order["worker"] == {"temporal", "temporal-setup", "agents-migrate"}
+    assert order["deployment-setup"] == {"worker"}, "its build is made current once its workers poll"
+    assert order["worker-draining"] == {"temporal"}
 
 
 def test_one_shot_scripts_parse_as_shell(services: dict[str, dict[str, Any]]) -> None:
@@ -183,7 +193,7 @@ def test_ports_and_scaling(services: dict[str, dict[str, Any]]) -> None:
     assert f":{metrics_port}/metrics" in " ".join(worker["healthcheck"]["test"])
     codec_port = services["codec"]["command"][services["codec"]["command"].index("--port") + 1]
     assert published["codec"][0].endswith(f":{codec_port}")
-    assert "ops.http.codec" in services["codec"]["command"]
+    assert "codec-server" in services["codec"]["command"]
 
 
 def test_worker_environment_matches_settings(
@@ -202,6 +212,8 @@ def test_worker_environment_matches_settings(
         "AGENT_METRICS_ADDRESS",
         "AGENT_OTEL",
         "AGENT_LOG_FORMAT",
+        "TEMPORAL_DEPLOYMENT_NAME",
+        "TEMPORAL_WORKER_BUILD_ID",
     }
     assert required <= set(env)
     assert set(env) - known - WORKER_ENV_OUTSIDE_SETTINGS == set(), "a variable settings.py does not read"
@@ -220,6 +232,7 @@ def test_worker_environment_matches_settings(
     assert settings.openai_api_key is None  # an empty file: no `openai:` models
     assert load_secret() == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
     assert settings.database_url == env["AGENT_DATABASE_URL"]
+    assert (settings.deployment_name, settings.build_id) == ("durable-agents", "0.1.0")
 
     # Everything that talks to Temporal talks to the server service, in the worker's namespace.
     setup = environment(services["temporal-setup"])
@@ -389,7 +402,7 @@ def test_dockerfile_and_dockerignore() -> None:
 
 def test_compose_documentation_exists() -> None:
     doc = (ROOT / "docs/operations.md").read_text()
-    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "ops.http.codec", "TEMPORAL_API_KEY"):
+    for needle in ("docker compose up", "--scale worker=", "AGENT_CODEC_KEYS", "codec-server", "TEMPORAL_API_KEY"):
         assert needle in doc, needle
     assert Path(COMPOSE).read_text().count("docs/operations.md") >= 1
 
@@ -558,3 +571,84 @@ def run_setup_job(
 async def retention_of(client: Client, namespace: str) -> timedelta:
     described = await client.workflow_service.describe_namespace(DescribeNamespaceRequest(namespace=namespace))
     return described.config.workflow_execution_retention_ttl.ToTimedelta()
+
+
+def test_the_workers_build_is_the_images_version_and_the_draining_workers_are_the_same_workers(
+    services: dict[str, dict[str, Any]], mounted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Worker Versioning in the stack (docs/operations.md, "Deploying a new version"): the build id is the image's
+    tag (a release changes both); the previous build's workers differ from the current ones only in their build,
+    and do not start without one."""
+    worker, draining, setup = (
+        environment(services[name]) for name in ("worker", "worker-draining", "deployment-setup")
+    )
+    repository, tag = split_image(services["worker"]["image"])
+    assert worker["TEMPORAL_WORKER_BUILD_ID"] == tag == setup["TEMPORAL_WORKER_BUILD_ID"]
+    assert (
+        worker["TEMPORAL_DEPLOYMENT_NAME"] == draining["TEMPORAL_DEPLOYMENT_NAME"] == setup["TEMPORAL_DEPLOYMENT_NAME"]
+    )
+    assert {k: setup[k] for k in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")} == {
+        k: worker[k] for k in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE")
+    }
+    variable = "AGENT_DRAINING_BUILD"
+    assert draining.pop("TEMPORAL_WORKER_BUILD_ID") == f"${{{variable}:-}}"
+    assert draining == {k: v for k, v in worker.items() if k != "TEMPORAL_WORKER_BUILD_ID"}
+    assert services["worker-draining"]["image"].startswith(f"{repository}:${{{variable}:-")
+    for key in ("secrets", "healthcheck", "expose", "stop_grace_period", "restart"):
+        assert services["worker-draining"][key] == services["worker"][key], key
+
+    for name in settings_variables():
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment(services["worker-draining"]).items():
+        monkeypatch.setenv(name, on_host(interpolate(value), mounted))
+    settings = Settings()
+    with pytest.raises(WorkerVersioningError, match="a deployment name is set but no build id"):
+        worker_deployment(settings.deployment_name, settings.build_id)
+
+
+async def test_the_deployment_job_makes_the_first_build_current_and_never_moves_it_after(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment, ledger, task_queue: str
+) -> None:
+    """The deployment-setup script itself, run by `sh` with the real `temporal` CLI against the dev server and a
+    versioned worker polling: it makes the worker's build current; once an operator has made another build
+    current, running it again (every `docker compose up`) changes nothing."""
+    deployment = f"compose-{uuid.uuid4().hex[:8]}"
+    async with new_worker(dev_env.client, task_queue, ledger, deployment=deployment, build_id="0.1.0"):
+        first = await asyncio.to_thread(run_deployment_job, services, dev_env, deployment, "0.1.0")
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert first.stdout.strip().endswith(f"deployment {deployment}: current build 0.1.0")
+        async with new_worker(dev_env.client, task_queue, ledger, deployment=deployment, build_id="0.2.0"):
+            await eventually(lambda: set_current(dev_env, deployment, "0.2.0"), what="0.2.0 made current")
+            again = await asyncio.to_thread(run_deployment_job, services, dev_env, deployment, "0.1.0")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.strip().endswith(f"deployment {deployment}: current build 0.2.0")
+
+
+def cli_env(dev_env: WorkflowEnvironment, **extra: str) -> dict[str, str]:
+    return os.environ | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": dev_env.client.namespace,
+        **extra,
+    }
+
+
+def run_deployment_job(
+    services: dict[str, dict[str, Any]], dev_env: WorkflowEnvironment, deployment: str, build: str
+) -> subprocess.CompletedProcess[str]:
+    job = services["deployment-setup"]
+    [script] = job["command"]
+    env = cli_env(dev_env, TEMPORAL_DEPLOYMENT_NAME=deployment, TEMPORAL_WORKER_BUILD_ID=build)
+    return subprocess.run(
+        [*job["entrypoint"], script.replace("$$", "$")], env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+async def set_current(dev_env: WorkflowEnvironment, deployment: str, build: str) -> bool:
+    """The runbook's step, as an operator runs it; refused until the build's workers have polled."""
+    command = [
+        *("temporal", "worker", "deployment", "set-current-version"),
+        *("--deployment-name", deployment, "--build-id", build, "--yes"),
+    ]
+    done = await asyncio.to_thread(subprocess.run, command, env=cli_env(dev_env), capture_output=True, timeout=60)
+    return done.returncode == 0

@@ -80,11 +80,11 @@ def test_forget_says_how_many_and_what_reverted_history_and_audit_show_it(rememb
 
 
 def test_job_facts_reads_and_forgets_the_same_store(remembered, capsys) -> None:
-    assert job_cli.run(["facts", "--namespace", "C-8", "--json"]) == 0
+    assert job_cli.main(["facts", "--namespace", "C-8", "--json"]) == 0
     assert [r["value"] for r in json.loads(capsys.readouterr().out)] == ["Delhi"]
-    assert job_cli.run(["facts", "forget", "--namespace", "C-8", "--source", "ticket T-4"]) == 0
+    assert job_cli.main(["facts", "forget", "--namespace", "C-8", "--source", "ticket T-4"]) == 0
     assert capsys.readouterr().out.startswith("forgot 1 fact")
-    assert job_cli.run(["facts", "forget", "--namespace", "C-8"]) == 2
+    assert job_cli.main(["facts", "forget", "--namespace", "C-8"]) == 2
     assert capsys.readouterr().err.strip() == "error: facts forget needs --source (the source whose facts are removed)"
 
 

@@ -94,7 +94,7 @@ def job_store(tmp_path_factory: pytest.TempPathFactory):
     """A finished run and a run waiting for an approval (a real `job run` process), in one store."""
     tmp = tmp_path_factory.mktemp("job-fuzz")
     common = ["--db", str(tmp / "baseline.db"), "--ledger", str(tmp / "ledger.db")]
-    assert job_cli.run(["run", "--agent", "billing", "--id", "done", *common]) == 0
+    assert job_cli.main(["run", "--agent", "billing", "--id", "done", *common]) == 0
     waiting = subprocess.Popen(
         [sys.executable, "-m", "ops.cli.job", "run", "--agent", "refund", "--id", "waits", *common],
         cwd=ROOT,
@@ -136,7 +136,7 @@ def test_job_answers_junk_with_a_clear_error_and_changes_no_run(job_store, argv)
     _, common, store = job_store
     before = _snapshot(store)
     with mock.patch.dict(os.environ, {"BASELINE_DEBUG": ""}):
-        code, err = _quiet(lambda: job_cli.run([*argv, *common]))
+        code, err = _quiet(lambda: job_cli.main([*argv, *common]))
     _clear(code, err)
     if argv[:1] in (["approve"], ["deny"], ["resume"]):
         assert code != 0  # nothing here is a decision a person reviewed, nor a resumable run

@@ -37,6 +37,7 @@ from agentic.saga import SagaPolicy
 from config.codec import AesGcmCodec, KeyRing, new_key
 from durable_agents.client import AgentClient
 from durable_agents.errors import RunFailed
+from durable_agents.testing import start_dev_server
 from durable_agents.worker import build_worker
 from examples.options import DemoDeps
 from ops.devstack import devserver
@@ -46,7 +47,7 @@ from ops.retention.policy import NAMESPACE_RETENTION, Policy, keep_closed_runs
 from ops.retention.temporal import Pass, RunStores, prune
 from stores.encrypted import EncryptedTranscriptStore
 from stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
-from tests.conftest import DEV_SERVER, TEST_AGENTS, eventually
+from tests.conftest import TEST_AGENTS, eventually
 from tests.ops.test_cli import starter
 from tests.support.backends import Backend
 from workflows import search_attributes
@@ -58,13 +59,7 @@ FAST_DELETE = ["--dynamic-config-value", "history.transferProcessorEnsureCloseBe
 
 @pytest_asyncio.fixture(scope="module")
 async def prune_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=str(DEV_SERVER),
-        search_attributes=search_attributes.ALL,
-        ui=False,
-        dev_server_extra_args=FAST_DELETE,
-    )
+    env = await start_dev_server(extra_args=FAST_DELETE)
     try:
         yield env
     finally:

@@ -250,6 +250,23 @@ def test_every_route_needs_a_token_a_viewer_only_reads_and_the_schema_is_for_cal
         assert viewer.get("/runs", headers={"Host": "rebind.attacker.example"}).status_code == 400
 
 
+def test_logout_ends_the_session_on_the_server_not_only_in_the_browser(stack):
+    """Mutation audit 2, N25: a copy of the cookie (taken before the sign-out) must be worth nothing after it."""
+    with stack.client(None) as browser:
+        signed_in = browser.post("/login", data={"token": APPROVER}, follow_redirects=False)
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "/inbox"
+        cookie = {"Cookie": signed_in.headers["set-cookie"].split(";", 1)[0]}
+        assert APPROVER not in cookie["Cookie"]
+        assert browser.get("/approvals", headers=cookie).status_code == 200
+        assert browser.get("/inbox", headers=cookie).status_code == 200
+        signed_out = browser.post("/logout", headers=cookie, follow_redirects=False)
+        assert signed_out.status_code == 303 and signed_out.headers["location"] == "/login"
+        assert "Max-Age=0" in signed_out.headers["set-cookie"]
+        assert browser.get("/approvals", headers=cookie).status_code == 401
+        gone = browser.get("/inbox", headers=cookie, follow_redirects=False)
+        assert gone.status_code == 303 and gone.headers["location"] == "/login"
+
+
 def test_bad_input_gets_a_clear_status_and_changes_nothing(stack, api):
     done_id = start(api, "billing")
     finished(api, done_id)

@@ -4,12 +4,18 @@ ops/devstack/server_profile.py says (the bench and docs/operations.md measure an
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from config.settings import ROOT
 from ops.devstack import devserver
 from ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, profile
+from tests.support.processes import descendants
 
 
 def pairs(command: list[str], flag: str) -> list[str]:
@@ -55,3 +61,36 @@ def test_the_knobs_bench_varies_every_knob_of_the_tuned_profile_once() -> None:
     for name, extra in CANDIDATES.items():
         assert found[f"tuned + {name}"].dynamic_config == TUNED.dynamic_config | extra
     assert len(found) == 2 + 1 + len(TUNED.dynamic_config) + len(CANDIDATES)
+
+
+def seconds(duration: str) -> float:
+    """A dynamic-config duration as the dev server's flags write them ("5s", "10ms")."""
+    value = duration.removesuffix("ms")
+    return float(value) / 1000 if value != duration else float(duration.removesuffix("s"))
+
+
+def test_the_worker_versioning_settings_never_forget_a_worker_that_still_polls() -> None:
+    """The embedded server's Worker Versioning settings (docs/operations.md, "Deploying a new version"): a worker
+    is remembered for several of its long polls, or its version could be deleted while it serves (seen with a
+    15 s memory and the default minute-long polls); and a production cluster keeps Temporal's defaults."""
+    config = devserver.WORKER_VERSIONING.dynamic_config
+    assert seconds(config["matching.PollerHistoryTTL"]) >= 3 * seconds(config["matching.longPollExpirationInterval"])
+    assert seconds(config["matching.wv.VersionDrainageStatusVisibilityGracePeriod"]) == 5
+    production = yaml.safe_load((ROOT / "deploy" / "temporal" / "dynamicconfig.yaml").read_text())
+    assert not set(config) & set(production)
+
+
+def test_starter_server_runs_the_embedded_server_with_them(tmp_path: Path) -> None:
+    port = devserver.free_port()
+    env = os.environ | {"AGENT_DATA_DIR": str(tmp_path / "data")}
+    command = [sys.executable, "starter.py", "server", "--json", "--port", str(port)]
+    command += ["--ui-port", str(devserver.free_port()), "--db", str(tmp_path / "dev.db")]
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None and json.loads(server.stdout.readline())["address"] == f"127.0.0.1:{port}"
+        [temporal] = [pid for pid in descendants(server.pid) if Path(f"/proc/{pid}/exe").resolve().name == "temporal"]
+        flags = Path(f"/proc/{temporal}/cmdline").read_bytes().decode().split("\0")
+        assert all(flag in flags for flag in devserver.WORKER_VERSIONING.dev_server_flags())
+    finally:
+        server.terminate()
+        assert server.wait(60) == 0

@@ -104,7 +104,7 @@ class Job:
 
     def cli(self, command: str, *args: str) -> int:
         """The command line in this process: for quick commands whose process boundary does not matter."""
-        return cli.run([command, *args, "--db", str(self.db), "--ledger", str(self.ledger_path)])
+        return cli.main([command, *args, "--db", str(self.db), "--ledger", str(self.ledger_path)])
 
     def status(self, run_id: str) -> dict[str, Any]:
         return run_status(self.store, run_id)

@@ -240,12 +240,13 @@ def temporal_in_background(
     """A time-skipping server of its own and a worker serving `agents`, on a background loop: for synchronous
     (hypothesis) tests and for command lines that make their own event loops, neither of which can share the
     session's async fixtures."""
-    from tests.conftest import new_worker, start_skipping_env
+    from durable_agents.testing import start_time_skipping
+    from tests.conftest import new_worker
 
     with background_loop() as loop:
 
         async def start() -> tuple[WorkflowEnvironment, Any]:
-            env = await start_skipping_env()
+            env = await start_time_skipping()
             worker = new_worker(env.client, task_queue, ledger, agents=list(agents))
             await worker.__aenter__()
             return env, worker

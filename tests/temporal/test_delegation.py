@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from temporalio.client import WorkflowExecutionStatus
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.worker import Worker
 
 from activities.inputs import AgentResult
 from agentic import Agent, Budget, FakeModel, Registry, Stop, ToolStatus, Usage, tool_call
@@ -29,6 +31,7 @@ from stores.ledger import Effect, EffectsLedger
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from tests.support import delegation_agents
 from tests.support.baseline_helpers import Job, eventually
+from tests.support.earlier_parent import EarlierParent
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
@@ -284,16 +287,24 @@ async def test_a_child_already_started_under_its_id_is_attached_to_not_duplicate
     parent waits for that run's result instead of starting a second one."""
     root = run_id("attach")
     child = f"{root}~2.1"
-    async with worker(skipping_env, task_queue, ledger):
+    earlier = AgentInput(agent="d-accounts", task="Refund 2500 to acme.")
+    async with (
+        worker(skipping_env, task_queue, ledger),
+        Worker(skipping_env.client, task_queue=f"{task_queue}-earlier", workflows=[EarlierParent]),
+    ):
+        # Who started the child is the server's record (its parent link), never a memo anyone can write.
+        await skipping_env.client.execute_workflow(
+            EarlierParent.run, args=[child, task_queue, earlier], id=root, task_queue=f"{task_queue}-earlier"
+        )
         await skipping_env.client.start_workflow(
             AgentWorkflow.run,
-            AgentInput(agent="d-accounts", task="Refund 2500 to acme."),
-            id=child,
+            AgentInput(agent="d-desk"),
+            id=root,
             task_queue=task_queue,
-            memo={"delegated_by": {"parent": root, "call_id": "2.1"}},
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,  # a reset parent's next run, in effect
         )
         agents = AgentClient(skipping_env.client, task_queue=task_queue)
-        result = await (await agents.start("d-desk", run_id=root)).result()
+        result = await agents.handle(root).result()
         history = await agents.handle(root).workflow.fetch_history()
     assert result.output == "Desk: Accounts: Clerk: posted E-1."
     assert [e.tool for e in ledger.effects(child)] == ["reserve_funds"]  # one child, one effect

@@ -13,15 +13,13 @@ from typing import Any
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from activities.inputs import AgentResult, PayloadLimits
 from agentic import Budget, Stop, ToolStatus
 from agentic.approvals import ApprovalPolicy, Decision
+from durable_agents.testing import start_dev_server
 from stores.ledger import EffectsLedger
-from tests.conftest import DEV_SERVER, eventually, new_worker, transcripts_next_to
-from workflows import search_attributes
+from tests.conftest import eventually, new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
@@ -209,12 +207,7 @@ async def test_a_forced_full_replay_of_a_continued_run_is_deterministic(skipping
 @pytest.fixture(scope="module")
 async def suggesting_env():
     """A dev server that suggests continue-as-new after a few events, as sdk-python's own tests do."""
-    env = await WorkflowEnvironment.start_local(
-        data_converter=pydantic_data_converter,
-        dev_server_existing_path=str(DEV_SERVER),
-        search_attributes=search_attributes.ALL,
-        dev_server_extra_args=["--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30"],
-    )
+    env = await start_dev_server(extra_args=["--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=30"])
     yield env
     await env.shutdown()
 

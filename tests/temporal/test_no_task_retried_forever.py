@@ -30,7 +30,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic import Stop
 from agentic.approvals import Decision
-from tests.conftest import eventually, new_worker, start_skipping_env
+from durable_agents.testing import start_time_skipping
+from tests.conftest import eventually, new_worker
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -200,7 +201,7 @@ async def own_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping server of this test's own. A workflow task that keeps failing holds the test server's
     clock even after the run is terminated (it never skips time again), so this test must not share the
     session's server: run after it there, a 3-day approval timer never fired (test_workflow_hygiene.py)."""
-    env = await start_skipping_env()
+    env = await start_time_skipping()
     try:
         yield env
     finally:

@@ -189,7 +189,7 @@ def _lease_expired(db: Path, run_id: str) -> bool:
 
 def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None:
     common = ["--db", str(tmp_path / "baseline.db"), "--ledger", str(tmp_path / "ledger.db")]
-    slow = ["--scenario", "migration", "--records", "20", "--step-delay", "1", "--lease-seconds", "1"]
+    slow = ["--scenario", "migration", "--option", "records=20", "--option", "step_delay=1", "--lease-seconds", "1"]
     first = run(["-m", "ops.cli.job", "run", "--id", "slow", *slow, *common])
     deadline = time.monotonic() + 120
     # The run has made its first effect, so its row and lease are stored (the ledger file alone may exist

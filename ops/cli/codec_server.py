@@ -1,0 +1,72 @@
+"""`starter.py codec-server`: the remote codec endpoint Temporal's Web UI and CLI decode payloads through
+(docs/operations.md, "Encryption at rest"); the app itself is ops/http/codec.py."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from config.codec import AesGcmCodec, KeyConfigError, load_keyring
+from config.secrets import env_or_file
+from config.settings import Settings
+from ops.cli.arguments import add_serve_arguments
+from ops.http.auth import AuthConfigError, check_startup, hosts_from_env
+from ops.http.codec import DEFAULT_ORIGINS, codec_auth, create_codec_app
+from ops.http.serve import listen, server
+
+
+def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
+    add_serve_arguments(
+        parser, port=8081, token_env="AGENT_CODEC_AUTH_TOKEN", without_auth="anyone who reaches the port decrypts"
+    )
+    parser.add_argument(
+        "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
+    )
+    parser.add_argument(
+        "--namespace", help="the namespace of requests that name none (default: TEMPORAL_NAMESPACE, else default)"
+    )
+
+
+def cmd_codec_server(args: argparse.Namespace, settings: Settings) -> int:
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
+
+    try:
+        keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
+    except KeyConfigError as exc:
+        print(f"codec server: {exc}", file=sys.stderr)
+        return 2
+    if keyring is None:
+        print("codec server: no keys; set AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE", file=sys.stderr)
+        return 2
+    env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
+    origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
+    try:
+        found = env_or_file(os.environ, "AGENT_CODEC_AUTH_TOKEN", "AGENT_CODEC_AUTH_TOKEN_FILE", AuthConfigError)
+        token = (found[0].strip() or None) if found else None
+        check_startup(
+            args.host, token is not None, args.insecure_no_auth, what="codec server", token_env="AGENT_CODEC_AUTH_TOKEN"
+        )
+    except AuthConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    hosts = args.allowed_host or hosts_from_env("AGENT_CODEC_ALLOWED_HOSTS")
+    auth = codec_auth(token, insecure_no_auth=args.insecure_no_auth, hosts=hosts)
+    app = create_codec_app(
+        AesGcmCodec(keyring, namespace=args.namespace or settings.namespace),
+        auth,
+        origins=origins,
+        secure_cookie=args.secure_cookie,
+    )
+    listener = listen(args)  # bound before the address is printed: connections wait in the backlog
+    who = "bearer token or session" if token else "NONE (--insecure-no-auth: anyone who reaches the port decrypts)"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(
+        f"codec server on http://{host}:{listener.getsockname()[1]} "
+        f"(active key {keyring.active}, {len(keyring.keys)} loaded; auth: {who}; "
+        f"hosts: {', '.join(sorted(auth.hosts))}; CORS: {', '.join(sorted(origins))})",
+        flush=True,
+    )
+    server(app).run(sockets=[listener])
+    return 0

@@ -1,0 +1,78 @@
+"""Issue 34: client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
+aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; durable_agents/clean_exit.py
+says why); the README's patterns end with `durable_agents.run(main())` instead. Each is run many times in a
+row against a real dev server, and every exit must be 0: the README's client script (lists pending approvals)
+50 times, the README's whole program (a worker, a run, an approval) 20 times."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from config.settings import ROOT
+from durable_agents.testing import agent_server
+from examples.options import DemoDeps
+from examples.refund import agent as refund_agent
+from stores.ledger import EffectsLedger
+from tests.temporal.test_own_agent import readme_snippet, service  # noqa: F401 (the orders service fixture)
+
+pytestmark = pytest.mark.system
+
+SCRIPT_RUNS = 50
+PROGRAM_RUNS = 20
+
+
+def readme_block_after(marker: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```python\n(.*?)```", text.split(marker, 1)[1], re.S)
+    assert match, f"no python block after {marker!r} in the README"
+    return match.group(1)
+
+
+def run_many(script: Path, times: int, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """`python script` `times` times, two at a time (as a user's cron or shell loop would, on a busy host)."""
+
+    def once(_: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(once, range(times)))
+
+
+def exit_codes(done: list[subprocess.CompletedProcess[str]]) -> Counter[int]:
+    return Counter(d.returncode for d in done)
+
+
+async def test_the_readmes_client_script_exits_0_fifty_times_in_a_row(dev_env, tmp_path):
+    script = tmp_path / "pending.py"
+    script.write_text(readme_block_after("From a script of your own"))
+    deps = DemoDeps(ledger=EffectsLedger(tmp_path / "ledger.db"))
+    async with agent_server([refund_agent], deps=deps, env=dev_env) as agents:
+        run = await agents.start(refund_agent)
+        [waiting] = await run.wait_for_approval()  # so that the script has something to list
+        env = os.environ | {"TEMPORAL_ADDRESS": agents.address}
+        done = run_many(script, SCRIPT_RUNS, env)
+        await run.cancel()
+    assert exit_codes(done) == {0: SCRIPT_RUNS}, [d.stderr[-300:] for d in done if d.returncode]
+    assert all(f"{run.run_id} {waiting.call_id} refund" in d.stdout for d in done)
+
+
+def test_the_readmes_program_exits_0_twenty_times_in_a_row(dev_env, tmp_path, service):  # noqa: F811
+    script = tmp_path / "program.py"
+    script.write_text(readme_snippet())
+    env = os.environ | {
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "ORDERS_URL": service.url,
+        "AGENT_DATA_DIR": str(tmp_path),
+    }
+    done = run_many(script, PROGRAM_RUNS, env)
+    assert exit_codes(done) == {0: PROGRAM_RUNS}, [d.stderr[-300:] for d in done if d.returncode]
+    assert all(d.stdout.strip().splitlines()[-1] == "Refunded A-1." for d in done)
+    assert [r["order_id"] for r in service.refunds()] == ["A-1"] * PROGRAM_RUNS  # one refund per run

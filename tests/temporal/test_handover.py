@@ -1,0 +1,185 @@
+"""Security review 2, N1: a forged `carry` (the refund agent's spec without approver keys, a refund queued,
+a book that says it was approved) must never be taken as a continuation. The guard looked only at
+`continued_run_id`, which the server also sets on a cron run, a retry, and the run a workflow of someone
+else's continues as new into `AgentWorkflow` on the agents' queue. Each route is played here as
+carry_cron.py played it (a plain Temporal client, no keys), with the worker requiring signed decisions and
+without: nothing is refunded, and the run that was handed the forged carry fails saying why."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.common import RetryPolicy
+from temporalio.worker import Worker
+
+from agentic.approvals import Decision
+from agentic.delegation import Delegation
+from agentic.signing import ApproverKey, parse_public_keys
+from durable_agents.client import AgentClient
+from tests.conftest import eventually, new_worker
+from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
+from workflows.agent import AgentWorkflow
+from workflows.inputs import AgentInput, ContinueAsNewPolicy
+
+MARIA = ApproverKey.generate("maria")
+KEYS = parse_public_keys(MARIA.public_entry())
+
+
+async def failure_of_the_run_after(client: Client, workflow_id: str, first: str) -> str:
+    """How the run the server started after run `first` of `workflow_id` ended: its failure message, or
+    `completed: ...` when it did what it was handed."""
+    found: dict[str, str] = {}
+
+    async def closed() -> bool:
+        history = await client.get_workflow_handle(workflow_id, run_id=first).fetch_history()
+        following = _next_run(history)
+        if not following:
+            return False
+        for event in (await client.get_workflow_handle(workflow_id, run_id=following).fetch_history()).events:
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+                found["why"] = event.workflow_execution_failed_event_attributes.failure.message
+            elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+                found["why"] = "completed: it acted on the forged carry"
+        return bool(found)
+
+    await eventually(closed, timeout=60, what="the run after the first one to end")
+    return found["why"]
+
+
+def _next_run(history: WorkflowHistory) -> str:
+    last = history.events[-1]
+    for field in (
+        "workflow_execution_failed_event_attributes",
+        "workflow_execution_timed_out_event_attributes",
+        "workflow_execution_completed_event_attributes",
+        "workflow_execution_continued_as_new_event_attributes",
+    ):
+        if last.HasField(field):
+            return getattr(last, field).new_execution_run_id
+    return ""
+
+
+@pytest.mark.parametrize("keys", [KEYS, {}], ids=["signed-decisions", "no-keys"])
+async def test_a_cron_run_is_never_handed_a_forged_carry(dev_env, ledger, task_queue, keys) -> None:
+    """On the dev server (the time-skipping one cannot start cron runs), every two seconds."""
+    run_id = f"sec-cron-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    async with new_worker(client, task_queue, ledger, approver_keys=keys):
+        handle = await client.start_workflow(
+            "AgentWorkflow",
+            forged_continuation(run_id, "ATTACKER-9999"),
+            id=run_id,
+            task_queue=task_queue,
+            cron_schedule="@every 2s",
+        )
+        try:
+            # The first run is rejected (no predecessor); the next one is the cron's.
+            why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+        finally:
+            await handle.terminate(reason="the test is over")
+    assert ledger.effects(run_id) == []
+    assert "never to a cron run" in why, why
+
+
+@pytest.mark.parametrize("keys", [KEYS, {}], ids=["signed-decisions", "no-keys"])
+async def test_a_retry_is_never_handed_a_forged_carry(dev_env, ledger, task_queue, keys) -> None:
+    """The retry route, on the dev server: the first run times out before any worker sees it (none polls
+    yet), and the server retries it as a run whose predecessor is that first one."""
+    run_id = f"sec-retry-{uuid.uuid4().hex[:8]}"
+    client = dev_env.client
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        forged_continuation(run_id, "ATTACKER-9998"),
+        id=run_id,
+        task_queue=task_queue,
+        run_timeout=timedelta(seconds=2),
+        retry_policy=RetryPolicy(maximum_attempts=2),
+    )
+    first = handle.result_run_id or ""
+
+    async def retried() -> bool:
+        return bool(_next_run(await client.get_workflow_handle(run_id, run_id=first).fetch_history()))
+
+    await eventually(retried, timeout=30, what="the first run to time out")
+    async with new_worker(client, task_queue, ledger, approver_keys=keys):
+        why = await failure_of_the_run_after(client, run_id, first)
+    assert ledger.effects(run_id) == []
+    assert "never to a retry (attempt 2)" in why, why
+
+
+@pytest.mark.parametrize("handover", [ForeignHandover, ImpostorHandover], ids=["another-type", "impostor-name"])
+async def test_a_strangers_workflow_cannot_continue_as_new_into_an_agent_run(
+    skipping_env, ledger, task_queue, handover
+) -> None:
+    """A workflow of someone else's, on a task queue of its own, continues as new into `AgentWorkflow` on the
+    agents' queue with a forged carry: its predecessor is not an agents' run that continued as new, and the
+    worker, asking the server, says so (also when the stranger named its workflow `AgentWorkflow`)."""
+    run_id = f"sec-handover-{uuid.uuid4().hex[:8]}"
+    client = skipping_env.client
+    own_queue = f"{task_queue}-stranger"
+    async with new_worker(client, task_queue, ledger), Worker(client, task_queue=own_queue, workflows=[handover]):
+        handle = await client.start_workflow(
+            handover.run,
+            args=[task_queue, forged_continuation(run_id, "ATTACKER-9997")],
+            id=run_id,
+            task_queue=own_queue,
+        )
+        why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+    assert ledger.effects(run_id) == []
+    assert f"on task queue '{own_queue}', not an AgentWorkflow on '{task_queue}'" in why, why
+
+
+async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skipping_env, ledger, task_queue) -> None:
+    """Nothing of the spec is taken from `carry`: a run that started on workers without approver keys, and
+    continues as new once they have maria's, requires her signature from then on."""
+    client = skipping_env.client
+    run_id = f"sec-rekeyed-{uuid.uuid4().hex[:8]}"
+    input = AgentInput(agent="t-pay-sequence", continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    await client.start_workflow(AgentWorkflow.run, input, id=run_id, task_queue=task_queue)
+    run = AgentClient(client, task_queue=task_queue).handle(run_id)
+    # No workflow cache on the first worker: no sticky queue, so the next one gets the run's tasks at once.
+    async with new_worker(client, task_queue, ledger, approver_keys={}, max_cached_workflows=0):
+        [first] = await run.wait_for_approval()
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+        # The run waiting now described its agent without keys (its record): an unsigned denial still counts.
+        await run.deny(first.call_id, by="ops", reason="not this one")
+
+        async def second_asked() -> bool:
+            return [p.arguments for p in await run.pending()] == [{"supplier": "s-2"}]
+
+        await eventually(second_asked, what="the second payment's approval")
+        [second] = await run.pending()
+        assert second.execution is not None  # the continuation described the agent again, keys and all
+        unsigned = Decision(call_id=second.call_id, approve=True, approver="maria", arguments_hash=second.shown_hash)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await run.workflow.execute_update(AgentWorkflow.decide, unsigned)
+        assert "not signed" in str(refused.value.cause)
+        await run.approve(second.call_id, by="maria", key=MARIA)
+        result = await run.result()
+    assert result.continued >= 2
+    assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-2"}]
+    assert [(a.event, a.signed) for a in result.audit] == [("declined", False), ("approved", True)]
+
+
+async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
+    skipping_env, ledger, task_queue
+) -> None:
+    """A delegated run's approvals name their root and path, and the inbox groups them so: only a run the
+    claimed parent really started (the server's parent link) may say it was delegated."""
+    client = skipping_env.client
+    claim = Delegation(path=["victim-root"], call_id="2.1", tool="billing")
+    async with new_worker(client, task_queue, ledger):
+        handle = await client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(agent="refund", delegation=claim),
+            id=f"sec-claim-{uuid.uuid4().hex[:8]}",
+            task_queue=task_queue,
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await handle.result()
+    assert "it claims run 'victim-root' delegated to it, but a client started it" in str(failed.value.cause)
+    assert ledger.effects(handle.id) == []

@@ -1,0 +1,113 @@
+"""Security review 2, N3: what a person decides on is the call as the run itself reports it. Memos and search
+attributes are written by whoever starts a workflow: decoy.py started a decoy `AgentWorkflow` on a task queue
+nobody polls, whose memo lists a harmless refund under the real run's name and the real call's hash, and
+hid the real run from visibility. `AgentClient.pending()` (what `starter.py pending`, the inbox and the runs
+API list) and `RunHandle.pending()`/`decide` (what `approve` routes by) must show and route by the runs
+themselves. On the dev server (visibility queries), with signed decisions required."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+import pytest
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from agentic import ToolCall
+from agentic.approvals import arguments_hash
+from agentic.signing import ApproverKey, parse_public_keys
+from durable_agents.client import PENDING_QUERY, AgentClient
+from durable_agents.errors import NoPendingApproval
+from tests.conftest import eventually, new_worker
+from workflows import search_attributes as sa
+from workflows.inputs import AgentInput
+
+MARIA = ApproverKey.generate("maria")
+KEYS = parse_public_keys(MARIA.public_entry())
+HARMLESS = {"order_id": "SANDBOX-TEST-0 (no money moves)"}
+REAL_HASH = arguments_hash(ToolCall(name="refund", arguments={"order_id": "4471"}))
+
+
+def waiting_attributes() -> TypedSearchAttributes:
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(sa.AGENT_STATUS, "awaiting_approval"),
+            SearchAttributePair(sa.AGENT_NAME, "refund"),
+            SearchAttributePair(sa.AGENT_PENDING_APPROVALS, 1),
+        ]
+    )
+
+
+def forged_memo(run_id: str) -> dict[str, object]:
+    now = datetime.now().astimezone()
+    row = {
+        "run_id": run_id,
+        "call_id": "1.1",
+        "tool": "refund",
+        "arguments": HARMLESS,
+        "arguments_hash": REAL_HASH,
+        "requested_at": now.isoformat(),
+        "deadline": (now + timedelta(hours=4)).isoformat(),
+    }
+    return {"pending_approvals": [row]}
+
+
+async def listed_by_visibility(client: Client, run_id: str) -> bool:
+    return any([e.id == run_id async for e in client.list_workflows(PENDING_QUERY)])
+
+
+async def test_a_decoys_memo_is_neither_shown_nor_routed_to_the_real_run(dev_env, ledger, task_queue) -> None:
+    client = dev_env.client
+    real, decoy = f"sec-real-{uuid.uuid4().hex[:8]}", f"sec-decoy-{uuid.uuid4().hex[:8]}"
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+        agents = AgentClient(client, task_queue=task_queue)
+        await client.start_workflow(
+            "AgentWorkflow", AgentInput(agent="refund", search_attributes=False), id=real, task_queue=task_queue
+        )
+        await client.start_workflow(
+            "AgentWorkflow",
+            AgentInput(agent="refund"),
+            id=decoy,
+            task_queue=f"{task_queue}-nobody-polls-this",
+            memo=forged_memo(real),
+            search_attributes=waiting_attributes(),
+        )
+        [real_call] = await agents.handle(real).wait_for_approval()  # the real run, asked directly
+        await eventually(lambda: listed_by_visibility(client, decoy), what="the decoy in visibility")
+
+        listed = await agents.pending()
+        assert all(p.arguments != HARMLESS for p in listed), listed
+        assert await agents.handle(decoy).pending() == []
+        with pytest.raises(NoPendingApproval):  # `approve DECOY`: nothing waits there, nothing is routed
+            await agents.handle(decoy).decide(True, "1.1", by="maria", key=MARIA)
+        assert ledger.effects(real) == []
+        assert (real_call.arguments, real_call.arguments_hash) == ({"order_id": "4471"}, REAL_HASH)
+        await agents.handle(real).workflow.terminate(reason="the test is over")
+
+
+async def test_a_memo_a_client_started_a_run_with_is_not_what_the_run_reports(dev_env, ledger, task_queue) -> None:
+    """A real run on the agents' queue, started with a forged memo while no worker is up: with no worker to
+    ask, what is shown is what the run's own workflow last published — nothing yet, then the real call."""
+    client = dev_env.client
+    run_id = f"sec-memo-{uuid.uuid4().hex[:8]}"
+    agents = AgentClient(client, task_queue=task_queue)
+    await client.start_workflow(
+        "AgentWorkflow",
+        AgentInput(agent="refund"),
+        id=run_id,
+        task_queue=task_queue,
+        memo=forged_memo(run_id),
+        search_attributes=waiting_attributes(),
+    )
+    await eventually(lambda: listed_by_visibility(client, run_id), what="the run in visibility")
+    assert await agents.handle(run_id).pending() == []
+    assert [p for p in await agents.pending() if p.run_id == run_id] == []
+
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+        [asked] = await agents.handle(run_id).wait_for_approval()
+    assert (asked.arguments, asked.arguments_hash) == ({"order_id": "4471"}, REAL_HASH)
+    # The worker is gone: the call is still shown, as the run's workflow published it.
+    [published] = await agents.handle(run_id).pending()
+    assert published == asked
+    await agents.handle(run_id).workflow.terminate(reason="the test is over")
