@@ -6,7 +6,10 @@ while it waited. A decision that does not fit changes nothing and is recorded in
 
 Signed decisions, as on Temporal (agentic/signing.py): where approver keys are configured
 (`AGENT_APPROVER_KEYS`), a decision counts only when signed by the approver it names, over this run, this call,
-the verdict, the reason and the arguments hash. The process that records a decision checks it with its keys
+the verdict, the reason and the arguments hash — and over the request it answers: the run's execution (the
+`runs.execution` of this row: a run id is free again once its run is pruned, an execution never recurs) and
+the request's deadline, so a signature cannot be replayed onto a new run under a reused id (review N5). The
+decision to sign is `decision_on`'s; the process that records a decision checks it with its keys
 (`job approve --key-file` signs; `job serve` signs for its logged-in approvers); and the runner — the process
 about to act — checks the recorded decision again with its own keys before it acts, so a row written by
 anyone who can write the store, or by a process configured without keys, moves nothing: it is audited as
@@ -135,13 +138,15 @@ def _verified(store: Store, run_id: str, call: ToolCall, row: sqlite3.Row, keys:
     recomputed from the call the runner is about to make); if not, audit it as rejected and reopen the call."""
     if row["status"] == Outcome.EXPIRED.value:
         return True  # nobody's decision: the deadline's, noticed by whoever passed it
-    decision = Decision(
+    decision = Decision(  # what the runner knows itself: the call it is about to make, its own run and request
         call_id=call.identity,
         approve=row["status"] == Outcome.APPROVED.value,
         approver=row["decided_by"] or "?",
         reason=row["reason"],
         arguments_hash=arguments_hash(call),
         signature=row["signature"],
+        execution=_execution(store.query("SELECT execution FROM runs WHERE run_id = ?", (run_id,))),
+        deadline=datetime.fromisoformat(row["deadline"]),
     )
     problem = signature_problem(keys, decision.signature, decision.approver, decision.signed_text(run_id))
     if problem is None:
@@ -180,6 +185,40 @@ def _withdraw(store: Store, run_id: str, call_id: str) -> None:
             )
 
 
+def decision_on(
+    store: Store,
+    run_id: str,
+    *,
+    approve: bool,
+    approver: str,
+    call_id: str | None = None,
+    reason: str = "",
+    arguments_hash: str | None = None,
+) -> Decision:
+    """The decision `approver` makes on call `call_id` (default: the run's only pending call), bound to the
+    request it answers — this run's execution and the request's deadline — as a signature must cover them
+    (`.signed(run_id, key)`); `arguments_hash`: the hash the approver reviewed (default: the request's)."""
+    with store.transaction() as db:  # one consistent read
+        run = db.execute("SELECT execution FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if run is None:
+            raise UnknownRun(f"unknown run id {run_id!r}")
+        rows = {r["call_id"]: r for r in db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,))}
+    call_id = call_id or _only_call(run_id, rows)
+    row = rows.get(call_id)
+    try:
+        return Decision(
+            call_id=call_id,
+            approve=approve,
+            approver=approver,
+            reason=reason,
+            arguments_hash=arguments_hash or (row["arguments_hash"] if row else ""),
+            execution=run["execution"],
+            deadline=datetime.fromisoformat(row["deadline"]) if row else None,
+        )
+    except ValidationError as exc:
+        raise BadInput(f"invalid decision: {exc.errors()[0]['msg']}") from None
+
+
 def decide(
     store: Store,
     run_id: str,
@@ -189,38 +228,42 @@ def decide(
     call_id: str | None = None,
     reason: str = "",
     arguments_hash: str | None = None,
-    signature: str | None = None,
     approver_keys: Mapping[str, str] | None = None,
 ) -> AuditEntry:
+    """Apply an unsigned decision (`decision_on`, then `record`): what counts where no approver keys are
+    configured; with `approver_keys` it is recorded as rejected."""
+    decision = decision_on(
+        store,
+        run_id,
+        approve=approve,
+        approver=approver,
+        call_id=call_id,
+        reason=reason,
+        arguments_hash=arguments_hash,
+    )
+    return record(store, run_id, decision, approver_keys)
+
+
+def record(store: Store, run_id: str, decision: Decision, approver_keys: Mapping[str, str] | None = None) -> AuditEntry:
     """Apply a human's decision, or record why it was rejected (and raise DecisionRejected). With
-    `approver_keys` (this process's), only a decision signed by its approver counts."""
+    `approver_keys` (this process's), only a decision signed by its approver, over this execution and the
+    pending request, counts."""
     now = datetime.now(UTC)
     with store.transaction() as db:
         run = db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if run is None:
             raise UnknownRun(f"unknown run id {run_id!r}")
-        rows = {r["call_id"]: r for r in db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,))}
-        call_id = call_id or _only_call(run_id, rows)
-        row = rows.get(call_id)
-        try:
-            decision = Decision(
-                call_id=call_id,
-                approve=approve,
-                approver=approver,
-                reason=reason,
-                arguments_hash=arguments_hash or (row["arguments_hash"] if row else ""),
-                signature=signature,
-            )
-        except ValidationError as exc:
-            raise BadInput(f"invalid decision: {exc.errors()[0]['msg']}") from None
+        row = db.execute(
+            "SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, decision.call_id)
+        ).fetchone()
         book, _ = _book(db, run_id, approver_keys)
-        if call_id in book.pending and now >= book.pending[call_id].deadline:
-            _persist(db, run_id, book.expire(call_id))  # whoever notices the deadline first records it
+        if decision.call_id in book.pending and now >= book.pending[decision.call_id].deadline:
+            _persist(db, run_id, book.expire(decision.call_id))  # whoever notices the deadline first records it
         why = _outside_the_book(run["status"], row)
         entry = _rejected(decision, row, now, why) if why else book.decide(decision, now)
         if entry.tool is None and row is not None:
             entry = entry.model_copy(update={"tool": row["tool"]})
-        _persist(db, run_id, entry, signature)
+        _persist(db, run_id, entry, decision.signature)
     if entry.event == "rejected":
         raise DecisionRejected(f"decision rejected: {entry.rejection}")
     return entry
@@ -281,7 +324,8 @@ def _book(
 ) -> tuple[ApprovalBook, list[sqlite3.Row]]:
     """The run's approvals as agentic's ApprovalBook, so its rules decide (signatures too, with keys)."""
     rows = db.execute("SELECT * FROM approvals WHERE run_id = ?", (run_id,)).fetchall()
-    book = ApprovalBook(run_id=run_id, approver_keys=dict(approver_keys or {}))
+    execution = _execution(db.execute("SELECT execution FROM runs WHERE run_id = ?", (run_id,)).fetchall())
+    book = ApprovalBook(run_id=run_id, approver_keys=dict(approver_keys or {}), execution=execution)
     for r in rows:
         if r["status"] == "pending":
             book.pending[r["call_id"]] = PendingApproval(
@@ -292,6 +336,7 @@ def _book(
                 arguments_hash=r["arguments_hash"],
                 requested_at=datetime.fromisoformat(r["requested_at"]),
                 deadline=datetime.fromisoformat(r["deadline"]),
+                execution=execution or None,
             )
         elif r["status"] in _DECIDED:
             book.outcomes[r["call_id"]] = Outcome(r["status"])
@@ -329,6 +374,11 @@ def _persist(db: sqlite3.Connection, run_id: str, entry: AuditEntry, signature: 
             int(entry.signed),
         ),
     )
+
+
+def _execution(rows: Sequence[sqlite3.Row]) -> str:
+    """The run's execution (`runs.execution`), or "" when the run is gone: a decision then binds to nothing."""
+    return str(rows[0]["execution"] or "") if rows else ""
 
 
 def _row(rows: list[sqlite3.Row]) -> sqlite3.Row:

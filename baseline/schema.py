@@ -6,7 +6,7 @@ one numeric comparison inside a conditional UPDATE.
 
 from __future__ import annotations
 
-VERSION = 2
+VERSION = 3
 
 ACTIVE = ("running", "awaiting_approval", "compensating")
 SUCCEEDED = ("completed", "compensated", "abandoned")  # retention: archived after 30 days
@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS runs (
     error           TEXT,
     remaining       TEXT,                     -- JSON: compensations not done (compensation_failed)
     not_compensable TEXT,                     -- JSON: mutating tools with effects and no inverse
-    webhook_url     TEXT
+    webhook_url     TEXT,
+    execution       TEXT                      -- this row's own random id, which a signed decision is bound to:
+                                              -- a run id is free again once pruned, an execution never recurs
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status, lease_expires);
 
@@ -138,6 +140,10 @@ MIGRATIONS = {
     2: (  # signed decisions (agentic/signing.py)
         "ALTER TABLE approvals ADD COLUMN signature TEXT",
         "ALTER TABLE approval_audit ADD COLUMN signed INTEGER NOT NULL DEFAULT 0",
+    ),
+    3: (  # signatures bound to the run's execution (security review 2, N5)
+        "ALTER TABLE runs ADD COLUMN execution TEXT",
+        "UPDATE runs SET execution = lower(hex(randomblob(16))) WHERE execution IS NULL",
     ),
 }
 

@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class RunRow:
     remaining: str | None
     not_compensable: str | None
     webhook_url: str | None
+    execution: str | None  # this row's own id (schema.py), never a reused run id's
 
     @property
     def consumed(self) -> Usage:
@@ -179,8 +181,8 @@ class Store:
                 raise RunExists(f"a run with id {run_id!r} already exists; run ids are never reused")
             db.execute(
                 "INSERT INTO runs(run_id, scenario, status, options, created_at, updated_at, lease_owner,"
-                " lease_expires, attempts, webhook_url, progress_step, progress_total, progress_label)"
-                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " lease_expires, attempts, webhook_url, progress_step, progress_total, progress_label, execution)"
+                " VALUES (?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     scenario,
@@ -194,6 +196,7 @@ class Store:
                     progress.step,
                     progress.total,
                     progress.label,
+                    uuid.uuid4().hex,
                 ),
             )
 

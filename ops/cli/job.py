@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from agentic.agent_set import AgentSet
-from agentic.approvals import Decision
 from baseline import approvals, jobs, runner, webhooks
 from baseline.errors import UnknownRun
 from baseline.options import RunOptions
@@ -263,40 +262,23 @@ def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     key = decisions.signer(args)  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
     store = _existing(args.db, args.run_id)
     approve = args.command == "approve"
-    arguments_hash = _reviewed_hash(args, store) if approve else args.hash
-    call_id, arguments_hash = _decided_call(store, args.run_id, args.call, arguments_hash)
-    signature = None
-    if key is not None and call_id is not None and arguments_hash is not None:
-        unsigned = Decision(
-            call_id=call_id, approve=approve, approver=args.by, reason=args.reason or "", arguments_hash=arguments_hash
-        )
-        signature = unsigned.signed(args.run_id, key).signature
-    entry = approvals.decide(
+    decision = approvals.decision_on(  # bound to this run's execution and the request's deadline (N5)
         store,
         args.run_id,
         approve=approve,
         approver=args.by,
-        call_id=call_id,
+        call_id=args.call,
         reason=args.reason or "",
-        arguments_hash=arguments_hash,
-        signature=signature,
-        approver_keys=approver_public_keys(settings),  # this process's check; the runner checks again
+        arguments_hash=_reviewed_hash(args, store) if approve else args.hash,
     )
+    if key is not None:
+        decision = decision.signed(args.run_id, key)
+    # This process checks with its keys; the runner checks the recorded decision again before it acts.
+    entry = approvals.record(store, args.run_id, decision, approver_public_keys(settings))
     signed = " (signed)" if entry.signed else ""
     text = printable(f"{entry.call_id}: {entry.event} by {entry.approver}{signed}", one_line=True)
     emit(args.json, entry.model_dump(mode="json"), text)
     return 0
-
-
-def _decided_call(store: Store, run_id: str, call: str | None, given: str | None) -> tuple[str | None, str | None]:
-    """The call a decision is for and the arguments hash it carries, as `approvals.decide` will take them —
-    the ones a signature must cover (None when the decision will be refused anyway)."""
-    rows = approvals.view(store, run_id)["approvals"]
-    pending = [r for r in rows if r["status"] == "pending"]
-    chosen = [r for r in rows if r["call_id"] == call] if call else pending
-    if len(chosen) != 1:
-        return call, given
-    return chosen[0]["call_id"], given or chosen[0]["arguments_hash"]
 
 
 def _reviewed_hash(args: argparse.Namespace, store: Store) -> str | None:

@@ -25,7 +25,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentic.agent_set import AgentSet, UnknownAgent
-from agentic.approvals import Decision
 from agentic.signing import ApproverKey
 from baseline import approvals, jobs
 from baseline.errors import BadInput, DecisionRejected, RunExists, RunNotResumable, UnknownRun
@@ -223,15 +222,21 @@ class CheckpointEngine:
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         await self.require(run_id)
-        rows = {a["call_id"]: a for a in (await asyncio.to_thread(approvals.view, self.store, run_id))["approvals"]}
-        row = rows.get(call_id)
-        decision = Decision(
-            call_id=call_id,
-            approve=request.approve,
-            approver=by.name,
-            reason=request.reason,
-            arguments_hash=request.arguments_hash or (row["arguments_hash"] if row else "0" * 64),
-        )
+        try:
+            decision = await asyncio.to_thread(  # bound to this run's execution and the request's deadline (N5)
+                approvals.decision_on,
+                self.store,
+                run_id,
+                approve=request.approve,
+                approver=by.name,
+                call_id=call_id,
+                reason=request.reason,
+                arguments_hash=request.arguments_hash,
+            )
+        except UnknownRun:
+            raise RunNotFound(run_id) from None
+        except BadInput as exc:
+            raise InvalidRequest(str(exc)) from None
         if (key := self.signing_keys.get(by.name)) is not None:
             decision = decision.signed(run_id, key)
         keys = self.agents.approver_keys
@@ -239,18 +244,7 @@ class CheckpointEngine:
         if why is not None:
             raise Conflict(why)  # nothing recorded: the same as Temporal's update validator
         try:
-            entry = await asyncio.to_thread(
-                approvals.decide,
-                self.store,
-                run_id,
-                approve=request.approve,
-                approver=by.name,
-                call_id=call_id,
-                reason=request.reason,
-                arguments_hash=decision.arguments_hash,
-                signature=decision.signature,
-                approver_keys=keys,
-            )
+            entry = await asyncio.to_thread(approvals.record, self.store, run_id, decision, keys)
         except DecisionRejected as exc:  # it changed between the check and the write
             raise Conflict(str(exc).removeprefix("decision rejected: ")) from None
         return AuditView(
