@@ -454,7 +454,9 @@ def test_secrets_are_mounted_files_never_variables(
     assert "--insecure-no-auth" not in codec["command"], "without its token file the endpoint refuses to start"
     doc = (ROOT / "docs/operations.md").read_text()
     assert "make secrets" in doc and "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
-    assert "## Trust model" in doc
+    assert (
+        "## Trust model" in doc and "who may signal may send decisions; only approver keys make them authentic" in doc
+    )
 
 
 def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Path) -> None:
