@@ -1,8 +1,9 @@
 """Where a webhook may go (review N8). Whoever starts a run chooses its URL, and the worker POSTs from inside the
 operator's network for a day: so never to this machine's loopback unless the operator opts in
 (`AGENT_WEBHOOK_ALLOW_LOOPBACK=1`), never to a link-local address, and a name that resolves to loopback is
-loopback. The tests play the attacker — a run started with a loopback URL by a raw client, a notifier
-workflow of the attacker's own, a name that hides 127.0.0.1 — and count what a listener on loopback received.
+loopback. The tests play the attacker — runs started with a loopback URL by a raw client, one behind a name
+that hides 127.0.0.1, and a notifier workflow of the attacker's own (refused as no run's notifier before its URL
+is looked at) — and count what a listener on loopback received.
 A viewer sees that a delivery failed, never why (the per-port error was an oracle)."""
 
 from __future__ import annotations
@@ -96,25 +97,34 @@ async def test_a_worker_without_the_opt_in_posts_nothing_to_its_loopback(
     monkeypatch.delenv(ALLOW_LOOPBACK_ENV, raising=False)
     client = dev_env.client
     async with new_worker(client, task_queue, ledger, webhook_secret=SECRET.encode()):
-        # A run started by a raw client (no API to refuse it) with a URL on the worker's loopback...
-        run = await AgentClient(client, task_queue=task_queue).start(
-            "billing", webhook=f"http://127.0.0.1:{internal_service}/runs"
-        )
-        assert (await run.result()).status == "completed"
-        # ...and a notifier workflow of the attacker's own, to a name that resolves to 127.0.0.1.
-        foreign = await client.start_workflow(
-            "WebhookDelivery",
-            WebhookInput(url=f"https://127.1:{internal_service}/x", event_id="x", payload={"event": "x"}),
-            id=f"foreign-notifier-{task_queue}",
-            task_queue=task_queue,
-        )
-        for notifier in (client.get_workflow_handle(f"{run.run_id}/webhook"), foreign):
+        # Runs started by a raw client (no API to refuse them) with a URL on the worker's loopback, one of them
+        # behind a name that resolves to 127.0.0.1: their own notifiers are refused where the POST would be made.
+        agents = AgentClient(client, task_queue=task_queue)
+        runs = [
+            await agents.start("billing", webhook=url)
+            for url in (f"http://127.0.0.1:{internal_service}/runs", f"https://127.1:{internal_service}/x")
+        ]
+        for run in runs:
+            assert (await run.result()).status == "completed"
+            notifier = client.get_workflow_handle(f"{run.run_id}/webhook")
             with pytest.raises(WorkflowFailureError) as failed:
                 await notifier.result()
             cause = failed.value.cause
             assert isinstance(cause, ActivityError) and isinstance(cause.cause, ApplicationError)
             assert cause.cause.type == "WebhookRejected" and "AGENT_WEBHOOK_ALLOW_LOOPBACK" in cause.cause.message
             assert (await notifier.describe()).status == WorkflowExecutionStatus.FAILED  # not retried for a day
+        # A notifier workflow of the attacker's own is refused before any URL is looked at: it is no run's
+        # notifier (activities/webhook.py, the caller check).
+        foreign = await client.start_workflow(
+            "WebhookDelivery",
+            WebhookInput(url=f"https://127.1:{internal_service}/x", event_id="x", payload={"event": "x"}),
+            id=f"foreign-notifier-{task_queue}",
+            task_queue=task_queue,
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await foreign.result()
+        assert isinstance(failed.value.cause, ActivityError) and isinstance(failed.value.cause.cause, ApplicationError)
+        assert failed.value.cause.cause.type == "CallerRefused"
     assert Counting.hits == []
 
 
