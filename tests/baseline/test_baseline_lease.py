@@ -15,6 +15,9 @@ from baseline.lease import acquire, new_owner
 from baseline.store import Progress, StepSpec
 from tests.support.baseline_helpers import Job, eventually, finish, one_line_error, open_job
 
+# Processes of its own: `job` command lines, killed and resumed.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:

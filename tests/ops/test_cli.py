@@ -8,9 +8,14 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from config.settings import ROOT, Settings
 from ops.devstack.devserver import free_port
 from tests.conftest import dev_settings, eventually, new_worker
+
+# Processes of its own: the command lines.
+pytestmark = pytest.mark.system
 
 
 async def starter(

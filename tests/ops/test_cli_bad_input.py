@@ -18,6 +18,9 @@ import pytest
 from config.settings import ROOT
 from ops.devstack.devserver import free_port
 
+# Processes of its own: about 95 command lines.
+pytestmark = pytest.mark.system
+
 NOWHERE = f"127.0.0.1:{free_port()}"
 STARTER = [sys.executable, str(ROOT / "starter.py")]
 JOB = [sys.executable, "-m", "ops.cli.job"]

@@ -136,6 +136,7 @@ def test_health_checks_and_start_order(services: dict[str, dict[str, Any]]) -> N
     assert order["worker"] == {"temporal", "temporal-setup", "agents-migrate"}
 
 
+@pytest.mark.system
 def test_one_shot_scripts_parse_as_shell(services: dict[str, dict[str, Any]]) -> None:
     assert services["agents-migrate"]["command"] == ["python", "starter.py", "migrate"]
     for name in ONE_SHOTS - {"agents-migrate"}:
@@ -225,6 +226,7 @@ def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
     assert database["PGUSER"] == postgres["POSTGRES_USER"] and database["PGPASSWORD"] == postgres["POSTGRES_PASSWORD"]
 
 
+@pytest.mark.system
 def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
     services: dict[str, dict[str, Any]], own_postgres: LocalPostgres
 ) -> None:

@@ -18,6 +18,9 @@ from tests.conftest import dev_settings
 from tests.ops.test_cli import assert_one_clear_line, starter
 from tests.temporal.test_shutdown import Command, stopped_cleanly
 
+# Processes of its own: the demo, its server and worker.
+pytestmark = pytest.mark.system
+
 
 async def test_the_demo_on_the_local_model_runs_end_to_end_and_exits_zero(
     dev_env, task_queue: str, tmp_path: Path, local_model_server: ModelServer, monkeypatch: pytest.MonkeyPatch

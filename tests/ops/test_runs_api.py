@@ -24,6 +24,9 @@ from tests.support.runs_api_stack import (
     waiting,
 )
 
+# Processes of its own: an API server and workers.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture(scope="module", params=["temporal", "checkpoints"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiStack]:

@@ -27,6 +27,9 @@ from config.settings import ROOT
 from stores.ledger import EffectsLedger
 from stores.sqlite_file import write_transaction
 
+# Processes of its own: several, contending for one SQLite file.
+pytestmark = pytest.mark.system
+
 TINY_TIMEOUT = 0.05
 
 

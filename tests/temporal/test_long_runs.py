@@ -219,6 +219,7 @@ async def suggesting_env():
     await env.shutdown()
 
 
+@pytest.mark.system
 async def test_the_servers_suggestion_triggers_continue_as_new(suggesting_env, ledger, task_queue):
     result = await execute(suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8)))
     assert result.continued >= 1  # our own thresholds (5,000 events) were nowhere near

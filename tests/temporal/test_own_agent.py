@@ -28,6 +28,9 @@ from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually
 from workflows.inputs import Timeouts
 
+# Processes of its own: the orders service and workers.
+pytestmark = pytest.mark.system
+
 
 class OrdersService:
     def __init__(self, tmp: Path, slow_after_effect: float = 0.0) -> None:

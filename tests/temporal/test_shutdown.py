@@ -22,6 +22,9 @@ from config.settings import ROOT
 from ops.devstack.devserver import free_port, port_free
 from tests.support.processes import alive, descendants, kill_all, wait_gone
 
+# Processes of its own: servers and command lines, stopped by signals.
+pytestmark = pytest.mark.system
+
 
 class Command:
     """A command line under test, its output collected line by line."""
