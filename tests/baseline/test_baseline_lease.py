@@ -114,6 +114,27 @@ def test_a_tampered_step_stops_the_resume_with_a_checkpoint_mismatch(job: Job) -
     assert not status["lease"]["live"]
 
 
+def test_a_run_row_whose_consumption_differs_from_its_steps_stops_the_resume(job: Job) -> None:
+    """The steps replay to a consumption the run row must agree with: a row that says otherwise (a corrupted
+    or hand-edited store, or a bug that did not save consumption) stops the resume before anything runs."""
+    crashed = job.run(
+        "run", "--id", "t", "--scenario", "migration", "--records", "3", "--lease-seconds", "1",
+        crash="after_complete:3",
+    )  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL
+    effects_before = job.effects("t")
+    with sqlite3.connect(job.db) as db:
+        db.execute("UPDATE runs SET used_steps = used_steps + 3 WHERE run_id = 't'")
+    job.wait_lease_expired("t")
+
+    resumed = job.run("resume", "--id", "t")
+    assert resumed.returncode == 4
+    line = one_line_error(resumed.stderr)
+    assert "checkpoint mismatch" in line and "the replayed steps consumed" in line
+    assert job.effects("t") == effects_before  # nothing executed on a guess
+    assert job.status("t")["status"] == "running"
+
+
 def test_recover_resumes_every_run_whose_lease_expired(job: Job) -> None:
     for run_id in ("a", "b"):
         crashed = job.run(
