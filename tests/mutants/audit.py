@@ -47,7 +47,7 @@ AUDIT_2 = [
     AuditMutant(
         "N01",
         "agentic/signing.py",
-        '            "approve": approve,\n',
+        '"approve": approve,',
         "",
         "a signature covers yes/no: a signed decline cannot be turned into an approval",
         _t("agentic/signing_rules", "temporal/signed_decisions"),
