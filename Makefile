@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.llm-installed
 
-.PHONY: setup llm demo demo-llm test test-slow lint bench chaos clean secrets
+.PHONY: setup llm demo demo-llm test test-fast test-slow lint bench chaos clean secrets
 
 setup: $(STAMP)
 
@@ -42,8 +42,19 @@ demo: setup
 demo-llm: setup llm
 	$(BIN)/python starter.py demo --model local
 
+# The whole suite, in parallel (pytest-xdist): each worker starts its own servers (dev server, time-skipping
+# server, PostgreSQL, model server); most tests wait on them, so more workers than the 2 cores pay off.
+# The 25 slowest tests are printed at the end. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 4
 test: setup llm
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
+
+# The inner loop, about a minute: every test that starts no process of its own, plus the ones on the shared
+# time-skipping server (the markers: pyproject.toml, tests/support/cost_markers.py).
+FAST_TESTS := (unit or temporal) and not (system or postgres or browser or llm or slow)
+FAST_WORKERS ?= 2
+test-fast: setup
+	$(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_TESTS)"
 
 # The long chaos sessions and other `@pytest.mark.slow` tests, excluded from `make test`; then the property
 # tests with many more examples (HYPOTHESIS_PROFILE=deep; `make test` runs them bounded).

@@ -33,7 +33,6 @@ COMMAND_MODULES = [
     "bench.real_model",
     "bench.delegation",
     "bench.http_progress",
-    "bench.mutate",
     "bench.knobs",
     "bench.profile",
 ]

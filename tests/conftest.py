@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -34,9 +36,10 @@ from ops.devstack.devserver import free_port
 from stores.facts import SqliteFactStore
 from stores.ledger import EffectsLedger
 from stores.transcripts import SqliteTranscriptStore, Transcripts
-from tests.support import agents_for_tests
+from tests.support import agents_for_tests, cost_markers
 from tests.support.backends import BACKENDS, Backend
 from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database
+from tests.support.process_guard import ProcessGuard
 
 # What a test worker serves: the demo agents and the small agents of tests/support/agents_for_tests.py.
 TEST_AGENTS: list[Agent] = [*examples.agents, *agents_for_tests.agents]
@@ -241,8 +244,10 @@ def _needs_postgres(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a PostgreSQL to use, its tests are set aside and the summary says so in ONE line (a skip per
-    test would print a line per test), never silently."""
+    """Each test gets the markers of what it needs (tests/support/cost_markers.py). Without a PostgreSQL to use,
+    its tests are set aside and the summary says so in ONE line (a skip per test would print a line per test),
+    never silently."""
+    cost_markers.apply(items)
     have_binaries = binaries() is not None
     have_url = bool(os.environ.get("AGENT_TEST_DATABASE_URL", "").strip())
     cannot = [
@@ -263,6 +268,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _postgres_set_aside = pytest.StashKey[str]()
+
+
+# Tests in `make test-fast` start no process (tests/support/process_guard.py); a test that breaks the rule fails.
+GUARD = ProcessGuard()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The guard, and a data directory of this process's own: a test or a command line it starts that writes
+    local state without naming a directory (the demo's worker log, a default transcript store) writes there, not
+    into the work tree — and never into another xdist worker's files, nor a user's real AGENT_DATA_DIR."""
+    GUARD.install()
+    config.stash[_data_dir] = tempfile.mkdtemp(prefix="agent-test-data-")
+    os.environ["AGENT_DATA_DIR"] = config.stash[_data_dir]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if directory := config.stash.get(_data_dir, None):
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+_data_dir = pytest.StashKey[str]()
+
+
+def _guarded(item: pytest.Item) -> None:
+    if cost_markers.in_inner_loop(item):
+        GUARD.watch(item, may_start_time_skipping=item.get_closest_marker("temporal") is not None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    _guarded(item)
+    try:
+        yield
+    finally:
+        why = GUARD.verdict()
+    if why:
+        pytest.fail(why, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    _guarded(item)
+    try:
+        yield
+    finally:
+        why = GUARD.verdict()
+    if why:
+        pytest.fail(why, pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

@@ -22,14 +22,26 @@ def demo_for(args: argparse.Namespace) -> type[Demo]:
     return Demo if getattr(args, "model", None) is None else LocalModelDemo
 
 
+def _embedded_server(port: int, settings: Settings) -> devserver.DevServer:
+    """The embedded dev server, its Web UI on the usual 8233 when free — else, or when another server took 8233
+    while this one started (two demos at once), on a free port."""
+    log = settings.data_dir / "demo-server.log"
+    if devserver.port_free(8233):
+        try:
+            return devserver.start(port, 8233, devserver.default_db(), log=log)
+        except RuntimeError:
+            if devserver.port_free(8233):
+                raise  # not the UI port: a failure of its own
+    return devserver.start(port, devserver.free_port(), devserver.default_db(), log=log)
+
+
 @stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     host, port = devserver.split_address(settings.address)
     server = None
     if not devserver.port_open(host, port):
         say(args.json, f"no Temporal server at {settings.address}; starting the embedded dev server…")
-        ui_port = 8233 if devserver.port_free(8233) else devserver.free_port()
-        server = devserver.start(port, ui_port, devserver.default_db(), log=settings.data_dir / "demo-server.log")
+        server = _embedded_server(port, settings)
         await devserver.wait_until_serving(settings.address)
         say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
         if not os.environ.get("TEMPORAL_UI_URL"):  # link to the UI of the server it started

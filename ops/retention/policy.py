@@ -7,9 +7,9 @@ deletes the due ones (ops/retention/temporal.py); the namespace's own retention 
 (`NAMESPACE_RETENTION`), so that it is the prune, not the server, that ends a run's life.
 
 Due is decided per *run id* (the workflow id: what the ledger and the transcript store key rows by), from
-visibility (`CloseTime`), and a run is left alone when anything else under that id, or its parent, is still
-wanted: another execution with the same id that is open or not yet due, or a parent run still open (it may
-still compensate through its child).
+visibility (`CloseTime`), and a run is left alone when anything else under that id, or above it, is still
+wanted: another execution with the same id that is open or not yet due, or a parent or root run still open (it
+may still compensate through its child, and through the child's own children: a delegation is undone as a unit).
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class ClosedRun:
     closed_at: datetime
     kept_days: float
     parent_id: str | None
+    root_id: str | None = None  # the top of its delegation tree, when that is not its parent
 
     @property
     def due_at(self) -> datetime:
@@ -147,6 +148,7 @@ def closed_run(execution: Any, policy: Policy) -> ClosedRun | None:
         closed_at=execution.close_time,
         kept_days=policy.days_for(temporal_status, ours),
         parent_id=execution.parent_id or None,
+        root_id=execution.root_id if execution.root_id not in (None, "", execution.id, execution.parent_id) else None,
     )
 
 
@@ -161,7 +163,7 @@ def _shown_status(temporal_status: str, ours: str | None) -> str:
 async def _reason_to_keep(
     client: Client, run: ClosedRun, now: datetime, policy: Policy, due: list[ClosedRun]
 ) -> str | None:
-    if not _queryable(run.run_id) or (run.parent_id and not _queryable(run.parent_id)):
+    if not all(_queryable(named) for named in (run.run_id, run.parent_id or "", run.root_id or "")):
         return "its id cannot be put in a visibility query (a quote or backslash in it)"
     due_executions = {r.execution for r in due}
     async for execution in client.list_workflows(f'WorkflowId = "{run.run_id}"'):
@@ -173,9 +175,10 @@ async def _reason_to_keep(
         if other is not None and other.due_at > now:
             return f"another run with the same id is kept until {other.due_at.isoformat()}"
     if run.parent_id:
-        open_parent = f'WorkflowId = "{run.parent_id}" AND ExecutionStatus = "Running"'
-        if (await client.count_workflows(open_parent)).count:
-            return f"its parent run {run.parent_id} is still open"
+        for role, ancestor in (("parent", run.parent_id), ("root", run.root_id)):
+            open_ancestor = f'WorkflowId = "{ancestor}" AND ExecutionStatus = "Running"'
+            if ancestor and (await client.count_workflows(open_ancestor)).count:
+                return f"its {role} run {ancestor} is still open"
     return None
 
 

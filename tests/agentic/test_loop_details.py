@@ -1,4 +1,4 @@
-"""Details of the loop's and the approval book's state that `python -m bench mutate` found no test stating:
+"""Details of the loop's and the approval book's state that `python -m tests.mutants sweep` found no test stating:
 what survives serialisation (continue-as-new, checkpoints), what a long run slims away, and what stays stable
 across versions because histories carry it."""
 

@@ -153,6 +153,7 @@ workflow_decisions = st.lists(
 )
 
 
+@pytest.mark.temporal
 @settings(max_examples=40 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 8)
 @given(sent=workflow_decisions)
 def test_the_workflow_makes_effects_only_for_approved_calls(temporal, sent) -> None:

@@ -104,6 +104,7 @@ def temporal(tmp_path_factory: pytest.TempPathFactory):
         yield loop, env, ledger
 
 
+@pytest.mark.temporal
 @settings(max_examples=60 if os.environ.get("HYPOTHESIS_PROFILE") == "deep" else 12)
 @given(script=scripts(), max_steps=steps)
 def test_the_workflow_reaches_the_in_process_transcript(temporal, tmp_path_factory, script, max_steps) -> None:

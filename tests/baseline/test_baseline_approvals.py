@@ -14,6 +14,9 @@ import pytest
 
 from tests.support.baseline_helpers import Job, eventually, finish, one_line_error, open_job
 
+# Processes of its own: `job` command lines.
+pytestmark = pytest.mark.system
+
 DECLINED = "Error: the user declined this action."
 
 

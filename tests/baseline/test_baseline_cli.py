@@ -12,6 +12,9 @@ import pytest
 
 from tests.support.baseline_helpers import ROOT, Job, one_line_error, open_job
 
+# Processes of its own: `job` command lines.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:

@@ -43,6 +43,7 @@ def test_a_failed_car_cancels_hotel_then_flight(job: Job) -> None:
     assert names[-2:] == [("compensate:book_hotel", "completed"), ("compensate:book_flight", "completed")]
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("how", ["sigkill", "crash_hook"])
 def test_a_kill_mid_walk_resumes_without_repeating_an_undo(job: Job, how: str) -> None:
     if how == "sigkill":
@@ -68,6 +69,7 @@ def test_a_kill_mid_walk_resumes_without_repeating_an_undo(job: Job, how: str) -
     assert job.status("w")["status"] == "compensated"
 
 
+@pytest.mark.system
 def test_cancel_mid_run_abandons_and_compensates(job: Job) -> None:
     worker = job.spawn(
         "run", "--id", "c", "--scenario", "trip", "--option", "fail_at=none", "--option", "step_delay=0.5"

@@ -17,6 +17,9 @@ from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import Job, agents_recording_to, eventually, finish, open_job
 
+# Processes of its own: `job` command lines, killed and resumed.
+pytestmark = pytest.mark.system
+
 RECORDS = [f"rec-{n}" for n in range(1, 6)]
 
 

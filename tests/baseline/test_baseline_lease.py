@@ -15,6 +15,9 @@ from baseline.lease import acquire, new_owner
 from baseline.store import Progress, StepSpec
 from tests.support.baseline_helpers import Job, eventually, finish, one_line_error, open_job
 
+# Processes of its own: `job` command lines, killed and resumed.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:
@@ -119,6 +122,27 @@ def test_a_tampered_step_stops_the_resume_with_a_checkpoint_mismatch(job: Job) -
     assert status["status"] == "running"  # still resumable once the store or the code is fixed
     assert "checkpoint mismatch" in status["error"]
     assert not status["lease"]["live"]
+
+
+def test_a_run_row_whose_consumption_differs_from_its_steps_stops_the_resume(job: Job) -> None:
+    """The steps replay to a consumption the run row must agree with: a row that says otherwise (a corrupted
+    or hand-edited store, or a bug that did not save consumption) stops the resume before anything runs."""
+    crashed = job.run(
+        "run", "--id", "t", "--scenario", "migration", "--records", "3", "--lease-seconds", "1",
+        crash="after_complete:3",
+    )  # fmt: skip
+    assert crashed.returncode == -signal.SIGKILL
+    effects_before = job.effects("t")
+    with sqlite3.connect(job.db) as db:
+        db.execute("UPDATE runs SET used_steps = used_steps + 3 WHERE run_id = 't'")
+    job.wait_lease_expired("t")
+
+    resumed = job.run("resume", "--id", "t")
+    assert resumed.returncode == 4
+    line = one_line_error(resumed.stderr)
+    assert "checkpoint mismatch" in line and "the replayed steps consumed" in line
+    assert job.effects("t") == effects_before  # nothing executed on a guess
+    assert job.status("t")["status"] == "running"
 
 
 def test_recover_resumes_every_run_whose_lease_expired(job: Job) -> None:

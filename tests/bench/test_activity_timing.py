@@ -14,6 +14,9 @@ import pytest
 from bench.activity_timing.__main__ import summary
 from config.settings import ROOT
 
+# Processes of its own: a worker.
+pytestmark = pytest.mark.system
+
 # A process as the bench's worker would be: it imports our activity modules, then appends to a transcript.
 SCRIPT = """
 import sys

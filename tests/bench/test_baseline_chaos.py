@@ -18,6 +18,9 @@ from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import Job, eventually, open_job
 
+# Processes of its own: `job` command lines, SIGKILLed.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:

@@ -475,6 +475,7 @@ def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
     assert "Price list" not in bare
 
 
+@pytest.mark.system
 def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
     """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
@@ -518,6 +519,7 @@ def bench(*arguments: str, out: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
+@pytest.mark.system
 def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     """The real stack, once per server profile: a dev server, our worker (which must serve bench.agents through
     AGENT_MODULES, or every bench-noop run fails), the floor's worker; the baseline, in-process; the long runs."""
@@ -564,6 +566,7 @@ def own_postgres() -> Iterator[LocalPostgres]:
         server.close()
 
 
+@pytest.mark.system
 def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, own_postgres: LocalPostgres):
     """Our runs on a second worker whose stores are in PostgreSQL, next to the SQLite one: every run completes,
     the same rows per step land in either backend (one Transcripts code), and the server counts the writes."""

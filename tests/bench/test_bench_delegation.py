@@ -8,7 +8,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from config.settings import ROOT
+
+# Processes of its own: the benchmark, run as a command line.
+pytestmark = pytest.mark.system
 
 LAST = re.compile(
     r"^delegation: first_step_ms=(?P<first>[\d.]+) next_step_ms=(?P<next>[\d.]+) bytes=(?P<bytes>\d+) "

@@ -7,7 +7,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from config.settings import ROOT
+
+# Processes of its own: the benchmark, run as a command line.
+pytestmark = pytest.mark.system
 
 LAST = re.compile(
     r"^history: calls=(?P<calls>\d+) runs=(?P<runs>\d+) max_run_bytes=(?P<max_bytes>\d+) "

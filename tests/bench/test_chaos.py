@@ -13,6 +13,9 @@ import pytest
 from bench.commands import LAST_LINE
 from config.settings import ROOT
 
+# Processes of its own: the chaos benchmark's servers and workers, SIGKILLed.
+pytestmark = pytest.mark.system
+
 
 def chaos(engine: str, runs: int, seed: int, out: Path, *extra: str, timeout: float) -> dict[str, object]:
     done = subprocess.run(

@@ -388,6 +388,7 @@ def test_key_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert data_converter(Settings()) is pydantic_data_converter
 
 
+@pytest.mark.system
 def test_python_m_codec_keys_new_prints_a_usable_entry() -> None:
     done = subprocess.run(
         [sys.executable, "starter.py", "codec-key", "k2026-11"],

@@ -19,6 +19,9 @@ from config.webhook_signing import TIMESTAMP_HEADER, verify
 from tests.support.baseline_helpers import Job, eventually, finish, free_port, one_line_error, open_job
 from tests.support.runs_api_stack import read_events
 
+# Processes of its own: `job serve` and `job run`.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture
 def job(tmp_path: Path) -> Iterator[Job]:

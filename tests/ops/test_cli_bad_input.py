@@ -25,6 +25,9 @@ from config.settings import ROOT
 from ops.cli import job as job_cli
 from ops.devstack.devserver import free_port
 
+# Processes of its own: about 95 command lines.
+pytestmark = pytest.mark.system
+
 NOWHERE = f"127.0.0.1:{free_port()}"
 NOT_UTF8 = b"bad\xff\xfeid"
 LONG_ID = "x" * 1001

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agentic.saga import SagaPolicy
 from config.models import declared_models
@@ -23,6 +24,9 @@ from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import assert_one_clear_line, starter
 from workflows.inputs import AgentInput
+
+# Processes of its own: the command lines, servers and workers.
+pytestmark = pytest.mark.system
 
 
 def stderr_lines(err: str) -> list[str]:

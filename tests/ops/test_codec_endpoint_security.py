@@ -105,6 +105,7 @@ def test_no_token_refuses_to_start_unless_insecure_on_loopback(
         assert http(f"{served.url}/decode", sealed_body(c))[0] == 401
 
 
+@pytest.mark.system
 def test_insecure_no_auth_on_loopback_starts_and_says_so() -> None:
     keys = f"k1:{new_key()}"
     port = free_port()

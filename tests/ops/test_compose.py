@@ -169,6 +169,7 @@ def test_health_checks_and_start_order(services: dict[str, dict[str, Any]]) -> N
     assert order["worker-draining"] == {"temporal"}
 
 
+@pytest.mark.system
 def test_one_shot_scripts_parse_as_shell(services: dict[str, dict[str, Any]]) -> None:
     assert services["agents-migrate"]["command"] == ["python", "starter.py", "migrate"]
     for name in ONE_SHOTS - {"agents-migrate"}:
@@ -270,6 +271,7 @@ def test_every_replica_shares_the_agents_database_and_nothing_on_disk(
     assert "cat /run/secrets/postgres_password" in services["agents-database"]["command"][0], "the superuser's"
 
 
+@pytest.mark.system
 def test_the_agents_database_job_and_migrate_work_on_a_real_postgresql(
     services: dict[str, dict[str, Any]], own_postgres: LocalPostgres, mounted: Path
 ) -> None:

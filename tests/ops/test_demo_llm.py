@@ -11,12 +11,15 @@ from pathlib import Path
 import pytest
 
 from ops.devstack import modelserver
-from ops.devstack.devserver import free_port, port_free
+from ops.devstack.devserver import free_port
 from ops.devstack.modelserver import ModelServer
 from stores.ledger import EffectsLedger
 from tests.conftest import dev_settings
 from tests.ops.test_cli import assert_one_clear_line, starter
 from tests.temporal.test_shutdown import Command, stopped_cleanly
+
+# Processes of its own: the demo, its server and worker.
+pytestmark = pytest.mark.system
 
 
 async def test_the_demo_on_the_local_model_runs_end_to_end_and_exits_zero(
@@ -40,9 +43,11 @@ async def test_the_demo_on_the_local_model_runs_end_to_end_and_exits_zero(
         [effect] = ledger.effects(run["run_id"])
         assert effect.tool == tool
     assert refund["audit"][0]["approver"] == "demo-approver"
-    # The worker was killed during the answer's generation: that model call ran again, on another worker.
+    # The worker was killed during the answer's generation: that model call ran again, on another worker. (Once
+    # more, usually; on a machine loaded far past its cores the new worker can miss the demo's 3-s heartbeat and
+    # the call runs a third time: the charge is still made once, asserted above.)
     (first, killed), (attempt, replacement) = crash["model_attempts"]
-    assert (first, attempt) == (1, 2) and killed != replacement
+    assert first == 1 and attempt >= 2 and killed != replacement
     assert "killed mid-generation" in crash["note"]
 
 
@@ -64,8 +69,6 @@ def demo(tmp_path: Path) -> Iterator[Command]:
     """`demo --model local` with a Temporal server and a model server of its own, on free ports."""
     if (reason := modelserver.missing()) is not None:
         pytest.skip(reason)
-    if not port_free(8233):
-        pytest.skip("the demo's dev server needs Web UI port 8233, which is in use here")
     env = {
         "TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",
         "AGENT_LOCAL_MODEL_URL": f"http://127.0.0.1:{free_port()}/v1",

@@ -13,6 +13,9 @@ import pytest
 
 from tests.support.runs_api_stack import VIEWER, ApiStack, checkpoint_stack, finished, temporal_stack
 
+# Processes of its own: an API server and workers.
+pytestmark = pytest.mark.system
+
 NAMESPACE = "C-7"
 
 

@@ -19,7 +19,12 @@ from config.settings import ROOT
 from tests.ops.test_web_ui import BROWSER_ARGS, CHROMIUM, INSTALL_HINT, TIMEOUT_MS
 from tests.support.runs_api_stack import APPROVER, VIEWER, ApiStack, eventually, temporal_stack, waiting
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=f"no chromium on PATH; {INSTALL_HINT}")
+# Chromium, and processes of its own: a dev server, a worker and the API server.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.system,
+    pytest.mark.skipif(CHROMIUM is None, reason=f"no chromium on PATH; {INSTALL_HINT}"),
+]
 playwright_api = pytest.importorskip("playwright.async_api", reason="playwright is a dev dependency")
 expect = playwright_api.expect
 SCREENSHOT = ROOT / "docs" / "img" / "inbox.png"

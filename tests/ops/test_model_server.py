@@ -8,7 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -18,7 +18,12 @@ from config.settings import ROOT, Settings
 from ops.devstack import modelserver
 from ops.devstack.devserver import free_port, port_open
 
-needs_llm = pytest.mark.skipif(modelserver.missing() is not None, reason=str(modelserver.missing()))
+_llm_installed = pytest.mark.skipif(modelserver.missing() is not None, reason=str(modelserver.missing()))
+
+
+def needs_llm(test: Callable[..., None]) -> Callable[..., None]:
+    """Needs the `llm` group (a model server of its own): skipped without it, `-m llm` selects it."""
+    return pytest.mark.llm(_llm_installed(test))
 
 
 def model_server_command(tmp_path: Path, *args: str) -> subprocess.Popen[str]:

@@ -54,6 +54,7 @@ def job(tmp_path: Path) -> Iterator[Job]:
     yield from open_job(tmp_path)
 
 
+@pytest.mark.system
 def test_baseline_cli_prints_model_text_escaped(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
     agents = ("--agents", "tests.support.hostile_agents")
     worker = job.spawn("run", "--id", "esc", "--agent", "t-escape", *agents, "--poll-interval", "0.05")

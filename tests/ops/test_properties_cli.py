@@ -32,6 +32,9 @@ from tests.support.scripted_runs import temporal_in_background
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
+# Processes of its own: the command lines.
+pytestmark = pytest.mark.system
+
 # Hostile values: control characters, shell and SQL metacharacters, paths, huge strings, JSON of every shape.
 junk_text = st.one_of(
     st.text(max_size=40),

@@ -44,6 +44,9 @@ from tests.support.runs_api_stack import (
     waiting,
 )
 
+# Processes of its own: an API server and workers.
+pytestmark = pytest.mark.system
+
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 MAX_BODY = 64 * 1024
 

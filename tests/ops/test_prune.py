@@ -27,12 +27,14 @@ import pytest_asyncio
 from google.protobuf.duration_pb2 import Duration
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.inputs import AgentResult
+from agentic import Agent
 from agentic.saga import SagaPolicy
 from config.codec import AesGcmCodec, KeyRing, new_key
 from durable_agents.client import AgentClient
@@ -49,10 +51,14 @@ from stores.encrypted import EncryptedTranscriptStore
 from stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
 from tests.conftest import TEST_AGENTS, eventually
 from tests.ops.test_cli import starter
+from tests.support import delegation_agents
 from tests.support.backends import Backend
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, ContinueAsNewPolicy
+
+# Processes of its own: a dev server and `prune` command lines.
+pytestmark = pytest.mark.system
 
 FAST_DELETE = ["--dynamic-config-value", "history.transferProcessorEnsureCloseBeforeDelete=false"]
 
@@ -120,11 +126,11 @@ def stack_on(backend: Backend, client: Client, task_queue: str, tmp_path: Path) 
     return Stack(backend, client, AgentClient(client, task_queue=task_queue), stores, tmp_path / "archive")
 
 
-def serving(stack: Stack, task_queue: str) -> Worker:
+def serving(stack: Stack, task_queue: str, agents: list[Agent] = TEST_AGENTS) -> Worker:
     return build_worker(
         stack.client,
         task_queue=task_queue,
-        agents=TEST_AGENTS,
+        agents=agents,
         deps=DemoDeps(ledger=stack.stores.ledger),
         transcripts=Transcripts(stack.backend.transcript_store()),
     )
@@ -437,6 +443,78 @@ async def test_a_prune_pointed_at_another_store_keeps_the_run(client: Client, tm
     assert "AGENT_DATA_DIR" in kept.why
     assert not await gone(client, run_id) and workers.stores.ledger.effects(run_id)
     assert not list(elsewhere.archive_dir.glob("*"))
+
+
+async def test_closed_children_are_kept_while_their_root_is_open_and_are_undone_when_it_is_cancelled(
+    client: Client, tmp_path: Path, task_queue: str
+) -> None:
+    """A child and a grandchild answered and closed; the root waits for an approval. Both are due by the
+    policy, but the root may still undo their effects as a unit (its saga finds them under their keys in the
+    ledger), so prune keeps them, rows and all — and cancelling the root then undoes what they did."""
+    stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
+    root = f"desk-{uuid.uuid4().hex[:6]}"
+    child, grandchild = f"{root}~2.1", f"{root}~2.1~2.1"
+    async with serving(stack, task_queue, [*TEST_AGENTS, *delegation_agents.agents]):
+        desk = await stack.agents.start("d-desk-then-pays", run_id=root)
+        await desk.wait_for_approval()
+        await eventually(lambda: visible_as_closed(stack.client, {child, grandchild}), what="the children closed")
+        effects = {run: stack.stores.ledger.effects(run) for run in (child, grandchild)}
+        assert [e.tool for e in effects[child]] == ["reserve_funds"]
+        assert [e.tool for e in effects[grandchild]] == ["post_entry"]
+
+        kept = await stack.prune(31)
+        assert kept.archived == [] and kept.deleted == []
+        assert {s.run_id: s.why for s in kept.skipped} == {
+            child: f"its parent run {root} is still open",
+            grandchild: f"its root run {root} is still open",
+        }
+        assert {run: stack.stores.ledger.effects(run) for run in (child, grandchild)} == effects
+        assert {child, grandchild} <= stack.owners()  # their transcripts too
+        assert not await gone(stack.client, child) and not await gone(stack.client, grandchild)
+
+        await desk.workflow.cancel()
+        cancelled = await desk.result()
+    assert cancelled.status == "compensated"
+    undone = [(e.run_id, e.tool) for e in stack.stores.ledger.effects() if e.compensates is not None]
+    assert undone == [(grandchild, "reverse_entry"), (child, "release_funds"), (root, "close_ticket")]
+
+
+async def test_a_closed_run_is_kept_while_another_run_under_its_id_is_open(
+    client: Client, tmp_path: Path, task_queue: str
+) -> None:
+    """Our client never reuses a run id, but a reset or another client can start a second execution under a
+    closed run's id. The stores key rows by the id, so pruning the closed execution would take the open one's
+    rows with it (its idempotency keys: a retried effect would run twice): the run is kept until both are done."""
+    stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
+    run_id = f"reused-{uuid.uuid4().hex[:6]}"
+    async with serving(stack, task_queue):
+        first = await (await stack.agents.start("t-book-then-pay", run_id=run_id)).wait_for_approval()
+        handle = stack.agents.handle(run_id)
+        await handle.deny(first[0].call_id, by="maria")
+        assert (await handle.result()).status == "completed"
+        await stack.client.start_workflow(
+            AgentWorkflow.run,
+            AgentInput(agent="t-book-then-pay"),
+            id=run_id,
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+        [waiting] = await handle.wait_for_approval()
+        await eventually(lambda: visible_as_closed(stack.client, {run_id}), what="the first execution closed")
+        effects = stack.stores.ledger.effects(run_id)
+        assert [e.tool for e in effects] == ["book_flight"]  # the second execution's booking is the first's key
+
+        kept = await stack.prune(31)
+        assert kept.archived == [] and [(s.run_id, s.why) for s in kept.skipped] == [
+            (run_id, "another run with the same id is open")
+        ]
+        assert stack.stores.ledger.effects(run_id) == effects and run_id in stack.owners()
+
+        await handle.approve(waiting.call_id, by="maria")
+        second = await handle.result()
+    assert second.status == "completed"
+    assert [e.tool for e in stack.stores.ledger.effects(run_id)] == ["book_flight", "pay"]
+    assert second.transcript_messages(stack.fresh_transcripts())  # its transcript whole, read back
 
 
 async def test_the_embedded_server_keeps_closed_runs_longer_than_any_policy(tmp_path: Path) -> None:

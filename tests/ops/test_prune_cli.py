@@ -12,7 +12,7 @@ import pytest
 
 import starter
 from ops.retention.archive import write_archive
-from ops.retention.policy import Policy
+from ops.retention.policy import ANSWERED, Policy
 
 RECORDS = [
     {"run_id": "billing-1", "agent": "billing", "status": "completed", "temporal_status": "completed",
@@ -116,3 +116,13 @@ def test_the_policy_keeps_only_answered_or_undone_runs_the_shorter_time() -> Non
         assert policy.days_for(temporal_status, status) == 90
     with pytest.raises(ValueError, match="never negative"):
         Policy(completed_days=-1)
+
+
+@pytest.mark.parametrize("temporal_status", ["terminated", "canceled", "failed", "timed_out"])
+def test_a_run_temporal_did_not_close_as_completed_is_kept_the_longer_time_whatever_it_last_said(
+    temporal_status: str,
+) -> None:
+    """A run cancelled or terminated after it published `completed` (while its handlers finished, say) did not
+    answer as far as Temporal knows: it is kept for postmortems like any other failure."""
+    policy = Policy(completed_days=30, failed_days=90)
+    assert [policy.days_for(temporal_status, status) for status in ANSWERED] == [90] * len(ANSWERED)

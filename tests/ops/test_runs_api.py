@@ -24,6 +24,9 @@ from tests.support.runs_api_stack import (
     waiting,
 )
 
+# Processes of its own: an API server and workers.
+pytestmark = pytest.mark.system
+
 
 @pytest.fixture(scope="module", params=["temporal", "checkpoints"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiStack]:
@@ -191,10 +194,8 @@ def test_cancel_stops_the_run_and_a_second_cancel_is_a_conflict(stack, api):
     # Stopped part-way: the records migrated are rec-1..rec-k in order, each once, and not all 30.
     landed = [e.args["record"] for e in stack.effects(run_id)]
     assert landed and landed == [f"rec-{i}" for i in range(1, len(landed) + 1)] and len(landed) < 30, landed
-    # Completed records have no undo; a record the cancellation interrupted may have landed too (its call
-    # is then answered as cancelled, so it is not listed).
-    effects = len(landed)
-    assert done["not_compensable"] in (["migrate_record"] * effects, ["migrate_record"] * (effects - 1))
+    # Records have no undo: the tool is named once, however many landed before the cancel did (agentic/saga.py).
+    assert done["not_compensable"] == ["migrate_record"]
     again = api.post(f"/runs/{run_id}/cancel", json={})
     assert again.status_code == 409 and "ended" in again.json()["error"]
 

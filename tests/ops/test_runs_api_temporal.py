@@ -31,6 +31,9 @@ from durable_agents.connection import connect
 from tests.support.baseline_helpers import free_port
 from tests.support.runs_api_stack import OTHER_APPROVER, ApiStack, eventually, finished, temporal_stack, waiting
 
+# Processes of its own: an API server and workers.
+pytestmark = pytest.mark.system
+
 SECRET = "whsec-test-0123456789abcdef"
 MARIA = ApproverKey.generate("maria")
 

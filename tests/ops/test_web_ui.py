@@ -33,7 +33,12 @@ INSTALL_HINT = (
     "the Web UI test drives Debian's chromium and never downloads a browser: "
     "`sudo apt-get install chromium` (or set CHROMIUM=/path/to/chromium)"
 )
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=f"no chromium on PATH; {INSTALL_HINT}")
+# Chromium, and a process of its own: a dev server with its Web UI.
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.system,
+    pytest.mark.skipif(CHROMIUM is None, reason=f"no chromium on PATH; {INSTALL_HINT}"),
+]
 playwright_api = pytest.importorskip(
     "playwright.async_api", reason="playwright is a dev dependency: `make setup` installs it (no browser download)"
 )

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentic import Message
 from baseline.store import Store
 from config.settings import ROOT
@@ -51,6 +53,7 @@ def test_existing_readable_files_are_tightened(tmp_path: Path) -> None:
     assert mode(shared) == 0o755 and mode(shared / "ledger.db") == 0o600
 
 
+@pytest.mark.system
 def test_opening_a_second_store_on_a_file_never_drops_the_first_ones_locks(tmp_path: Path) -> None:
     """Closing any descriptor of a SQLite file drops every POSIX lock the process holds on it: a store opened
     on an existing file must not open the file itself, or the first store reads stale snapshots (seen: a

@@ -130,6 +130,7 @@ def _apply_in_a_process(backend: Backend, overlap: Overlap, me: int, results: An
         backend.close()
 
 
+@pytest.mark.system
 def test_two_processes_applying_one_key_at_once_perform_it_once(backend: Backend) -> None:
     spawn = multiprocessing.get_context("spawn")  # a fresh interpreter, as another worker would be
     overlap = Overlap(backend.directory, spawn.Barrier(2), [spawn.Event(), spawn.Event()])

@@ -10,12 +10,16 @@ import sys
 from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg.conninfo import make_conninfo
 
 from config.settings import ROOT
 from ops.devstack.devserver import free_port
 from stores.postgres import describe
 from tests.support.backends import POSTGRES_TABLES
+
+# Processes of its own: `starter.py migrate`.
+pytestmark = pytest.mark.system
 
 PASSWORD = "s3cret-never-shown"
 

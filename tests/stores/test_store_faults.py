@@ -34,6 +34,9 @@ from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, scratch
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, Timeouts
 
+# Processes of its own: PostgreSQL servers it stops and starts, and workers.
+pytestmark = pytest.mark.system
+
 T = TypeVar("T")
 PASSWORD = "s3cret-never-shown"
 

@@ -131,6 +131,19 @@ DESK_GIVES_UP = _desk(
     ACCOUNTS,
     [lambda r: tool_call("notify", {"text": "refund on its way"}), lambda r: give_up("the customer withdrew")],
 )
+# The child (and its own child) answer, then the desk waits for an approval to pay: closed children under a
+# root still open, which may still undo them (tests/ops/test_prune.py).
+DESK_THEN_PAYS = _agent(
+    "d-desk-then-pays",
+    [open_ticket, pay, ACCOUNTS.as_tool("accounts", "Hand the money matters to the accounts agent.")],
+    [
+        lambda r: tool_call("open_ticket", {"subject": "refund"}),
+        lambda r: tool_call("accounts", {"task": "Refund 2500 to acme."}),
+        lambda r: tool_call("pay", {"payee": "acme"}),
+        lambda r: f"Desk: {r[-1]}",
+    ],
+    12,
+)
 
 # A child that never answers, each step an effect: its reservation (a cap of 2 steps) runs out; it undoes
 # its entries, and the manager, told why, goes on and answers itself.
@@ -196,6 +209,7 @@ agents = [
     DESK,
     DESK_GATED,
     DESK_GIVES_UP,
+    DESK_THEN_PAYS,
     SPENDER,
     MANAGER,
     MANAGER_TIGHT,

@@ -414,6 +414,7 @@ def test_the_readmes_delegation_lines_build_the_agent_they_describe():
     assert spec.tools["billing"].delegate == DelegateRef(agent="billing-desk", limit=Budget(max_steps=3))
 
 
+@pytest.mark.system
 def test_the_checkpoint_runner_resumes_a_child_through_its_parent_after_kill_9(tmp_path: Path):
     """A `job run` process dies while the parent's child runs inline; `job recover` resumes the parent only
     (a child answers to its parent), which resumes the child from its own steps: one child, each effect once."""

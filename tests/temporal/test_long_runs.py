@@ -99,8 +99,10 @@ async def test_the_budget_is_carried_across_the_boundary(skipping_env, ledger, t
 
 
 async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(skipping_env, ledger, task_queue):
-    """Continue-as-new is due when the approval is requested: the run hands over with the request
-    pending; the decision goes to the new run, and the deadline is the original one."""
+    """Continue-as-new falls due as the first approval is about to be requested: the run hands over just before the
+    request, at the top of its loop (the check before the wait sees the same history in the same workflow task,
+    so no run hands over with a request pending), and its approvals and effects are those of a run that never
+    continued."""
     input = AgentInput(
         scenario="t-pay-sequence",
         approvals=ApprovalPolicy(timeout_seconds=3600),
@@ -130,7 +132,7 @@ async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(skippin
     assert result.continued >= 1 and len(histories) >= 2
     assert [a.event for a in result.audit] == ["approved", "approved"]
     assert [e.args["supplier"] for e in ledger.effects(handle.id)] == ["s-1", "s-2"]
-    # The first request was made before a handover and decided after it, its deadline untouched.
+    # The first decision came within the deadline the request was given.
     handovers = [
         h for h in histories if h.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     ]
@@ -212,6 +214,7 @@ async def suggesting_env():
     await env.shutdown()
 
 
+@pytest.mark.system
 async def test_the_servers_suggestion_triggers_continue_as_new(suggesting_env, ledger, task_queue):
     result = await execute(suggesting_env, ledger, task_queue, AgentInput(agent="migration", options=dict(records=8)))
     assert result.continued >= 1  # our own thresholds (5,000 events) were nowhere near

@@ -177,6 +177,7 @@ def test_credentials_come_from_the_workers_environment_and_never_show_in_message
 # -- the in-process runner ------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 def test_the_in_process_runner_uses_two_mcp_tools_over_stdio_and_the_server_deduplicates_on_the_key(crm_db):
     asked: list[str] = []
 
@@ -195,6 +196,7 @@ def test_the_in_process_runner_uses_two_mcp_tools_over_stdio_and_the_server_dedu
     assert calls(crm_db, "inproc-1:2.1") == 2
 
 
+@pytest.mark.system
 def test_a_stdio_server_runs_between_calls_and_one_that_died_is_started_again(crm_db):
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db), registry=Registry(confirm=lambda name, args: True))
     agent.list_mcp_tools()
@@ -214,6 +216,7 @@ def servers_running(db: Path) -> list[int]:
     return sorted(pid for pid in descendants(os.getpid()) if str(db) in Path(f"/proc/{pid}/cmdline").read_text())
 
 
+@pytest.mark.system
 def test_in_process_a_declined_call_makes_no_effect_and_errors_reach_the_model(crm_db):
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))  # no confirm callback: declined
     run = agent.run(run_id="declined")
@@ -228,6 +231,7 @@ def test_in_process_a_declined_call_makes_no_effect_and_errors_reach_the_model(c
     assert result.content.startswith("Error: crm__broken failed:") and "the CRM refused: maintenance" in result.content
 
 
+@pytest.mark.system
 def test_a_server_gone_mid_run_is_a_retryable_tool_error_and_a_tool_it_dropped_is_an_error(crm):
     agent = mcp_agents.crm_agent(mcp_agents.crm_http())
     recorded = agent.list_mcp_tools()
@@ -241,6 +245,7 @@ def test_a_server_gone_mid_run_is_a_retryable_tool_error_and_a_tool_it_dropped_i
     assert gone.content.startswith("Error: crm__lookup failed transiently: MCP server 'crm' (http://127.0.0.1:")
 
 
+@pytest.mark.system
 def test_credentials_the_server_refuses_fail_at_once(crm, monkeypatch):
     agent = mcp_agents.crm_agent(mcp_agents.crm_http())
     assert "crm__lookup" in agent.list_mcp_tools()  # the right token
@@ -250,6 +255,7 @@ def test_credentials_the_server_refuses_fail_at_once(crm, monkeypatch):
     assert "wrong" not in str(refused.value)
 
 
+@pytest.mark.system
 def test_a_call_over_its_timeout_is_abandoned_as_a_timeout_and_the_model_is_told(crm_db, monkeypatch):
     """`MCPServer(timeout=)`: a call the server has not answered in time is given up (a TIMEOUT the model
     reads), while the server, which committed before it stalled, holds the effect once."""
@@ -276,6 +282,7 @@ def _context(key: str) -> ToolContext:
     return ToolContext(run_id="r", call_id="1.1", idempotency_key=key)
 
 
+@pytest.mark.system
 def test_in_process_an_unreachable_or_misconfigured_server_fails_the_run_at_start(monkeypatch):
     port = free_port()  # nothing listens there
     down = mcp_agents.crm_agent(MCPServer.http("crm", f"http://127.0.0.1:{port}/mcp"))
@@ -430,6 +437,7 @@ async def _last_attempt(client, run_id: str) -> int:
 # -- the checkpoint runner ------------------------------------------------------------------------------
 
 
+@pytest.mark.system
 def test_the_checkpoint_runner_records_the_tool_list_as_a_step_and_resumes_with_it(tmp_path, crm_db, monkeypatch):
     """`job run` lists the tools (step 1), waits for approval and is SIGKILLed; the server changes its tools;
     `job resume` finishes from the store alone, offering the model the tools recorded at the start."""

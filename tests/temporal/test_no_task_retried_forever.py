@@ -208,6 +208,7 @@ async def own_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
         await env.shutdown()
 
 
+@pytest.mark.temporal
 async def test_an_input_in_an_encoding_this_worker_cannot_read_waits_for_the_operator(
     own_skipping_env, ledger, task_queue
 ) -> None:

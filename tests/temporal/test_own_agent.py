@@ -28,6 +28,9 @@ from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually
 from workflows.inputs import Timeouts
 
+# Processes of its own: the orders service and workers.
+pytestmark = pytest.mark.system
+
 
 class OrdersService:
     def __init__(self, tmp: Path, slow_after_effect: float = 0.0) -> None:
@@ -35,14 +38,20 @@ class OrdersService:
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "examples.orders_service", "--port", str(self.port), "--db", str(tmp / "o.db")]
         command += ["--slow-after-effect", str(slow_after_effect)]
-        self.process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log = tmp / "orders-service.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
 
-    def wait_ready(self) -> OrdersService:
-        for _ in range(100):
-            if port_open("127.0.0.1", self.port):
-                return self
+    def wait_ready(self, timeout: float = 60.0) -> OrdersService:
+        """Until it listens (its start-up takes seconds on a loaded machine); one that exited fails at once."""
+        deadline = time.monotonic() + timeout
+        while not port_open("127.0.0.1", self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"the orders service did not start: {self.log.read_text(errors='replace')[-2000:]}"
+                )
             time.sleep(0.1)
-        raise AssertionError("the orders service did not start")
+        return self
 
     def refunds(self) -> list[dict[str, str]]:
         with urllib.request.urlopen(f"{self.url}/refunds", timeout=5) as reply:

@@ -295,7 +295,9 @@ async def test_a_worker_killed_mid_generation_is_replaced_and_the_model_call_run
     assert result.stop is Stop.ANSWERED
     assert [e.tool for e in ledger.effects(handle.run_id)] == ["charge"]  # each effect once
     [(_, charged_by), (attempt, answered_by)] = model_attempts(history)
-    assert attempt == 2, "the answer's model call was not retried: the kill landed outside the generation"
+    # Retried once, usually; on a machine loaded far past its cores the new worker can miss the 3-s heartbeat
+    # and the call runs once more. Attempt 1 would mean the kill landed outside the generation.
+    assert attempt >= 2, "the answer's model call was not retried: the kill landed outside the generation"
     assert f"{first.pid}@" in charged_by and f"{second.pid}@" in answered_by
     assert result.output_tokens > 32  # the answer was a long generation (the retried one, counted once)
 

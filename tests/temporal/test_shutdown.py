@@ -22,6 +22,9 @@ from config.settings import ROOT
 from ops.devstack.devserver import free_port, port_free
 from tests.support.processes import alive, descendants, kill_all, wait_gone
 
+# Processes of its own: servers and command lines, stopped by signals.
+pytestmark = pytest.mark.system
+
 
 class Command:
     """A command line under test, its output collected line by line."""
@@ -147,8 +150,6 @@ def stopped_cleanly(command: Command, sig: int = signal.SIGTERM) -> None:
 
 
 def test_demo_stops_its_server_and_worker(run) -> None:
-    if not port_free(8233):
-        pytest.skip("the demo's dev server needs Web UI port 8233, which is in use here")
     demo = run(["starter.py", "demo"], {"TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}"})
     demo.wait_for("[billing]")  # printed once the server and a worker are up
     assert len(demo.seen) >= 2  # the temporal server and the worker process (and their children)

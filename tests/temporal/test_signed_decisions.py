@@ -133,6 +133,7 @@ async def test_the_cli_signs_with_the_approvers_key_file(dev_env, task_queue, tm
     assert waiting.deadline - waiting.requested_at == timedelta(hours=24)
 
 
+@pytest.mark.system
 def test_python_m_ops_approver_keys_new_prints_a_usable_pair(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "starter.py", "approver-key", "maria"], cwd=ROOT, capture_output=True, text=True

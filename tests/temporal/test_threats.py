@@ -265,6 +265,7 @@ def service(tmp_path: Path) -> Iterator[OrdersService]:
     running.stop()
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("order_id", ["../refunds", "A-1/refund", "A-1?all=1", "A-1#x", "%2e%2e", "A" * 33, ""])
 def test_an_order_id_that_is_not_one_never_reaches_the_service(service: OrdersService, order_id: str) -> None:
     """`lookup_order("../refunds")` once became GET /refunds (httpx resolves dot segments): every customer's

@@ -3,7 +3,8 @@ terminated when that test ends (tests/conftest.py), so it cannot stop time skipp
 The tests run in pairs, in this order: the first leaves a run waiting on a 24-hour approval, as a test failing
 half-way would; the second finds it terminated and time skipping working. The second pair leaves a run whose tool
 is out when it is terminated, which holds the server's time-skipping lock for good (tests/conftest.py,
-SkippingServer); the test after it gets a fresh server and time skips."""
+SkippingServer); the test after it gets a fresh server and time skips. Under `pytest -n` the file runs on one
+worker, in this order (`--dist loadfile`, pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import uuid
 from datetime import timedelta
 
+import pytest
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowExecutionStatus
 
@@ -51,8 +53,12 @@ async def test_the_next_test_finds_it_terminated_and_time_still_skips(skipping_e
 
 # -- a run terminated with its tool in flight leaves the server's time-skipping lock held -----------------------
 LEFT_IN_FLIGHT: list[str] = []
+# Out of `make test-fast`: the pair takes about 20 s (the tool's wait, the 5-s probe that finds time stuck) and
+# the session's time-skipping server is replaced by a new process.
+after_a_stuck_server = pytest.mark.system
 
 
+@after_a_stuck_server
 async def test_a_test_that_ends_with_a_tool_in_flight(skipping_env, ledger, task_queue) -> None:
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await skipping_env.client.start_workflow(
@@ -73,6 +79,7 @@ async def test_a_test_that_ends_with_a_tool_in_flight(skipping_env, ledger, task
     LEFT_IN_FLIGHT.append(handle.id)
 
 
+@after_a_stuck_server
 async def test_the_next_test_still_skips_time(skipping_env, ledger, task_queue) -> None:
     assert LEFT_IN_FLIGHT, "runs after the test above"
     assert any(test.endswith("::test_a_test_that_ends_with_a_tool_in_flight") for test in STUCK_AFTER)

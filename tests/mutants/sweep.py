@@ -1,27 +1,22 @@
-"""`python -m bench mutate`: a small mutation tester for the core rules — do the tests notice a one-token change?
+"""`python -m tests.mutants sweep`: every single-token mutant of the core rules — do the tests notice?
 
 Each mutant changes one operator or constant of one line of a target file (a comparison flipped or loosened,
 `and`/`or` swapped, a `not` dropped, `True`/`False` swapped, `+`/`-` swapped, an integer moved by one, a
 reversal `[::-1]` dropped, a `raise` or `return` guard turned into `pass`). It runs that file's targeted
-tests against the mutant, in a scratch copy of the repository (the work tree is never touched), one mutant
-at a time, in a forked child of a process that imported the heavy libraries once. A mutant is *killed* when
-the tests fail (or time out), and *survives* when they pass: a change to a rule nobody would notice.
+tests against the mutant, in a scratch copy of the repository (tests/mutants/scratch.py), one mutant at a
+time. A mutant is *killed* when the tests fail (or time out), and *survives* when they pass: a change to a
+rule nobody would notice.
 
-    python -m bench mutate                       # every target; prints each survivor and the score
-    python -m bench mutate --only agentic/loop.py --limit 20
-    python -m bench mutate --json results/mutation.json
+    python -m tests.mutants sweep                       # every target; prints each survivor and the score
+    python -m tests.mutants sweep --only agentic/loop.py --limit 20
+    python -m tests.mutants sweep --json results/mutation.json
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
-import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,9 +24,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.cli import Command, register
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.mutants.scratch import ROOT, copy_repository, preload, run_tests
 
 # Each target and the tests that state its rules (fast ones: the whole set runs once per mutant).
 TARGETS: dict[str, list[str]] = {
@@ -245,92 +238,6 @@ def _mutations(node: ast.AST, lines: list[str]) -> Iterator[tuple[int, str, str,
             yield guard.lineno, line, " " * indent + "pass", f"{type(guard).__name__.lower()} -> pass"
 
 
-def _copy_repository(destination: Path) -> None:
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.splitlines()
-    for name in listed:
-        source = ROOT / name
-        if source.is_file():
-            target = destination / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-
-
-# The project's own packages: a forked test run imports these afresh from the scratch copy (mutant included);
-# everything else (temporalio, pydantic, openai, pytest: seconds of imports) is imported once, before forking.
-_OURS = {"agentic", "activities", "baseline", "bench", "examples", "ops", "starter", "tests", "worker", "workflows"}
-_PRELOAD = [
-    "pytest",
-    "pytest_asyncio",
-    "hypothesis",
-    "pydantic",
-    "temporalio.client",
-    "temporalio.worker",
-    "temporalio.testing",
-    "temporalio.contrib.pydantic",
-    "openai",
-    "httpx",
-    "fastapi",
-    "cryptography.hazmat.primitives.ciphers.aead",
-    "psycopg",
-    "jsonschema",
-    "mcp",
-]
-
-
-def preload() -> None:
-    for name in _PRELOAD:
-        with contextlib.suppress(Exception):  # an optional library: the test run imports it (or skips) itself
-            __import__(name)
-
-
-def _run_tests(copy: Path, tests: list[str], timeout: float) -> tuple[bool, str]:
-    """True when the tests pass, run by pytest in a forked child of this (preloaded) process, in its own
-    process group, with the copy's modules first on the path; a run past `timeout` is killed (group and all)."""
-    log = copy / ".mutate.log"
-    args = ["-x", "-q", "-p", "no:cacheprovider", "--timeout", str(timeout), *tests]
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 3
-        try:
-            os.setpgid(0, 0)
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            os.chdir(copy)
-            for name in [m for m in sys.modules if m.split(".")[0] in _OURS]:
-                del sys.modules[name]
-            sys.path[:] = [str(copy), *(p for p in sys.path if p not in ("", str(ROOT)))]
-            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-            import pytest
-
-            code = int(pytest.main(args))
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    deadline = time.monotonic() + timeout * 3
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return False, "timed out"
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):  # whatever the tests left running in the group
-        os.killpg(pid, signal.SIGKILL)
-    lines = log.read_text(errors="replace").strip().splitlines() if log.exists() else []
-    return os.waitstatus_to_exitcode(status) == 0, (lines or [""])[-1]
-
-
 def _apply(copy: Path, mutant: Mutant) -> str:
     path = copy / mutant.path
     original = path.read_text()
@@ -344,22 +251,24 @@ def _apply(copy: Path, mutant: Mutant) -> str:
 def _worker(mutants_: list[Mutant], timeout: float, results: list[Outcome], report: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="mutate-") as scratch:
         copy = Path(scratch)
-        _copy_repository(copy)
+        copy_repository(copy)
         baseline: dict[str, bool] = {}
         for mutant in mutants_:
             tests = TARGETS[mutant.path]
             if mutant.path not in baseline:  # the unmutated code must pass its tests, or nothing is measured
-                ok, tail = _run_tests(copy, tests, timeout)
-                if not ok:
-                    raise SystemExit(f"mutate: the tests of {mutant.path} fail without any mutant: {tail}")
+                unmutated = run_tests(copy, tests, timeout)
+                if not unmutated.passed:
+                    why = unmutated.last_line
+                    raise SystemExit(f"mutants: the tests of {mutant.path} fail without any mutant: {why}")
                 baseline[mutant.path] = True
             original = _apply(copy, mutant)
             started = time.monotonic()
             try:
-                passed, tail = _run_tests(copy, tests, timeout)
+                tested = run_tests(copy, tests, timeout)
             finally:
                 (copy / mutant.path).write_text(original)
-            outcome = Outcome(mutant, killed=not passed, seconds=round(time.monotonic() - started, 1), detail=tail)
+            seconds = round(time.monotonic() - started, 1)
+            outcome = Outcome(mutant, killed=not tested.passed, seconds=seconds, detail=tested.last_line)
             results.append(outcome)
             if report:
                 mark = "killed  " if outcome.killed else "SURVIVED"
@@ -370,12 +279,12 @@ def run(args: argparse.Namespace) -> int:
     targets = args.only or list(TARGETS)
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
-        print(f"mutate: no targeted tests for {unknown}; targets: {', '.join(TARGETS)}", file=sys.stderr)
+        print(f"mutants sweep: no targeted tests for {unknown}; targets: {', '.join(TARGETS)}", file=sys.stderr)
         return 2
     everything = [m for target in targets for m in mutants(target)]
     if args.limit:
         everything = everything[: args.limit]
-    print(f"mutate: {len(everything)} mutants of {len(targets)} files, one at a time", flush=True)
+    print(f"mutants sweep: {len(everything)} mutants of {len(targets)} files, one at a time", flush=True)
     if args.list:
         for m in everything:
             print(f"{m.name}: {m.after.strip()}")
@@ -406,11 +315,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(handler=run)
     parser.add_argument("--only", action="append", metavar="FILE", help="a target file (repeatable); default: all")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a quick look)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per test run before it counts as killed")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--json", help="also write the score and the survivors to this file")
-
-
-register(Command("mutate", "mutation testing of the core rules against their targeted tests", configure, run))
