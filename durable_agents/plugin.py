@@ -18,6 +18,7 @@ from typing import Any
 
 from temporalio import client as temporal_client
 from temporalio import worker as temporal_worker
+from temporalio import workflow
 from temporalio.plugin import SimplePlugin
 
 from config import observability
@@ -31,17 +32,23 @@ NAME = "durable-agents"
 
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     # Registered once, whether the plugin comes from the client, the worker, or both — and not at all where a
-    # subclass is registered already (a versioned worker's flavour of it, workflows/versioned.py).
+    # subclass is registered already (a versioned worker's flavour of it, workflows/versioned.py), or another
+    # workflow under its name (Temporal refuses two of one name on a worker).
     existing = list(existing or [])
-    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if not any(issubclass(e, w) for e in existing)]
+    names = {_name(e) for e in existing}
+    ours = (AgentWorkflow, WebhookWorkflow)
+    return existing + [w for w in ours if _name(w) not in names and not any(issubclass(e, w) for e in existing)]
+
+
+def _name(workflow_class: type) -> str | None:
+    definition = workflow._Definition.from_class(workflow_class)
+    return definition.name if definition is not None else None
 
 
 class DurableAgentsPlugin(SimplePlugin):
     def __init__(self, settings: Settings | None = None) -> None:
         settings = settings or Settings()
-        interceptors: list[temporal_client.Interceptor | temporal_worker.Interceptor] = [
-            observability.LoggingInterceptor()
-        ]
+        interceptors: list[temporal_client.Interceptor | temporal_worker.Interceptor] = [LoggingInterceptor()]
         if settings.otel:
             interceptors.append(observability.tracing_interceptor())
         super().__init__(
