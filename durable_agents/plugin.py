@@ -24,6 +24,7 @@ from temporalio.plugin import SimplePlugin
 from config import observability
 from config.connection import data_converter
 from config.settings import Settings
+from durable_agents.run_logging import LoggingInterceptor
 from workflows.agent import AgentWorkflow
 from workflows.webhook import WebhookWorkflow
 

@@ -32,7 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult
+from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic.saga import SagaPolicy
 from config.codec import AesGcmCodec, KeyRing, new_key
 from durable_agents.client import AgentClient
@@ -52,7 +52,7 @@ from tests.ops.test_cli import starter
 from tests.support.backends import Backend
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, ContinueAsNewPolicy
+from workflows.inputs import AgentInput
 
 FAST_DELETE = ["--dynamic-config-value", "history.transferProcessorEnsureCloseBeforeDelete=false"]
 
@@ -120,13 +120,14 @@ def stack_on(backend: Backend, client: Client, task_queue: str, tmp_path: Path) 
     return Stack(backend, client, AgentClient(client, task_queue=task_queue), stores, tmp_path / "archive")
 
 
-def serving(stack: Stack, task_queue: str) -> Worker:
+def serving(stack: Stack, task_queue: str, engine: EngineOptions | None = None) -> Worker:
     return build_worker(
         stack.client,
         task_queue=task_queue,
         agents=TEST_AGENTS,
         deps=DemoDeps(ledger=stack.stores.ledger),
         transcripts=Transcripts(stack.backend.transcript_store()),
+        engine=engine,
     )
 
 
@@ -457,10 +458,9 @@ async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
     """Every execution of a continue-as-new chain: all their histories in the record, all of them deleted —
     visibility lists only the chain's last one as due."""
     stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
-    async with serving(stack, task_queue):
-        handle = await stack.agents.start(
-            "migration", options={"records": 6}, continue_as_new=ContinueAsNewPolicy(max_history_events=40)
-        )
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))
+    async with serving(stack, task_queue, often):
+        handle = await stack.agents.start("migration", options={"records": 6})
         result = await handle.result()
     assert result.continued >= 2
     await eventually(lambda: visible_as_closed(client, {handle.run_id}), what="visibility to list the run as closed")
