@@ -23,6 +23,7 @@ from temporalio.worker import (
 )
 
 from activities.inputs import AgentResult, CompensationInput, ModelCallInput, ModelStep, ToolCallInput, ToolStep
+from agentic import ToolResult
 from agentic.loop import step_of
 from workflows.inputs import AgentInput
 
@@ -48,8 +49,11 @@ def _outcome(result: object) -> dict[str, Any]:
         return {"input_tokens": result.reply.input_tokens, "output_tokens": result.reply.output_tokens}
     if isinstance(result, ToolStep):
         return {"status": result.result.status.value}
-    status = getattr(result, "status", None)  # a compensation's ToolResult
-    return {"status": status.value} if status is not None else {}
+    if isinstance(result, ToolResult):  # a compensation's
+        return {"status": result.status.value}
+    if isinstance(result, AgentResult):  # an attached delegated run's
+        return {"status": result.status}
+    return {}
 
 
 def _error_fields(exc: BaseException) -> dict[str, Any]:
