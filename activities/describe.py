@@ -1,6 +1,7 @@
-"""The first thing a run does: ask the worker for its agent's spec — a local activity, so the answer is
-recorded in history (one marker, no extra round trip to the server) and a replay or a continuation uses
-that record, never whatever the agent's code says at replay time.
+"""The first thing a run does: ask the worker for its agent's spec and the worker's engine options — a local
+activity, so the answer is recorded in history (one marker, no extra round trip to the server) and a replay or
+a continuation uses that record, never whatever the agent's code or the worker's configuration says at replay
+time.
 
 It is also where a run that cannot work fails at once: an agent this worker does not serve, a model it
 does not declare, options the agent's options model rejects — and where a continuation proves it is one: the
@@ -18,24 +19,24 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 
 from activities.caller import agent_run_execution, describe, refused
-from activities.inputs import DescribeInput
+from activities.inputs import DescribedAgent, DescribeInput, EngineOptions
 from activities.served import ServedAgents
-from agentic.spec import AgentSpec
 
 
 class DescribeActivities:
-    def __init__(self, served: ServedAgents) -> None:
+    def __init__(self, served: ServedAgents, engine: EngineOptions | None = None) -> None:
         self.served = served
+        self.engine = engine or EngineOptions()
 
     @activity.defn(name="describe_agent")
-    async def describe_agent(self, input: DescribeInput) -> AgentSpec:
+    async def describe_agent(self, input: DescribeInput) -> DescribedAgent:
         if input.continued_from is not None:
             await _handed_over_by(input.continued_from)
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
         options = self.served.options(served, input.options)
         spec = served.agent.spec(options, model=input.model or model.name)
-        return spec.model_copy(update={"approver_keys": self.served.approver_keys})
+        return DescribedAgent(**dict(spec) | {"approver_keys": self.served.approver_keys, "engine": self.engine})
 
 
 async def _handed_over_by(previous: str) -> None:

@@ -1,21 +1,22 @@
 """One pydantic input (and output) per activity, so fields can be added without breaking running workflows;
-and the wire types the workflow and its activities both speak (a run's status and result, payload limits, a
-transcript part), here so that activities never import workflow code.
+and the wire types the workflow and its activities both speak (a run's status and result, the worker's engine
+options, a transcript part), here so that activities never import workflow code.
 
-Every scheduled activity writes its input into history, once per step: fields left at their defaults are
-omitted from the payload (`exclude_if`), so a long run's history pays only for what differs.
+Every model here derives from `OmitDefaults`: every scheduled activity writes its input into history, once per
+step, and fields left at their defaults are not written, so a long run's history pays only for what differs.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import ConfigDict, Field, PositiveInt
 
-from agentic import Message, ModelReply, ModelSettings, Run, ToolCall, ToolResult, ToolSchema, ToolSpec
+from agentic import Message, ModelReply, ModelSettings, Run, ToolCall, ToolResult, ToolSpec
 from agentic.approvals import AuditEntry, Decision
-from agentic.compact import Compact
+from agentic.omit_defaults import OmitDefaults
 from agentic.saga import CompensationStep
+from agentic.spec import AgentSpec
 from stores.transcripts import Transcripts
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
@@ -38,7 +39,7 @@ RunStatus = Literal[
 ]
 
 
-class PayloadLimits(Compact):
+class PayloadLimits(OmitDefaults):
     """Claim checks: contents over a threshold go to the transcript store and travel as a reference;
     over the hard cap they fail clearly and are not retried (Temporal's own limit is 2 MB a payload)."""
 
@@ -49,12 +50,41 @@ class PayloadLimits(Compact):
     hard_cap_bytes: PositiveInt = 16 * 1024 * 1024
 
 
-class TranscriptPart(BaseModel):
-    """By reference, what an activity gets: the stored transcript (`head`) and the messages added after
+class ContinueAsNewPolicy(OmitDefaults):
+    """When a run hands over to a fresh one: when Temporal suggests it, or at these marks — well under
+    the 10,240 events / 10 MB at which Temporal starts warning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_history_events: PositiveInt = 5000
+    max_history_bytes: PositiveInt = 4 * 1024 * 1024
+
+
+class EngineOptions(OmitDefaults):
+    """How a worker executes the runs it serves, whatever each run asks: its configuration
+    (`durable_agents.build_worker(engine=...)`), never a run's input. The activities apply `limits`; the
+    describe activity records the whole with the agent's spec, so a run decides when to hand over from that
+    record (on replay too), not from whichever worker replays it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limits: PayloadLimits = Field(default_factory=PayloadLimits)
+    continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
+
+
+class DescribedAgent(AgentSpec):
+    """What the describe activity answers, and history records: the agent's spec, and the worker's engine
+    options (absent from runs recorded before they were: the defaults)."""
+
+    engine: EngineOptions = Field(default_factory=EngineOptions)
+
+
+class TranscriptPart(OmitDefaults):
+    """What an activity gets of the run's transcript: the stored part (`head`) and the messages added after
     it that are not stored yet (usually none)."""
 
     head: str
-    unsaved: list[Message] = Field(default_factory=list, exclude_if=lambda v: not v)
+    unsaved: list[Message] = Field(default_factory=list)
 
 
 class AgentResult(Run):
@@ -66,12 +96,12 @@ class AgentResult(Run):
     audit: list[AuditEntry] = Field(default_factory=list, description="Every approval decision and expiry.")
     compensations_remaining: list[CompensationStep] = Field(default_factory=list)
     transcript_ref: str | None = Field(
-        None, description="By reference, the transcript is the store's messages at this head, then `messages`."
+        None, description="The transcript is the store's messages at this head, then `messages`."
     )
     continued: int = Field(0, description="How many times the run continued as new.")
 
     def transcript_messages(self, transcripts: Transcripts | None = None) -> list[Message]:
-        """The whole transcript, claim-checked contents restored (by reference, read from the store)."""
+        """The whole transcript, claim-checked contents restored (read from the store)."""
         if self.transcript_ref is None:
             return self.messages
         if transcripts is None:
@@ -85,87 +115,76 @@ class AgentResult(Run):
         return transcripts.load(self.transcript_ref) + tail
 
 
-def _unset(value: Any) -> bool:
-    return value is None or value == [] or value == {}
-
-
-class DescribeInput(BaseModel):
+class DescribeInput(OmitDefaults):
     agent: str
-    model: str | None = Field(None, exclude_if=_unset, description="A model the worker declares, by name.")
-    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    model: str | None = Field(None, description="A model the worker declares, by name.")
+    options: dict[str, Any] = Field(default_factory=dict)
     continued_from: str | None = Field(
-        None, exclude_if=_unset, description="A continuation: the run it continues (checked with the server)."
+        None, description="A continuation: the run it continues (checked with the server)."
     )
 
 
-class ModelCallInput(BaseModel):
+class ModelCallInput(OmitDefaults):
     run_id: str
     agent: str
+    transcript: TranscriptPart
     call_index: int = Field(description="Model calls this run made before this one; scripted models key on it.")
-    model: str | None = Field(None, exclude_if=_unset, description="The run's model, by name; None: the agent's.")
-    messages: list[Message] = Field(default_factory=list, exclude_if=_unset, description="Inline: the transcript.")
-    transcript: TranscriptPart | None = Field(None, exclude_if=_unset, description="By reference.")
-    limits: PayloadLimits | None = Field(None, exclude_if=_unset)
-    settings: ModelSettings | None = Field(None, exclude_if=_unset, description="How the model is asked.")
-    tools: list[ToolSchema] = Field(
-        default_factory=list, exclude_if=_unset, description="Inline: the MCP tools the run recorded at its start."
-    )
+    step: int | None = Field(None, description="The step this call opens, counting carried-over steps (for logs).")
+    model: str | None = Field(None, description="The run's model, by name; None: the agent's.")
+    settings: ModelSettings | None = Field(None, description="How the model is asked.")
     tools_ref: str | None = Field(
-        None, exclude_if=_unset, description="By reference: the same, as one document in the transcript store."
+        None, description="The MCP tools the run recorded at its start, one document in the transcript store."
     )
 
 
-class ModelStep(BaseModel):
+class ModelStep(OmitDefaults):
     reply: ModelReply
-    head: str | None = Field(None, exclude_if=_unset, description="By reference: stored up to and with the reply.")
+    head: str | None = Field(
+        None, description="The transcript stored up to and with the reply (None only in older histories)."
+    )
 
 
-class ToolCallInput(BaseModel):
+class ToolCallInput(OmitDefaults):
     run_id: str
     agent: str
     call: ToolCall
     idempotency_key: str
+    transcript: TranscriptPart = Field(description="Where to store the tool's message.")
     decision: Decision | None = Field(
         None,
-        exclude_if=_unset,
         description="The approval that took effect, for a tool that requires one: the activity checks it against "
         "the run the server reports and the worker's approver keys before the tool acts.",
     )
-    transcript: TranscriptPart | None = Field(
-        None, exclude_if=_unset, description="By reference: where to store the tool's message."
-    )
-    limits: PayloadLimits | None = Field(None, exclude_if=_unset, description="Claim-check large outputs.")
-    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset, description="The run's options.")
+    options: dict[str, Any] = Field(default_factory=dict, description="The run's options.")
     tool: ToolSpec | None = Field(
-        None, exclude_if=_unset, description="An MCP tool: its spec as the run recorded it (server, schema, flags)."
+        None, description="An MCP tool: its spec as the run recorded it (server, schema, flags)."
     )
 
 
-class ToolStep(BaseModel):
+class ToolStep(OmitDefaults):
     result: ToolResult
-    head: str | None = Field(None, exclude_if=_unset, description="By reference: stored up to and with the result.")
+    head: str | None = Field(
+        None, description="The transcript stored up to and with the result (None: cancelled, nothing stored)."
+    )
 
 
-class CompensationInput(BaseModel):
+class CompensationInput(OmitDefaults):
     run_id: str
     agent: str
     step: CompensationStep
-    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset)
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
-class MCPListInput(BaseModel):
+class MCPListInput(OmitDefaults):
     run_id: str
     agent: str
-    keep_schemas: bool = Field(
-        False, exclude_if=lambda v: not v, description="By reference: store the schemas for the model activity."
-    )
 
 
-class MCPListing(BaseModel):
+class MCPListing(OmitDefaults):
     tools: dict[str, ToolSpec] = Field(description="The agent's MCP tools, by prefixed name, as listed now.")
 
 
-class AttachInput(BaseModel):
+class AttachInput(OmitDefaults):
     """Attach to a delegated run that already exists under the id a parent derived for its call."""
 
     run_id: str = Field(description="The child's run id.")
@@ -173,7 +192,7 @@ class AttachInput(BaseModel):
     call_id: str
 
 
-class WebhookInput(BaseModel):
+class WebhookInput(OmitDefaults):
     """One terminal-state event of a run, to POST to the run's webhook: the notifier workflow's input, and
     its delivery activity's."""
 
@@ -182,6 +201,6 @@ class WebhookInput(BaseModel):
     payload: dict[str, Any]
 
 
-class WebhookDelivered(BaseModel):
+class WebhookDelivered(OmitDefaults):
     status_code: int
     attempt: int

@@ -28,7 +28,7 @@ from stores.transcripts import Transcripts
 
 
 class MCPActivities:
-    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts) -> None:
         self.served = served
         self.transcripts = transcripts
 
@@ -42,7 +42,6 @@ class MCPActivities:
             raise ApplicationError(str(exc), type="MCPConfigError", non_retryable=True) from None
         except MCPUnavailable as exc:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
-        if input.keep_schemas and self.transcripts is not None:
-            # The model activity reads them by this document's hash, which the workflow computes itself.
-            await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
+        # The model activity reads them by this document's hash, which the workflow computes itself.
+        await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
         return MCPListing(tools=tools)

@@ -1,8 +1,8 @@
 """The model activity: one model call, retried by Temporal (the provider's own retries are off).
 
 The model is the agent's own (any `Model`), or one the run chose by name among those the worker declares.
-By reference, the input is a transcript head plus the messages added since; this activity stores those,
-reads the whole transcript from the store, calls the model, stores the reply (claim-checked if large) and
+The input is a transcript head plus the messages added since; this activity stores those, reads the whole
+transcript from the store, calls the model, stores the reply (claim-checked over the worker's limits) and
 returns the new head. Retries and replays hand it the same input, and every write is idempotent.
 
 Any `AgentWorkflow` may schedule it — including one a stranger with frontend access runs on a queue of their
@@ -24,17 +24,18 @@ from activities.caller import calling_run
 from activities.heartbeat import heartbeating
 from activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from activities.served import ServedAgents
-from activities.stored_here import stored_here
-from agentic import Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from activities.transcripts import claim_checked, stored_here
+from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.loop import admitted
 from agentic.models.base import ask
-from stores.transcripts import PayloadTooLarge, Transcripts
+from stores.transcripts import Transcripts
 
 
 class ModelActivities:
-    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
         self.served = served
         self.transcripts = transcripts
+        self.limits = limits or PayloadLimits()
         self._schemas: dict[str, list[ToolSchema]] = {}
 
     @activity.defn(name="call_model")
@@ -42,27 +43,27 @@ class ModelActivities:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
-        # The MCP tools are those the run recorded when it started, never what the servers list today.
-        recorded = input.tools or (await asyncio.to_thread(self._recorded, input.tools_ref) if input.tools_ref else [])
-        schemas = served.agent.schemas(recorded)
-        if input.transcript is None:
-            reply = await heartbeating(
-                asyncio.to_thread(self._ask, model, input.messages, schemas, input.call_index, input.settings)
-            )
-            return ModelStep(reply=reply)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
-        return await heartbeating(asyncio.to_thread(self._by_reference, model, schemas, input))
+        return await heartbeating(asyncio.to_thread(self._call, served.agent, model, input))
 
-    def _by_reference(self, model: Model, schemas: list[ToolSchema], input: ModelCallInput) -> ModelStep:
-        assert input.transcript is not None
-        transcripts = self._store()
+    def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
+        # The MCP tools are those the run recorded when it started, never what the servers list today.
+        schemas = agent.schemas(self._recorded(input.tools_ref) if input.tools_ref else [])
+        transcripts, limits = self.transcripts, self.limits
         with stored_here():
             # Written as the run's own rows: retention deletes them with the run, never while it is kept.
             head = transcripts.append(input.transcript.head, input.transcript.unsaved, input.run_id)
             messages = transcripts.load(head)
         reply = self._ask(model, messages, schemas, input.call_index, input.settings)
-        stub = _claim_checked(transcripts, reply.message, input.limits or PayloadLimits(), input.run_id)
+        stub = claim_checked(
+            transcripts,
+            reply.message,
+            limits.model_reply_bytes,
+            limits.hard_cap_bytes,
+            "the model's reply",
+            input.run_id,
+        )
         head = transcripts.append(head, [stub], input.run_id)
         return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
 
@@ -96,25 +97,6 @@ class ModelActivities:
     def _recorded(self, ref: str) -> list[ToolSchema]:
         # A ref names one immutable document, so a cached copy is never stale.
         if ref not in self._schemas:
-            document = self._store().resolve("", ref)
+            document = self.transcripts.resolve("", ref)
             self._schemas[ref] = [ToolSchema.model_validate(s) for s in json.loads(document)]
         return self._schemas[ref]
-
-    def _store(self) -> Transcripts:
-        if self.transcripts is None:
-            raise ApplicationError(
-                "this worker has no transcript store; start it with one (durable_agents.build_worker(transcripts=...))",
-                type="ConfigurationError",
-                non_retryable=True,
-            )
-        return self.transcripts
-
-
-def _claim_checked(transcripts: Transcripts, message: Message, limits: PayloadLimits, run_id: str) -> Message:
-    try:
-        content, ref = transcripts.claim_check(
-            message.content, limits.model_reply_bytes, limits.hard_cap_bytes, "the model's reply", run_id
-        )
-    except PayloadTooLarge as exc:
-        raise ApplicationError(str(exc), type="PayloadTooLarge", non_retryable=True) from exc
-    return message if ref is None else message.model_copy(update={"content": content, "content_ref": ref})

@@ -20,12 +20,12 @@ from activities.heartbeat import heartbeating
 from activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
 from activities.recorded import recorded_tool_call
 from activities.served import ServedAgent, ServedAgents
-from activities.stored_here import stored_here
+from activities.transcripts import claim_checked, stored_here
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.approvals import effect_refusal
 from agentic.loop import idempotency_key
 from agentic.undo import undo_key
-from stores.transcripts import PayloadTooLarge, Transcripts
+from stores.transcripts import Transcripts
 
 NOT_APPROVED = "NotApproved"  # a tool that requires confirmation was not shown a valid approval: nothing was done
 
@@ -34,9 +34,10 @@ class ToolActivities:
     """The worker's agents and their services are injected here once; tools reach the services through
     `ToolContext.deps` and the run's options through `ToolContext.options`."""
 
-    def __init__(self, served: ServedAgents, transcripts: Transcripts | None = None) -> None:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
         self.served = served
         self.transcripts = transcripts
+        self.limits = limits or PayloadLimits()
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
@@ -84,21 +85,23 @@ class ToolActivities:
         return self._finish(input, result)
 
     def _require_transcript(self, input: ToolCallInput) -> None:
-        if input.transcript is not None:
-            # Before the effect: a run whose transcript this worker cannot read fails without acting.
-            with stored_here():
-                self._store().require(input.transcript.head)
+        # Before the effect: a run whose transcript this worker cannot read fails without acting.
+        with stored_here():
+            self.transcripts.require(input.transcript.head)
 
     def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
-        if input.transcript is None:
-            return ToolStep(result=result)
-        # By reference, the tool's message is stored here, so its content enters history at most once
-        # (as this result; as a preview when large) and the next model call carries only a head.
-        result = self._claim_checked(result, input.limits or PayloadLimits(), input.run_id)
-        head = self._store().append(
+        # The tool's message is stored here, so its content enters history at most once (as this result; as a
+        # preview when large) and the next model call carries only a head. Over the hard cap: the effect (if
+        # any) is recorded under its key, and retrying would only make the same output again.
+        what = f"the output of {result.name}"
+        limits = self.limits
+        result = claim_checked(
+            self.transcripts, result, limits.tool_output_bytes, limits.hard_cap_bytes, what, input.run_id
+        )
+        head = self.transcripts.append(
             input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
         )
         return ToolStep(result=result, head=head)
@@ -121,21 +124,6 @@ class ToolActivities:
             attempt=activity.info().attempt,
             compensates=compensates,
         )
-
-    def _store(self) -> Transcripts:
-        if self.transcripts is None:
-            raise ApplicationError("this worker has no transcript store", type="ConfigurationError", non_retryable=True)
-        return self.transcripts
-
-    def _claim_checked(self, result: ToolResult, limits: PayloadLimits, run_id: str) -> ToolResult:
-        try:
-            content, ref = self._store().claim_check(
-                result.content, limits.tool_output_bytes, limits.hard_cap_bytes, f"the output of {result.name}", run_id
-            )
-        except PayloadTooLarge as exc:
-            # The effect (if any) is recorded under its key; retrying would only make the same output again.
-            raise ApplicationError(str(exc), type="PayloadTooLarge", non_retryable=True) from exc
-        return result if ref is None else result.model_copy(update={"content": content, "content_ref": ref})
 
     @activity.defn(name="compensate")
     async def compensate(self, input: CompensationInput) -> ToolResult:
@@ -165,7 +153,7 @@ class ToolActivities:
         registry = served.agent.registry
         context = self._context(served, owner, step.call.identity, step.key, recorded.options, compensates=original_key)
         original = step.result
-        if step.result_ref is not None and self.transcripts is not None:
+        if step.result_ref is not None:
             with stored_here():
                 original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
         result = await heartbeating(

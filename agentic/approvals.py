@@ -1,7 +1,7 @@
 """Durable human approval, as pure rules: pending requests with deadlines, decisions checked against
 exactly the arguments the approver saw, outcomes that are distinct and final, and an audit trail.
 
-Lesson 000's gate could not tell "declined" from "not answered yet"; here `approved`, `declined` and
+A yes/no gate cannot tell "declined" from "not answered yet"; here `approved`, `declined` and
 `expired` are separate, final outcomes, and a decision that does not match a pending request changes
 nothing and is recorded as rejected, with why. Time is passed in, never read: runners give workflow time
 (Temporal) or wall-clock time (checkpoints), and the rules stay deterministic.
@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
 
-from agentic.compact import Compact
 from agentic.messages import ToolCall, canonical_json
+from agentic.omit_defaults import OmitDefaults
 from agentic.signing import ApproverKey, signature_problem, signed_text
 
 DEFAULT_TIMEOUT = 24 * 3600.0
@@ -36,7 +36,7 @@ class Outcome(StrEnum):
     EXPIRED = "expired"
 
 
-class ApprovalPolicy(Compact):
+class ApprovalPolicy(OmitDefaults):
     """Per run: how long to wait, per tool if needed, and whether a decline or an expiry abandons the run.
 
     The default continues: the model is told the action did not happen and says so, nothing already done
@@ -55,7 +55,7 @@ class ApprovalPolicy(Compact):
         return self.tool_timeouts.get(tool) or declared or self.timeout_seconds
 
 
-class Decision(BaseModel):
+class Decision(OmitDefaults):
     """What a human sends: which call, yes or no, who, why, and the hash of the arguments they saw."""
 
     model_config = ConfigDict(frozen=True)
@@ -69,12 +69,8 @@ class Decision(BaseModel):
     client: str | None = Field(None, description="The sending client's identity, as it states it (unverified).")
     # Which execution and which request the decision answers, as the pending request showed them: signed with
     # the rest, so a signature counts for this request of this execution only (unset on older decisions).
-    execution: str | None = Field(
-        None, exclude_if=lambda v: v is None, description="The run's first execution id (`PendingApproval`)."
-    )
-    deadline: datetime | None = Field(
-        None, exclude_if=lambda v: v is None, description="The deadline of the request it answers."
-    )
+    execution: str | None = Field(None, description="The run's first execution id (`PendingApproval`).")
+    deadline: datetime | None = Field(None, description="The deadline of the request it answers.")
 
     @classmethod
     def answering(
@@ -113,7 +109,7 @@ class Decision(BaseModel):
         return self.model_copy(update={"signature": key.sign(self.signed_text(run_id))})
 
 
-class PendingApproval(BaseModel):
+class PendingApproval(OmitDefaults):
     model_config = ConfigDict(frozen=True)
 
     run_id: str
@@ -125,13 +121,10 @@ class PendingApproval(BaseModel):
     deadline: datetime
     # A delegated run's approvals name the tree they belong to; unset on a run nobody delegated (its own
     # root), so such a run publishes what it always did. Clients fill both in (`in_tree`).
-    root_run_id: str | None = Field(None, exclude_if=lambda v: v is None, description="The run at the top.")
-    path: list[str] = Field(
-        default_factory=list, exclude_if=lambda v: not v, description="Run ids from the root down to this run."
-    )
+    root_run_id: str | None = Field(None, description="The run at the top.")
+    path: list[str] = Field(default_factory=list, description="Run ids from the root down to this run.")
     execution: str | None = Field(
         None,
-        exclude_if=lambda v: v is None,
         description="The run's first execution id, where signatures are bound to it: a decision signs it, and "
         "this request's deadline, with the rest.",
     )
@@ -170,7 +163,7 @@ class AuditEntry(BaseModel):
     client: str | None = None  # the client the decision came from, as it says (unverified)
 
 
-class ApprovalBook(BaseModel):
+class ApprovalBook(OmitDefaults):
     """The approval state of one run; a pydantic model, so it checkpoints and continues-as-new whole."""
 
     pending: dict[str, PendingApproval] = Field(default_factory=dict)
@@ -183,18 +176,15 @@ class ApprovalBook(BaseModel):
     )
     path: list[str] = Field(
         default_factory=list,
-        exclude_if=lambda v: not v,
         description="A delegated run: run ids from the root down to it, which its requests carry.",
     )
     execution: str = Field(
         "",
-        exclude_if=lambda v: not v,
         description="The run's first execution id: when set (with approver keys), a signature counts only over it "
         "and the deadline of the request it answers.",
     )
     decisions: dict[str, Decision] = Field(
         default_factory=dict,
-        exclude_if=lambda v: not v,
         description="The approvals that took effect, by call: what the tool activity is shown before it acts.",
     )
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pydantic import ConfigDict, Field
 
 from agentic.budget import Budget, Stop, Usage
-from agentic.compact import Compact
 from agentic.messages import ToolCall
+from agentic.omit_defaults import OmitDefaults
 from agentic.undo import CompensationStep
 
 TASK = "task"
@@ -38,7 +38,7 @@ def child_run_id(parent_run_id: str, call_uid: str) -> str:
     return f"{parent_run_id}{SEPARATOR}{call_uid}"
 
 
-class DelegateRef(Compact):
+class DelegateRef(OmitDefaults):
     """What a tool spec records about a delegation: the agent it hands the task to (by name: durable runners
     find it among the agents they serve), the most one call may reserve (the per-delegation cap combined
     with the child agent's own budget), and the options its runs get."""
@@ -50,7 +50,7 @@ class DelegateRef(Compact):
     options: dict[str, object] = Field(default_factory=dict)
 
 
-class Delegation(Compact):
+class Delegation(OmitDefaults):
     """Set on a delegated run: where it sits in the tree, so its approvals name their root and path."""
 
     model_config = ConfigDict(frozen=True)
@@ -78,7 +78,7 @@ def child_delegation(parent: Delegation | None, parent_run_id: str, call: ToolCa
     return Delegation(path=path, call_id=call.identity, tool=call.name)
 
 
-class Delegated(Compact):
+class Delegated(OmitDefaults):
     """What came of a delegation, attached to the parent's tool result and record: the child's run, how it
     stopped, what it consumed (charged to the parent) and, when it answered, what undoing it would take —
     its effects newest first, its own children's at their positions — should the parent be abandoned later.

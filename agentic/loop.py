@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic.budget import Budget, Stop, Usage
-from agentic.compact import Compact
 from agentic.delegation import Delegated
 from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ToolSchema
+from agentic.omit_defaults import OmitDefaults
 from agentic.results import ToolResult, ToolStatus
 from agentic.tools import ToolSpec
 
@@ -98,6 +98,12 @@ def call_uid(step: int, position: int) -> str:
     return f"{step}.{position}"
 
 
+def step_of(uid: str) -> int | None:
+    """The step a call was asked for at, from its `call_uid`; None for a call the loop never queued."""
+    step, dot, position = uid.partition(".")
+    return int(step) if dot and step.isdigit() and position.isdigit() else None
+
+
 def initial_messages(system: str | None, task: str, history: Sequence[Message] | None = None) -> list[Message]:
     """System message, then the history in order, then the task."""
     head = [Message(role="system", content=system)] if system else []
@@ -133,7 +139,7 @@ class Finish(BaseModel):
 NextStep = CallModel | RunTool | Finish
 
 
-class ToolRecord(Compact):
+class ToolRecord(OmitDefaults):
     """A resolved call, in order. Mutating calls that succeeded are what a saga may need to undo."""
 
     model_config = ConfigDict(frozen=True)

@@ -11,7 +11,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from agentic.omit_defaults import OmitDefaults
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -21,7 +23,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-class ToolCall(BaseModel):
+class ToolCall(OmitDefaults):
     """A model's request to run one tool.
 
     `arguments` is a dict when the model produced valid JSON, or the raw string when it did not, so a
@@ -38,7 +40,7 @@ class ToolCall(BaseModel):
     id: str
     name: str
     arguments: dict[str, Any] | str = {}
-    uid: str = Field("", exclude_if=lambda v: not v)
+    uid: str = ""
 
     def __init__(self, id: str = "", name: str = "", arguments: Any = None, **data: Any) -> None:
         super().__init__(id=id, name=name, arguments={} if arguments is None else arguments, **data)
@@ -76,7 +78,7 @@ class ToolCall(BaseModel):
 
 
 class Message(BaseModel):
-    """One entry of the transcript. Positional `Message(role, content)` works, as in the lessons."""
+    """One entry of the transcript. Positional `Message(role, content)` works too."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agentic.budget import Stop
 from agentic.delegation import Delegated
 from agentic.messages import Message, ToolCall
+from agentic.omit_defaults import OmitDefaults
 
 DECLINED_TEXT = "Error: the user declined this action."
 
@@ -37,7 +38,7 @@ class ToolStatus(StrEnum):
         return self in (ToolStatus.DECLINED, ToolStatus.EXPIRED)
 
 
-class ToolResult(BaseModel):
+class ToolResult(OmitDefaults):
     """What came of a call: `content` is what the model reads; `status` is what runners act on."""
 
     model_config = ConfigDict(frozen=True)
@@ -47,9 +48,7 @@ class ToolResult(BaseModel):
     content: str
     status: ToolStatus = ToolStatus.OK
     content_ref: str | None = None  # the full output, when `content` is only a preview (claim check)
-    delegation: Delegated | None = Field(
-        None, exclude_if=lambda v: v is None, description="A delegation's child run: charged to this run's budget."
-    )
+    delegation: Delegated | None = Field(None, description="A delegation's child run: charged to this run's budget.")
 
     @property
     def ok(self) -> bool:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agentic.budget import Stop, Usage
 from agentic.loop import LoopState, ToolRecord, trajectory
 from agentic.messages import Message
+from agentic.omit_defaults import OmitDefaults
 from agentic.saga import CompensationPlan, CompensationRecord
 
 
-class Run(BaseModel):
+class Run(OmitDefaults):
     model_config = ConfigDict(frozen=True)
 
     messages: list[Message]
@@ -23,12 +24,10 @@ class Run(BaseModel):
     not_compensable: list[str] = Field(default_factory=list)
     undo: CompensationPlan | None = Field(
         None,
-        exclude_if=lambda v: v is None,
         description="A delegated run that answered: what undoing it would take, should its parent be abandoned.",
     )
     children: dict[str, Run] = Field(
         default_factory=dict,
-        exclude_if=lambda v: not v,
         description="In-process: the runs this run delegated to, by run id (durable runners keep them as runs).",
     )
 

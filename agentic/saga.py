@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from agentic.budget import Stop, Usage
-from agentic.compact import Compact
 from agentic.delegation import Delegated, owned
 from agentic.loop import GIVE_UP, ToolRecord, idempotency_key
+from agentic.omit_defaults import OmitDefaults
 from agentic.results import ToolStatus
 from agentic.tools import ToolSpec
 from agentic.undo import CompensationStep, undo_key
@@ -41,7 +41,7 @@ __all__ = [
 _MAY_HAVE_EFFECT = (ToolStatus.OK, ToolStatus.CANCELLED)
 
 
-class SagaPolicy(Compact):
+class SagaPolicy(OmitDefaults):
     """How hard to try each compensation before declaring the run `compensation_failed`."""
 
     model_config = ConfigDict(frozen=True)

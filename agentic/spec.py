@@ -14,13 +14,13 @@ from pydantic import ConfigDict, Field
 
 from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget
-from agentic.compact import Compact
 from agentic.models.base import ModelSettings
+from agentic.omit_defaults import OmitDefaults
 from agentic.saga import SagaPolicy
 from agentic.tools import ToolSpec
 
 
-class AgentSpec(Compact):
+class AgentSpec(OmitDefaults):
     model_config = ConfigDict(frozen=True)
 
     name: str

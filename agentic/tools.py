@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from agentic.delegation import DelegateRef
 from agentic.errors import AgenticError, ToolDefinitionError
 from agentic.models.base import ToolSchema
+from agentic.omit_defaults import OmitDefaults
 
 
 class ToolCancelled(AgenticError):
@@ -80,7 +81,7 @@ class MCPToolRef(BaseModel):
     tool: str
 
 
-class ToolSpec(BaseModel):
+class ToolSpec(OmitDefaults):
     """Pure data about a tool: what the agent loop and the durable runners decide with."""
 
     model_config = ConfigDict(frozen=True)
@@ -94,10 +95,8 @@ class ToolSpec(BaseModel):
     approval_timeout: float | None = None
     compensable: bool = False
     # Left out of the payload when unset, so the specs of an agent's own tools serialise as they always did.
-    mcp: MCPToolRef | None = Field(None, exclude_if=lambda v: v is None, description="Set: a tool of an MCP server.")
-    delegate: DelegateRef | None = Field(
-        None, exclude_if=lambda v: v is None, description="Set: another agent, called with a task (`Agent.as_tool`)."
-    )
+    mcp: MCPToolRef | None = Field(None, description="Set: a tool of an MCP server.")
+    delegate: DelegateRef | None = Field(None, description="Set: another agent, called with a task (`Agent.as_tool`).")
 
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from agentic.messages import ToolCall
+from agentic.omit_defaults import OmitDefaults
 
 
 def undo_key(original_key: str) -> str:
     return f"{original_key}:undo"
 
 
-def _unset(value: Any) -> bool:
-    return value is None or value == {}
-
-
-class CompensationStep(BaseModel):
+class CompensationStep(OmitDefaults):
     model_config = ConfigDict(frozen=True)
 
     call: ToolCall
@@ -34,6 +31,6 @@ class CompensationStep(BaseModel):
     # Set on the undos of a delegated run's effects, which its parent executes: whose effect it is (the
     # child's run id), which agent's tool declares the compensation, and that run's options. Unset: the
     # planning run's own effect (and the payload is what it always was).
-    run_id: str | None = Field(None, exclude_if=_unset, description="The run that made the effect.")
-    agent: str | None = Field(None, exclude_if=_unset, description="The agent whose tool undoes it.")
-    options: dict[str, Any] = Field(default_factory=dict, exclude_if=_unset, description="That run's options.")
+    run_id: str | None = Field(None, description="The run that made the effect.")
+    agent: str | None = Field(None, description="The agent whose tool undoes it.")
+    options: dict[str, Any] = Field(default_factory=dict, description="That run's options.")

@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS runs (
     created_at      TEXT NOT NULL,
     updated_at      TEXT NOT NULL,
     finished_at     TEXT,
-    used_steps      INTEGER NOT NULL DEFAULT 0,  -- consumption carried forward (lesson 000)
+    used_steps      INTEGER NOT NULL DEFAULT 0,  -- consumption carried forward: a resumed run gets no fresh allowance
     input_tokens    INTEGER NOT NULL DEFAULT 0,
     output_tokens   INTEGER NOT NULL DEFAULT 0,
     cost            REAL NOT NULL DEFAULT 0,

@@ -1,5 +1,5 @@
 """`bench history`: how workflow history grows with model calls — by reference (ours) vs the naive way
-(the whole transcript handed to every model call, as public Temporal agent integrations do).
+(the whole transcript handed to every model call, as public Temporal agent integrations do: bench/naive.py).
 
     python -m bench history --calls 1000 --message-bytes 1000
 
@@ -25,18 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.worker import Worker
 
-from activities.inputs import AgentResult
+from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from bench.cli import Command, register
+from bench.naive import NaiveActivities, NaiveAgentWorkflow, NaiveInput
 from durable_agents.client import AgentClient
 from durable_agents.errors import RunFailed
 from durable_agents.testing import start_dev_server
 from durable_agents.worker import build_worker
 from examples.effects import tool_results
 from stores.transcripts import SqliteTranscriptStore, Transcripts, encode
-from workflows.inputs import ContinueAsNewPolicy
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
 _PAGE = re.compile(r"^page (\d+) of (\d+):")
@@ -117,23 +118,23 @@ async def chain(client: Client, workflow_id: str) -> list[Any]:
     return histories
 
 
-async def measure(
-    client: Client, task_queue: str, calls: int, size: int, mode: str, policy: ContinueAsNewPolicy
-) -> dict[str, Any]:
+async def measure(client: Client, task_queue: str, calls: int, size: int, mode: str) -> dict[str, Any]:
+    """One run of ARCHIVE: ours (`mode="reference"`, on `task_queue`) or the naive workflow (on its own queue)."""
     workflow_id = f"history-{mode}-{uuid.uuid4().hex[:8]}"
+    options = {"calls": calls, "page_bytes": size}
     started = time.perf_counter()
     failure = None
     result: AgentResult | None = None
-    run = await AgentClient(client, task_queue=task_queue).start(
-        ARCHIVE,
-        run_id=workflow_id,
-        options={"calls": calls, "page_bytes": size},
-        transcript=mode,
-        continue_as_new=policy,
-    )
     try:
-        result = await run.result()
-    except RunFailed as exc:
+        if mode == "naive":
+            naive = NaiveInput(spec=ARCHIVE.spec(options), options=options)
+            await client.execute_workflow(
+                NaiveAgentWorkflow.run, naive, id=workflow_id, task_queue=f"{task_queue}-naive"
+            )
+        else:
+            run = await AgentClient(client, task_queue=task_queue).start(ARCHIVE, run_id=workflow_id, options=options)
+            result = await run.result()
+    except (RunFailed, WorkflowFailureError) as exc:
         failure = str(exc)
     histories = await chain(client, workflow_id)
     runs = [{"events": len(h.events), "bytes": sum(e.ByteSize() for e in h.events)} for h in histories]
@@ -178,11 +179,21 @@ async def run(args: argparse.Namespace) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             transcripts = Transcripts(SqliteTranscriptStore(Path(tmp) / "transcripts.db"))
-            async with build_worker(env.client, task_queue="history", agents=[ARCHIVE], transcripts=transcripts):
-                policy = ContinueAsNewPolicy(max_history_events=args.continue_as_new_events)
-                ours = await measure(env.client, "history", args.calls, args.message_bytes, "reference", policy)
+            engine = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=args.continue_as_new_events))
+            ours_worker = build_worker(
+                env.client, task_queue="history", agents=[ARCHIVE], transcripts=transcripts, engine=engine
+            )
+            naive_activities = NaiveActivities(ARCHIVE)
+            naive_worker = Worker(
+                env.client,
+                task_queue="history-naive",
+                workflows=[NaiveAgentWorkflow],
+                activities=[naive_activities.call_model, naive_activities.run_tool],
+            )
+            async with ours_worker, naive_worker:
+                ours = await measure(env.client, "history", args.calls, args.message_bytes, "reference")
                 naive = await measure(
-                    env.client, "history", min(args.calls, args.naive_calls), args.message_bytes, "inline", policy
+                    env.client, "history", min(args.calls, args.naive_calls), args.message_bytes, "naive"
                 )
             result = ours["result"]
             if result is None:

@@ -4,9 +4,10 @@
   activity code logs through `workflow.logger` / `activity.logger`, whose records carry the workflow and
   activity; `JsonFormatter` turns those into fields: `run_id` (our run id: the workflow id),
   `workflow_run_id` (Temporal's run id of this execution), `activity_type`, `attempt`, … plus every
-  `extra=` field (`step`, `tool`, `key`, `status`, …). `LoggingInterceptor` logs each model call, tool call
-  and compensation (start and finish, with step / key / status) and each run's start and end.
-  Arguments, results and error messages are never logged: they are what the payload codec encrypts.
+  `extra=` field (`step`, `tool`, `key`, `status`, …). `durable_agents.run_logging.LoggingInterceptor` logs
+  each model call, tool call and compensation (start and finish, with step / model / key / status) and each
+  run's start and end. Arguments, results and error messages are never logged: they are what the payload
+  codec encrypts.
   `RedactFailures` (on the handler `configure_logging` installs) enforces it for every logger, the SDK's
   included: an exception is logged as its type and Temporal error type, never its message or traceback,
   unless `LOG_LEVEL=DEBUG` (then whoever reads the logs sees everything). Likewise `RedactUrls` for the
@@ -28,7 +29,6 @@ import json
 import logging
 import re
 import sys
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
@@ -41,14 +41,6 @@ from temporalio.runtime import (
     Runtime,
     TelemetryConfig,
     TelemetryFilter,
-)
-from temporalio.worker import (
-    ActivityInboundInterceptor,
-    ExecuteActivityInput,
-    ExecuteWorkflowInput,
-    Interceptor,
-    WorkflowInboundInterceptor,
-    WorkflowInterceptorClassInput,
 )
 
 from config.webhook_signing import redact_url
@@ -167,109 +159,6 @@ def configure_logging(log_format: str = "json", level: str = "INFO", stream: Tex
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-
-
-def _describe(activity_type: str, arg: object) -> tuple[str, dict[str, Any]]:
-    """What to say about an activity's input: identities only, never arguments or transcripts."""
-    fields: dict[str, Any] = {}
-    if activity_type == "call_model":
-        call_index = getattr(arg, "call_index", None)
-        fields["call_index"] = call_index
-        step = getattr(arg, "step", None)
-        if step is None and isinstance(call_index, int):
-            step = call_index + 1
-        fields["step"] = step
-        model = getattr(arg, "model", None)
-        fields["model"] = getattr(model, "name", None) or getattr(model, "kind", None)
-        return "model call", fields
-    if activity_type == "run_tool":
-        call = getattr(arg, "call", None)
-        fields.update(tool=getattr(call, "name", None), call_id=getattr(call, "identity", None))
-        fields["key"] = getattr(arg, "idempotency_key", None)
-        return "tool call", fields
-    if activity_type == "compensate":
-        step = getattr(arg, "step", None)
-        fields.update(tool=getattr(getattr(step, "call", None), "name", None), key=getattr(step, "key", None))
-        fields["compensates"] = getattr(step, "original_key", None)
-        return "compensation", fields
-    return activity_type, fields
-
-
-def _outcome(result: object) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    # An activity may return the tool result / model reply itself, or a step wrapping it (`.result`, `.reply`).
-    for inner in (result, getattr(result, "result", None), getattr(result, "reply", None)):
-        status = getattr(inner, "status", None)
-        if status is not None and "status" not in fields:
-            fields["status"] = getattr(status, "value", status)
-        for name in ("input_tokens", "output_tokens"):
-            value = getattr(inner, name, None)
-            if isinstance(value, int) and name not in fields:
-                fields[name] = value
-    return fields
-
-
-def _error_fields(exc: BaseException) -> dict[str, Any]:
-    return {"error": type(exc).__name__, "error_type": getattr(exc, "type", None)}
-
-
-class _ActivityLogger(ActivityInboundInterceptor):
-    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        info = activity.info()
-        what, fields = _describe(info.activity_type, input.args[0] if input.args else None)
-        activity.logger.info(f"{what} started", extra=fields)
-        started = time.monotonic()
-        try:
-            result = await self.next.execute_activity(input)
-        except BaseException as exc:
-            elapsed = {"duration_ms": round((time.monotonic() - started) * 1000, 1)}
-            activity.logger.warning(f"{what} failed", extra=fields | elapsed | _error_fields(exc))
-            raise
-        elapsed = {"duration_ms": round((time.monotonic() - started) * 1000, 1)}
-        activity.logger.info(f"{what} finished", extra=fields | elapsed | _outcome(result))
-        return result
-
-
-class _WorkflowLogger(WorkflowInboundInterceptor):
-    async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
-        # workflow.logger skips records while replaying: each line is written once per run, not per replay.
-        arg = input.args[0] if input.args else None
-        workflow.logger.info("run started", extra={"agent": getattr(arg, "agent", None)})
-        try:
-            result = await self.next.execute_workflow(input)
-        except GeneratorExit:
-            # Not an end: a worker dropped this run from its cache (shut down, evicted) and the coroutine is
-            # being closed, often later by the garbage collector, outside the workflow's event loop, where
-            # workflow.logger cannot even be asked whether it is replaying. The run goes on elsewhere.
-            raise
-        except BaseException as exc:
-            if type(exc).__name__ == "ContinueAsNewError":
-                workflow.logger.info("run continued as new")
-            else:
-                workflow.logger.warning("run ended with an error", extra=_error_fields(exc))
-            raise
-        stop = getattr(result, "stop", None)
-        workflow.logger.info(
-            "run finished",
-            extra={
-                "status": getattr(result, "status", None),
-                "stop": getattr(stop, "value", stop),
-                "steps": getattr(result, "step_count", None),
-            },
-        )
-        return result
-
-
-class LoggingInterceptor(Interceptor):
-    """Worker interceptor: a log line at each run's start and end, and each activity's start and end."""
-
-    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityLogger(next)
-
-    def workflow_interceptor_class(
-        self, input: WorkflowInterceptorClassInput
-    ) -> type[WorkflowInboundInterceptor] | None:
-        return _WorkflowLogger
 
 
 # -- the SDK core's log lines, and metrics ----------------------------------------------------------

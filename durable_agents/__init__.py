@@ -12,6 +12,7 @@ cleanly (durable_agents/clean_exit.py). Testing agents on Temporal's test server
 before a deploy: `durable_agents.replay`.
 """
 
+from activities.inputs import ContinueAsNewPolicy, EngineOptions, PayloadLimits
 from agentic import (
     Agent,
     Budget,
@@ -108,6 +109,9 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "RunSummary",
     "build_worker",
     "connect",
+    "EngineOptions",  # build_worker(engine=...): how the worker executes runs
+    "ContinueAsNewPolicy",
+    "PayloadLimits",
     "run",  # asyncio.run for client scripts: exits cleanly (durable_agents/clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",

@@ -12,6 +12,7 @@ from temporalio.worker import Interceptor, Worker
 
 from activities.delegation import DelegationActivities
 from activities.describe import DescribeActivities
+from activities.inputs import EngineOptions
 from activities.mcp import MCPActivities
 from activities.model import ModelActivities
 from activities.served import ServedAgents
@@ -20,12 +21,12 @@ from activities.webhook import WebhookActivities
 from agentic import Agent
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
-from config import observability
 from config.approver_keys import approver_public_keys
 from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
 from config.webhook_signing import load_secret, loopback_allowed
 from durable_agents.plugin import has_plugin
+from durable_agents.run_logging import LoggingInterceptor
 from durable_agents.versioning import worker_deployment
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
@@ -50,6 +51,7 @@ def build_worker(
     settings: Settings | None = None,
     deployment: str | None = None,
     build_id: str | None = None,
+    engine: EngineOptions | None = None,
 ) -> Worker:
     """A worker that serves `agents` on `task_queue`.
 
@@ -59,7 +61,9 @@ def build_worker(
     keep their transcript by reference (default: the settings' store: `transcripts.db` in the data directory,
     or the shared database on several hosts). `approver_keys` (name -> Ed25519 public key; default: the
     settings' `AGENT_APPROVER_KEYS`) make only signed decisions count (agentic/signing.py). `webhook_secret`
-    signs the deliveries of runs started with a webhook (default: `AGENT_WEBHOOK_SECRET`).
+    signs the deliveries of runs started with a webhook (default: `AGENT_WEBHOOK_SECRET`). `engine` is how
+    the worker executes every run it serves (`EngineOptions`: the claim-check limits, when a run continues as
+    new; default: `EngineOptions()`): the worker's configuration, recorded by each run when it starts.
 
     `deployment` and `build_id` turn on Worker Versioning (durable_agents/versioning.py): the worker serves that
     build of that deployment, and each run stays on the build it started on (default: the settings'
@@ -74,9 +78,10 @@ def build_worker(
     keys = approver_public_keys(settings) if approver_keys is None else approver_keys
     served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
     transcripts = transcripts or transcripts_for(settings)
-    describe = DescribeActivities(served)
-    model = ModelActivities(served, transcripts)
-    tools = ToolActivities(served, transcripts)
+    engine = engine or EngineOptions()
+    describe = DescribeActivities(served, engine)
+    model = ModelActivities(served, transcripts, engine.limits)
+    tools = ToolActivities(served, transcripts, engine.limits)
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
     webhooks = WebhookActivities(
@@ -98,7 +103,7 @@ def build_worker(
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=max_cached_workflows,
-        interceptors=[*([] if has_plugin(client) else [observability.LoggingInterceptor()]), *interceptors],
+        interceptors=[*([] if has_plugin(client) else [LoggingInterceptor()]), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any

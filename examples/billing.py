@@ -1,4 +1,4 @@
-"""`billing`: lesson 000's agent — charge invoice inv-9 with a caller-supplied key, then answer."""
+"""`billing`: the simplest agent — charge invoice inv-9 with a caller-supplied key, then answer."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ agent = Agent(
     system="Settle invoices.",
     budget=Budget(max_steps=4),
     name="billing",
-    description="Charge invoice inv-9 once, then answer (lesson 000).",
+    description="Charge invoice inv-9 once, then answer.",
     task="Settle invoice inv-9",
     options=DemoOptions,
     estimate=lambda options: 3,

@@ -1,4 +1,4 @@
-"""`refund`: lesson 000's gated tool — refunding order 4471 needs a human's approval first."""
+"""`refund`: a gated tool — refunding order 4471 needs a human's approval first."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ agent = Agent(
     system="Handle refunds. Refunds need a human's approval.",
     budget=Budget(max_steps=3),
     name="refund",
-    description="Refund order 4471 — waits for a human approval (lesson 000's gate, made durable).",
+    description="Refund order 4471 — waits for a human approval.",
     task="Refund order 4471",
     options=DemoOptions,
     estimate=lambda options: 3,

@@ -1,8 +1,8 @@
-"""The durable fact store: the lesson's `FactStore` API, kept in SQLite (embedded) or PostgreSQL (shared by
-worker hosts), scoped by namespace (a customer, a tenant), with the provenance of every version.
+"""The durable fact store: the in-process `FactStore` API (agentic/memory.py), kept in SQLite (embedded) or
+PostgreSQL (shared by worker hosts), scoped by namespace (a customer, a tenant), with the provenance of every version.
 
 `store.namespace("C-7")` is a `FactNamespace`: `write(Fact)`, `get(key)`, `forget_source(source)`, `keys()`,
-iteration, `len`, `in`, `dump()` — the seed's `FactStore` methods, with the same refusals — plus what only a
+iteration, `len`, `in`, `dump()` — the in-process `FactStore`'s methods, with the same refusals — plus what only a
 durable store can say: `record(key)` (who wrote the fact, in which run and tool call, when), `history(key)`
 and `audit()`.
 

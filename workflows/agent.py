@@ -28,17 +28,18 @@ with workflow.unsafe.imports_passed_through():
     from activities.inputs import (
         AgentResult,
         CompensationInput,
+        ContinueAsNewPolicy,
+        DescribedAgent,
         DescribeInput,
         MCPListInput,
         ModelCallInput,
-        PayloadLimits,
         RunStatus,
         ToolCallInput,
     )
     from activities.mcp import MCPActivities
     from activities.model import ModelActivities
-    from activities.stored_here import NOT_IN_THIS_STORE
     from activities.tools import ToolActivities
+    from activities.transcripts import NOT_IN_THIS_STORE
     from agentic import (
         AgentLoop,
         Budget,
@@ -79,7 +80,7 @@ with workflow.unsafe.imports_passed_through():
     from agentic.spec import AgentSpec
     from stores.transcripts import ref_of
     from workflows.delegation import failed_child, run_child
-    from workflows.inputs import AgentInput, ApprovalsView, Carried, Progress
+    from workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
     from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
@@ -89,6 +90,10 @@ with workflow.unsafe.imports_passed_through():
 # Runs that started before the approval gate was checked end to end (security review 2) replay without the
 # handover and delegation checks and without execution-bound signatures (issue 31).
 GATE_PATCH = "gate-end-to-end"
+
+# Runs started with `continue_as_new` in their input (before it was the worker's `EngineOptions`) replay handing
+# over where their input said; any other run hands over where its worker's recorded options say.
+ENGINE_PATCH = "engine-options"
 
 
 # Bad input (a field that does not validate; an agent, model or options the worker rejects) fails the
@@ -108,7 +113,7 @@ class AgentWorkflow:
         # unlimited budget: queries answered that early show a run that has not started a step.
         self.spec: AgentSpec | None = carry.spec if carry else None
         self.loop = AgentLoop(Budget(), {}, LoopState(consumed=input.consumed))
-        self.transcript = WorkflowTranscript(mode=input.transcript)
+        self.transcript = WorkflowTranscript()
         self.book = ApprovalBook()
         self.continued = 0
         if carry is not None:  # a continuation: everything comes from the run that handed over
@@ -120,6 +125,7 @@ class AgentWorkflow:
         self.mcp_schemas_ref: str | None = None
         self.status: RunStatus = "running"
         self.label = "starting"
+        self.handover_at = ContinueAsNewPolicy()  # the worker's, once the spec is recorded (`_start`)
         self.publish = Publisher(input.search_attributes)
 
     @property
@@ -145,7 +151,7 @@ class AgentWorkflow:
         return "cancelled" if status == "cancelled" else (stop.value if stop else None)
 
     async def _run(self) -> AgentResult:
-        self._show("running", "starting")
+        self._publish_status("running", "starting")
         await self._start()
         try:
             await self._drive()
@@ -160,7 +166,7 @@ class AgentWorkflow:
         if abandons(stop):
             await self._compensate()
         else:
-            self._show("completed", f"finished: {stop.value}")
+            self._publish_status("completed", f"finished: {stop.value}")
         # Handlers may still be writing the audit trail; let them finish before the run closes.
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
@@ -208,10 +214,10 @@ class AgentWorkflow:
                     f"run {self.run_id} cannot start: {_cause(exc)}", type="RunRejected", non_retryable=True
                 ) from exc
         spec = self.spec
-        # The MCP tools the model is offered: the recorded ones (inline, or one document by reference).
+        self.handover_at = _handover_policy(input, spec)
+        # The MCP tools the model is offered: the recorded ones, as one document in the transcript store.
         self.mcp_schemas = schemas_of(spec.tools)
-        reference = self.transcript.mode == "reference"
-        self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas and reference else None
+        self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas else None
         carry = input.carry
         self.loop = AgentLoop(input.budget or spec.budget, spec.tools, carry.loop if carry else self.loop.state)
         if carry is None:
@@ -236,7 +242,7 @@ class AgentWorkflow:
         across continue-as-new with it): the run keeps this tool set to its end."""
         listing = await workflow.execute_activity_method(
             MCPActivities.list_mcp_tools,
-            MCPListInput(run_id=self.run_id, agent=spec.name, keep_schemas=self.transcript.mode == "reference"),
+            MCPListInput(run_id=self.run_id, agent=spec.name),
             start_to_close_timeout=timedelta(seconds=120),
             heartbeat_timeout=timedelta(seconds=self.input.timeouts.heartbeat_seconds),
             retry_policy=MCP_LIST_RETRY,
@@ -304,7 +310,7 @@ class AgentWorkflow:
             decision = workflow.payload_converter().from_payload(payload.payload, Decision)
         except Exception as exc:
             self.book.unreadable(workflow.now(), f"{type(exc).__name__}: {exc}")
-            self._show(self.status, self.label)
+            self._publish_status(self.status, self.label)
             return
         self._decide(decision)
 
@@ -329,7 +335,7 @@ class AgentWorkflow:
 
     def _decide(self, decision: Decision) -> AuditEntry:
         entry = self.book.decide(decision, workflow.now(), self._queued_calls())
-        self._show(self.status, self.label)
+        self._publish_status(self.status, self.label)
         return entry
 
     def _queued_calls(self) -> list[str]:
@@ -338,7 +344,7 @@ class AgentWorkflow:
     # -- steps ------------------------------------------------------------------------------------
 
     async def _call_model(self, step: CallModel) -> None:
-        self._show("running", f"model call {step.step}")
+        self._publish_status("running", f"model call {step.step}")
         timeouts = self.input.timeouts
         try:
             reply = await workflow.execute_activity_method(
@@ -346,13 +352,11 @@ class AgentWorkflow:
                 ModelCallInput(
                     run_id=self.run_id,
                     agent=self.input.agent,
-                    model=self.input.model,
-                    messages=self.transcript.messages if self.transcript.mode == "inline" else [],
                     transcript=self.transcript.part(),
-                    limits=self._limits,
                     call_index=step.call_index,
+                    step=step.step,
+                    model=self.input.model,
                     settings=self._model_settings,
-                    tools=self.mcp_schemas if self.mcp_schemas_ref is None else [],
                     tools_ref=self.mcp_schemas_ref,
                 ),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
@@ -367,7 +371,7 @@ class AgentWorkflow:
             raise ApplicationError(
                 f"{self.label} failed: {_cause(exc)}", type="ModelCallFailed", non_retryable=True
             ) from exc
-        self.transcript.stored_through(reply.head, self.loop.model_replied(reply.reply))
+        self.transcript.advance(reply.head, self.loop.model_replied(reply.reply))
 
     async def _run_tool(self, step: RunTool) -> None:
         call = step.call
@@ -381,7 +385,7 @@ class AgentWorkflow:
         if step.spec is not None and step.spec.delegate is not None:
             await self._delegate(step)
             return
-        self._show("running", call.describe())
+        self._publish_status("running", call.describe())
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
         try:
@@ -392,10 +396,9 @@ class AgentWorkflow:
                     agent=self.input.agent,
                     call=call,
                     idempotency_key=idempotency_key(self.run_id, call.identity),
+                    transcript=self.transcript.part(),
                     decision=decision,
                     options=self._options,
-                    limits=self._limits,
-                    transcript=self.transcript.part(),
                     tool=step.spec if step.spec is not None and step.spec.mcp is not None else None,
                 ),
                 start_to_close_timeout=timedelta(seconds=tool_timeout + timeouts.heartbeat_seconds),
@@ -421,19 +424,16 @@ class AgentWorkflow:
             failed = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
             self.transcript.add(self.loop.tool_finished(failed))
             return
-        self.transcript.stored_through(done.head, self.loop.tool_finished(done.result))
-        if self.transcript.mode == "reference":
-            self.loop.state.slim_records()  # by reference the output lives in the store, not in state
+        self.transcript.advance(done.head, self.loop.tool_finished(done.result))
+        self.loop.state.slim_records()  # the output lives in the transcript store, not in state
 
     async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
         call = step.call
         declared = step.spec.approval_timeout if step.spec else None
         timeout = self.approval_policy.timeout_for(call.name, declared)
         pending = self.book.request(self.run_id, call, workflow.now(), timeout)
-        self._show(
-            "awaiting_approval",
-            f"awaiting approval: {call.describe()} until {pending.deadline:%Y-%m-%d %H:%M} UTC — "
-            f"`starter.py approve {self.run_id} --by NAME` or `deny`",
+        self._publish_status(
+            "awaiting_approval", f"awaiting approval of {call.describe()} until {pending.deadline:%Y-%m-%d %H:%M} UTC"
         )
         # A wait can last days: hand over first if due, the pending request (and its deadline) included.
         await self._continue_as_new_if_due(before_wait=True)
@@ -448,7 +448,7 @@ class AgentWorkflow:
                 )
             except TimeoutError:
                 self.book.expire(call.identity)
-        self._show("running", self.label)
+        self._publish_status("running", self.label)
         return self.book.outcomes[call.identity], timeout
 
     # -- delegation ---------------------------------------------------------------------------------
@@ -468,16 +468,13 @@ class AgentWorkflow:
             self._answer(ToolResult.of(call, ToolStatus.ERROR, refused_text(call.name, reservation)))
             return
         child_id = child_run_id(self.run_id, call.identity)
-        self._show("running", f"delegated to {ref.agent}: run {child_id}")
+        self._publish_status("running", f"delegated to {ref.agent}: run {child_id}")
         child = AgentInput(
             agent=ref.agent,
             task=task,
             budget=reservation,
             options=dict(ref.options),
             timeouts=self.input.timeouts,
-            transcript=self.transcript.mode,
-            limits=self.input.limits,
-            continue_as_new=self.input.continue_as_new,
             search_attributes=self.input.search_attributes,
             delegation=child_delegation(self.input.delegation, self.run_id, call),
         )
@@ -496,7 +493,7 @@ class AgentWorkflow:
         self._answer(
             ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail))
         )
-        self._show("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
+        self._publish_status("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
 
     def _answer(self, result: ToolResult) -> None:
         self.transcript.add(self.loop.tool_finished(result))
@@ -525,17 +522,12 @@ class AgentWorkflow:
         """The run's options as the worker validated them (defaults left out)."""
         return self.spec.options if self.spec else {}
 
-    @property
-    def _limits(self) -> PayloadLimits | None:
-        reference = self.transcript.mode == "reference"
-        return self.input.limits if reference and self.input.limits != PayloadLimits() else None
-
     async def _continue_as_new_if_due(self, *, before_wait: bool = False) -> None:
         """Hand over to a new run when the history grows long — or, before a wait for a human, when the
         deployment has a new current build (Worker Versioning): the wait, which can last weeks, is then spent on
         the new build instead of holding the old one. The new run starts on the current build either way."""
         info = workflow.info()
-        policy = self.input.continue_as_new
+        policy = self.handover_at
         due = (
             info.is_continue_as_new_suggested()
             or info.get_current_history_length() >= policy.max_history_events
@@ -548,7 +540,7 @@ class AgentWorkflow:
         # Handlers still running would be cut off by the handover; let them finish writing the book.
         await workflow.wait_condition(workflow.all_handlers_finished)
         assert self.spec is not None
-        carry = Carried(
+        carry = Handover(
             spec=self.spec,
             loop=self.loop.state,
             transcript=self.transcript,
@@ -557,7 +549,7 @@ class AgentWorkflow:
         )
         # On a versioned worker (durable_agents/versioning.py) the new run starts on the deployment's current
         # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this
-        # run: the new build needs only to accept this input (AgentInput and Carried: fields added with defaults,
+        # run: the new build needs only to accept this input (AgentInput and Handover: fields added with defaults,
         # none removed or retyped — and a rollback drops fields the older build does not know). The server refuses
         # the option from an unversioned worker, so it is set only on a versioned one.
         build = info.get_current_deployment_version()
@@ -574,12 +566,14 @@ class AgentWorkflow:
         plan = compensation_plan(self.run_id, self.loop.state.records, self.loop.specs)
         self.not_compensable = plan.not_compensable
         if not plan.steps:
-            self._show("abandoned", f"abandoned ({self._why()}); nothing to undo")
+            self._publish_status("abandoned", f"abandoned ({self._why()}); nothing to undo")
             return
         self.remaining = list(plan.steps)
         while self.remaining:
             step = self.remaining[0]
-            self._show("compensating", f"undo {step.call.describe()}" + (f" of {step.run_id}" if step.run_id else ""))
+            self._publish_status(
+                "compensating", f"undo {step.call.describe()}" + (f" of {step.run_id}" if step.run_id else "")
+            )
             try:
                 result = await workflow.execute_activity_method(
                     ToolActivities.compensate,
@@ -598,7 +592,7 @@ class AgentWorkflow:
                 )
             except ActivityError as exc:
                 self.compensations.append(_record(step, "failed", _cause(exc)))
-                self._show("compensation_failed", f"could not undo {step.call.name}")
+                self._publish_status("compensation_failed", f"could not undo {step.call.name}")
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 raise ApplicationError(
                     f"compensation of {step.call.name} kept failing ({_cause(exc)}); "
@@ -610,7 +604,7 @@ class AgentWorkflow:
             self.compensations.append(_record(step, "compensated", result.content))
             self.remaining.pop(0)
         undone = ", ".join(c.tool for c in self.compensations)
-        self._show("compensated", f"abandoned ({self._why()}); undone, newest first: {undone}")
+        self._publish_status("compensated", f"abandoned ({self._why()}); undone, newest first: {undone}")
 
     def _why(self) -> str:
         state = self.loop.state
@@ -619,7 +613,7 @@ class AgentWorkflow:
 
     # -- reporting --------------------------------------------------------------------------------
 
-    def _show(self, status: RunStatus, label: str, *, charged: bool = False) -> None:
+    def _publish_status(self, status: RunStatus, label: str, *, charged: bool = False) -> None:
         self.status, self.label = status, label
         self.publish(status, self.input.agent, self.loop.state, self.book, label, charged=charged)
 
@@ -631,7 +625,7 @@ class AgentWorkflow:
             agent=self.input.agent,
             status=self.status,
             messages=self.transcript.messages,
-            transcript_ref=self.transcript.head if self.transcript.mode == "reference" else None,
+            transcript_ref=self.transcript.head,
             continued=self.continued,
             stop=state.stop,
             output=state.output,
@@ -668,6 +662,15 @@ def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:
         started_by = f"run {info.parent.workflow_id}" if info.parent else "a client"
         return f"it claims run {claimed!r} delegated to it, but {started_by} started it"
     return None
+
+
+def _handover_policy(input: AgentInput, spec: AgentSpec) -> ContinueAsNewPolicy:
+    """When the run hands over: where its worker's engine options (recorded with the spec) say — or, replaying a
+    run started with `continue_as_new` in its input, where that said (its history continued as new there)."""
+    legacy = input.legacy_continue_as_new
+    if legacy is not None and not workflow.patched(ENGINE_PATCH):
+        return legacy
+    return spec.engine.continue_as_new if isinstance(spec, DescribedAgent) else ContinueAsNewPolicy()
 
 
 def _with_mcp_tools_of(spec: AgentSpec, carried: AgentSpec) -> AgentSpec:

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
-from activities.inputs import PayloadLimits, RunStatus
+from activities.inputs import ContinueAsNewPolicy, RunStatus
 from agentic import Budget, LoopState, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
-from agentic.compact import Compact
 from agentic.delegation import Delegation
+from agentic.omit_defaults import OmitDefaults
 from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
 from config.webhook_signing import url_problem
-from workflows.transcript import TranscriptMode, WorkflowTranscript
+from workflows.transcript import WorkflowTranscript
 
 
-class Timeouts(Compact):
+class Timeouts(OmitDefaults):
     """How long an activity may stay silent before Temporal presumes its worker dead and retries it."""
 
     model_config = ConfigDict(frozen=True)
@@ -27,18 +27,9 @@ class Timeouts(Compact):
     tool_seconds: PositiveFloat = 600.0
 
 
-class ContinueAsNewPolicy(Compact):
-    """When a run hands over to a fresh one: when Temporal suggests it, or at these marks — well under
-    the 10,240 events / 10 MB at which Temporal starts warning."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_history_events: PositiveInt = 5000
-    max_history_bytes: PositiveInt = 4 * 1024 * 1024
-
-
-class Carried(BaseModel):
-    """Everything a run hands to its continuation: losslessly, so continuing changes no outcome."""
+class Handover(OmitDefaults):
+    """Everything a run hands to its continuation (continue-as-new): losslessly, so continuing changes no
+    outcome."""
 
     spec: AgentSpec
     loop: LoopState
@@ -47,7 +38,7 @@ class Carried(BaseModel):
     continued: int = 0
 
 
-class AgentInput(BaseModel):
+class AgentInput(OmitDefaults):
     agent: str = Field(
         validation_alias=AliasChoices("agent", "scenario"),  # `scenario`: what inputs said before agents had names
         description="The agent to run, by name: one the workers on the task queue serve.",
@@ -70,20 +61,24 @@ class AgentInput(BaseModel):
     timeouts: Timeouts = Field(default_factory=Timeouts)
     approvals: ApprovalPolicy | None = Field(None, description="Overrides the agent's approval policy.")
     saga: SagaPolicy | None = Field(None, description="Overrides the agent's saga policy.")
-    transcript: TranscriptMode = Field("reference", description="reference: linear history; inline: naive.")
-    limits: PayloadLimits = Field(default_factory=PayloadLimits)
-    continue_as_new: ContinueAsNewPolicy = Field(default_factory=ContinueAsNewPolicy)
     search_attributes: bool = Field(
         True,
-        exclude_if=lambda v: v,
         description="False: the run publishes no search attributes (status, step, tokens, cost...): a history"
         " event and a visibility write fewer per run, and a smaller visibility record (docs/benchmarks.md, the"
-        " price list); filters on them (`starter.py runs`, the approvals inbox) then do not find the run.",
+        " price list); filters on them (`starter.py runs`, the approvals inbox) then do not find the run, nor"
+        " the runs it delegates to. A run option, not the worker's: the client that starts the run writes them"
+        " with the start, and only it knows whether its server has them registered.",
     )
-    carry: Carried | None = Field(None, description="Set by the run itself when it continues as new.")
+    # Inputs of runs started before the worker's `EngineOptions` existed may carry `transcript`, `limits` and
+    # `continue_as_new`: pydantic drops the first two (the transcript is always by reference; the worker's
+    # limits apply), and the third is kept only to replay those runs as they ran (workflows/agent.py,
+    # ENGINE_PATCH) — never serialised, so no client sends it any more.
+    legacy_continue_as_new: ContinueAsNewPolicy | None = Field(
+        None, validation_alias="continue_as_new", exclude=True, repr=False
+    )
+    carry: Handover | None = Field(None, description="Set by the run itself when it continues as new.")
     delegation: Delegation | None = Field(
         None,
-        exclude_if=lambda v: v is None,
         description="Set on a child run by the run that delegated to it: the tree above it, and which call.",
     )
     webhook: str | None = Field(

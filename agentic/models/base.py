@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from agentic.messages import Message
+from agentic.omit_defaults import OmitDefaults
 
 ToolChoice = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """`auto` (the model decides), `required` (some tool), `none` (no tool), or the name of the tool to call."""
@@ -35,7 +36,7 @@ class ToolSchema(BaseModel):
     parameters: dict[str, Any]
 
 
-class ModelReply(BaseModel):
+class ModelReply(OmitDefaults):
     """One assistant turn with what it cost. Tokens are as reported by the provider."""
 
     model_config = ConfigDict(frozen=True)
@@ -46,7 +47,6 @@ class ModelReply(BaseModel):
     cost: NonNegativeFloat = 0.0
     refused: str | None = Field(
         None,
-        exclude_if=lambda v: v is None,
         description="Set by `agentic.loop.admitted`: why none of this reply's tool calls may run (over a limit).",
     )
 

@@ -29,6 +29,7 @@ from config.settings import Settings
 from durable_agents.client import RunHandle
 from durable_agents.errors import AgentClientError, TemporalUnavailable
 from ops.cli import waits
+from ops.cli.approvals import HASH_SHOWN
 from ops.cli.arguments import add_run_id, positive_float
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError, printable
@@ -158,6 +159,14 @@ def call_text(pending: dict[str, Any]) -> str:
     return f"{pending['tool']}({arguments})"
 
 
+def decide_hint(progress: dict[str, Any], pending: dict[str, Any]) -> str:
+    """The command that decides `pending` (the run's label names none: the engine knows no command line)."""
+    if not (progress.get("run_id") and pending.get("call_id") and pending.get("arguments_hash")):
+        return ""
+    call, hash = pending["call_id"], pending["arguments_hash"][:HASH_SHOWN]
+    return f" — starter.py approve {progress['run_id']} --call {call} --by NAME --hash {hash} (or deny)"
+
+
 def bar(done: int | None, total: int | None, finished: bool = False) -> str:
     if done is None:
         return "[" + " " * BAR_WIDTH + "]"
@@ -193,8 +202,8 @@ def describe(progress: dict[str, Any], *, countdown: bool) -> str:
     if status == "awaiting_approval" and pending:
         first = pending[0]
         due = f"{duration(seconds_left(first['deadline']))} left"
-        if not countdown:  # printed once: say until when, too
-            due += f" (deadline {first['deadline'][:19].replace('T', ' ')} UTC)"
+        if not countdown:  # printed once: say until when, and how to decide
+            due += f" (deadline {first['deadline'][:19].replace('T', ' ')} UTC){decide_hint(progress, first)}"
         more = f" (+{len(pending) - 1} more)" if len(pending) > 1 else ""
         parts.append(f"approve {call_text(first)}{more}, {due}")
     else:

@@ -63,7 +63,7 @@ class Demo:
         return result
 
     async def billing(self, client: AgentClient) -> None:
-        say(self.as_json, "\n[billing] lesson 000's agent: charge inv-9 once, then answer")
+        say(self.as_json, "\n[billing] the simplest agent: charge inv-9 once, under its key, then answer")
         handle = await client.start("billing", run_id=f"demo-billing-{self.stamp}")
         await self.report(handle)
 

@@ -1,4 +1,4 @@
-"""How long a closed run is kept, and which runs are due: seed 004's policy, applied to Temporal runs.
+"""How long a closed run is kept, and which runs are due: the retention policy, applied to Temporal runs.
 
 Runs that answered or were cleanly undone — Temporal status Completed with our status `completed`,
 `compensated` or `abandoned` — are kept 30 days; every other closed run (failed, `compensation_failed`,

@@ -6,6 +6,11 @@ Recorded with `durable_agents.replay.save_histories`, as a user records theirs: 
 recorded with its child runs' histories (named after it: `support~2.1.json`). Re-record only for a
 deliberate, versioned change to the workflow: the committed histories are what already-running workflows
 look like, and the replay test proves new code still replays them.
+
+Two were recorded by an older engine, from inputs today's clients no longer send, and are kept as they are:
+`trip-inline.json` (`transcript: "inline"`: the whole transcript in workflow state) and
+`migration-continued-run*.json` (`continue_as_new` in the input, which the worker's `EngineOptions` replaced;
+re-recorded here, the runs would carry no such field).
 """
 
 from __future__ import annotations
@@ -15,28 +20,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+from activities.inputs import ContinueAsNewPolicy, EngineOptions
 from durable_agents.client import AgentClient
 from durable_agents.replay import save_histories
 from durable_agents.testing import start_time_skipping
 from stores.ledger import EffectsLedger
 from tests.conftest import new_worker
-from workflows.inputs import AgentInput, ContinueAsNewPolicy
+from workflows.inputs import AgentInput
 
 HERE = Path(__file__).parent
+OFTEN = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))
+# name: (input, the worker's engine options)
 RECORDINGS = {
-    "billing": AgentInput(agent="billing"),
-    "migration": AgentInput(agent="migration"),
-    "trip-car-fails": AgentInput(agent="trip"),
-    "billing-flaky": AgentInput(agent="billing", options={"flaky_attempts": 1}),
-    "refund-expired": AgentInput(agent="refund"),
-    "migration-continued": AgentInput(
-        agent="migration",
-        options={"records": 8},
-        continue_as_new=ContinueAsNewPolicy(max_history_events=40),
-    ),
-    "trip-inline": AgentInput(agent="trip", transcript="inline"),
+    "billing": (AgentInput(agent="billing"), None),
+    "migration": (AgentInput(agent="migration"), None),
+    "trip-car-fails": (AgentInput(agent="trip"), None),
+    "billing-flaky": (AgentInput(agent="billing", options={"flaky_attempts": 1}), None),
+    "refund-expired": (AgentInput(agent="refund"), None),
+    "migration-continued": (AgentInput(agent="migration", options={"records": 8}), OFTEN),
     # A delegation: the billing desk's child workflow, whose refund approval expires (24 h, skipped).
-    "support": AgentInput(agent="support"),
+    "support": (AgentInput(agent="support"), None),
 }
 
 
@@ -44,15 +47,16 @@ async def record(names: list[str]) -> None:
     env = await start_time_skipping()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            async with new_worker(env.client, "record", EffectsLedger(Path(tmp) / "l.db")):
-                agents = AgentClient(env.client, task_queue="record")
-                for name, input in RECORDINGS.items():
-                    if names and name not in names:
-                        continue
-                    handle = await agents.start_input(input, run_id=f"recorded-{name}")
+            for name, (input, engine) in RECORDINGS.items():
+                if names and name not in names:
+                    continue
+                async with new_worker(env.client, f"record-{name}", EffectsLedger(Path(tmp) / "l.db"), engine=engine):
+                    handle = await AgentClient(env.client, task_queue=f"record-{name}").start_input(
+                        input, run_id=f"recorded-{name}"
+                    )
                     await handle.result()
-                    for path in await save_histories(handle, HERE, name=name):  # its children's too
-                        print(f"recorded {path.name}")
+                for path in await save_histories(handle, HERE, name=name):  # its children's too
+                    print(f"recorded {path.name}")
     finally:
         await env.shutdown()
 

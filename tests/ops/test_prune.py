@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult
+from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent
 from agentic.saga import SagaPolicy
 from config.codec import AesGcmCodec, KeyRing, new_key
@@ -55,7 +55,7 @@ from tests.support import delegation_agents
 from tests.support.backends import Backend
 from workflows import search_attributes
 from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, ContinueAsNewPolicy
+from workflows.inputs import AgentInput
 
 # Processes of its own: a dev server and `prune` command lines.
 pytestmark = pytest.mark.system
@@ -126,13 +126,16 @@ def stack_on(backend: Backend, client: Client, task_queue: str, tmp_path: Path) 
     return Stack(backend, client, AgentClient(client, task_queue=task_queue), stores, tmp_path / "archive")
 
 
-def serving(stack: Stack, task_queue: str, agents: list[Agent] = TEST_AGENTS) -> Worker:
+def serving(
+    stack: Stack, task_queue: str, agents: list[Agent] = TEST_AGENTS, engine: EngineOptions | None = None
+) -> Worker:
     return build_worker(
         stack.client,
         task_queue=task_queue,
         agents=agents,
         deps=DemoDeps(ledger=stack.stores.ledger),
         transcripts=Transcripts(stack.backend.transcript_store()),
+        engine=engine,
     )
 
 
@@ -535,10 +538,9 @@ async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
     """Every execution of a continue-as-new chain: all their histories in the record, all of them deleted —
     visibility lists only the chain's last one as due."""
     stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
-    async with serving(stack, task_queue):
-        handle = await stack.agents.start(
-            "migration", options={"records": 6}, continue_as_new=ContinueAsNewPolicy(max_history_events=40)
-        )
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))
+    async with serving(stack, task_queue, often):
+        handle = await stack.agents.start("migration", options={"records": 6})
         result = await handle.result()
     assert result.continued >= 2
     await eventually(lambda: visible_as_closed(client, {handle.run_id}), what="visibility to list the run as closed")

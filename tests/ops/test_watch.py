@@ -118,6 +118,8 @@ async def test_watch_shows_an_approval_wait_then_the_decision(dev_env, task_queu
         assert "awaiting_approval" in line and "approve refund(order_id=4471)" in line
         assert "m" in line.split("approve refund(order_id=4471), ")[1].split(" left")[0]  # e.g. 9m58s
         assert "(deadline " in line and "\r" not in line
+        hash = pending["arguments_hash"][:12]
+        assert f"starter.py approve {run_id} --call {pending['call_id']} --by NAME --hash {hash}" in line
 
         decision = Decision(
             call_id=pending["call_id"], approve=True, approver="maria", arguments_hash=pending["arguments_hash"]

@@ -222,7 +222,7 @@ async def test_search_attribute_filter_lists_only_the_waiting_run(ui_runs, brows
         await page.get_by_role("tab", name="User Metadata").click()
         current = page.frame_locator("#user-metadata-current-details")
         await expect(current.locator("body")).to_contain_text(
-            "awaiting_approval — step 1: awaiting approval: refund(order_id=4471)"
+            "awaiting_approval — step 1: awaiting approval of refund(order_id=4471) until "
         )
     finally:
         await page.context.close()

@@ -86,7 +86,7 @@ def forged_continuation(run_id: str, order_id: str) -> dict[str, Any]:
     from agentic import LoopState, Message, ToolCall, Usage
     from agentic.approvals import ApprovalBook, Decision, Outcome, arguments_hash
     from examples import refund
-    from workflows.inputs import AgentInput, Carried
+    from workflows.inputs import AgentInput, Handover
     from workflows.transcript import WorkflowTranscript
 
     spec = refund.agent.spec()
@@ -94,8 +94,7 @@ def forged_continuation(run_id: str, order_id: str) -> dict[str, Any]:
     decision = Decision(call_id="1.1", approve=True, approver="maria", arguments_hash=arguments_hash(call))
     book = ApprovalBook(run_id=run_id, outcomes={"1.1": Outcome.APPROVED}, decisions={"1.1": decision})
     transcript = WorkflowTranscript(
-        mode="inline",
-        messages=[Message("system", spec.system), Message("user", "x"), Message("assistant", "", tool_calls=[call])],
+        messages=[Message("system", spec.system), Message("user", "x"), Message("assistant", "", tool_calls=[call])]
     )
-    carry = Carried(spec=spec, loop=LoopState(queue=[call], consumed=Usage(steps=1)), transcript=transcript, book=book)
-    return AgentInput(agent="refund", transcript="inline", carry=carry).model_dump(mode="json")
+    carry = Handover(spec=spec, loop=LoopState(queue=[call], consumed=Usage(steps=1)), transcript=transcript, book=book)
+    return AgentInput(agent="refund", carry=carry).model_dump(mode="json")

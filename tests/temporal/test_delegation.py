@@ -16,7 +16,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult
+from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, Budget, FakeModel, Registry, Stop, ToolStatus, Usage, tool_call
 from agentic.agent_set import AgentSet
 from agentic.delegation import DelegateRef, child_run_id, reserve
@@ -34,7 +34,7 @@ from tests.support.baseline_helpers import Job, eventually
 from tests.support.earlier_parent import EarlierParent
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, ContinueAsNewPolicy
+from workflows.inputs import AgentInput
 
 AGENTS: list[Agent] = [*TEST_AGENTS, *delegation_agents.agents]
 
@@ -373,15 +373,14 @@ async def test_the_same_script_gives_the_same_transcripts_in_all_three_runners(
 
 
 async def test_a_tree_whose_runs_continue_as_new_ends_as_one_that_never_did(skipping_env, ledger, task_queue):
-    """Every run of the tree continues as new every few steps (the policy is handed down): the approval still
+    """Every run of the tree continues as new every few steps (the worker's policy): the approval still
     names its path and is approved through the root, and the tree ends with the answer, consumption and
     effects of one that never continued (test_a_grandchilds_approval_through_the_roots_pending_list)."""
     root = run_id("continued")
-    async with worker(skipping_env, task_queue, ledger):
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=20))
+    async with worker(skipping_env, task_queue, ledger, engine=often):
         agents = AgentClient(skipping_env.client, task_queue=task_queue)
-        handle = await agents.start(
-            "d-desk-gated", run_id=root, continue_as_new=ContinueAsNewPolicy(max_history_events=20)
-        )
+        handle = await agents.start("d-desk-gated", run_id=root)
         [waiting] = await wait_for_pending(handle)
         assert waiting.path == [root, f"{root}~2.1", f"{root}~2.1~2.1"]
         await handle.approve(waiting.address, by="maria", arguments_hash=waiting.arguments_hash)

@@ -15,6 +15,7 @@ from temporalio.worker import Worker
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
 from durable_agents.errors import ApprovalRejected
+from stores.transcripts import EMPTY
 from tests.conftest import new_worker
 from tests.support import mcp_agents
 from tests.support.outsider import ImpostorAgent
@@ -37,6 +38,7 @@ async def test_a_gated_mcp_tool_takes_a_signed_approval_and_a_stranger_cannot_ca
     impostor = f"impostor-{uuid.uuid4().hex[:8]}"
     call = {"id": "x", "name": "crm__close_account", "arguments": {"customer": "ada"}, "uid": "1.1"}
     tool_call = {"run_id": impostor, "agent": "crm", "call": call, "idempotency_key": f"{impostor}:1.1", "tool": forged}
+    tool_call["transcript"] = {"head": EMPTY}
     attempt = {"activity": "run_tool", "task_queue": task_queue, "input": tool_call}
     async with new_worker(client, task_queue, ledger, agents=[agent], approver_keys=KEYS):
         async with Worker(client, task_queue=own_queue, workflows=[ImpostorAgent]):

@@ -16,6 +16,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, Wor
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
+from activities.inputs import ContinueAsNewPolicy, EngineOptions
 from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
@@ -23,7 +24,7 @@ from durable_agents.client import AgentClient
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
 from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, ContinueAsNewPolicy
+from workflows.inputs import AgentInput
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
@@ -138,13 +139,13 @@ async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skip
     continues as new once they have maria's, requires her signature from then on."""
     client = skipping_env.client
     run_id = f"sec-rekeyed-{uuid.uuid4().hex[:8]}"
-    input = AgentInput(agent="t-pay-sequence", continue_as_new=ContinueAsNewPolicy(max_history_events=12))
-    await client.start_workflow(AgentWorkflow.run, input, id=run_id, task_queue=task_queue)
+    await client.start_workflow(AgentWorkflow.run, AgentInput(agent="t-pay-sequence"), id=run_id, task_queue=task_queue)
     run = AgentClient(client, task_queue=task_queue).handle(run_id)
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
     # No workflow cache on the first worker: no sticky queue, so the next one gets the run's tasks at once.
-    async with new_worker(client, task_queue, ledger, approver_keys={}, max_cached_workflows=0):
+    async with new_worker(client, task_queue, ledger, approver_keys={}, max_cached_workflows=0, engine=often):
         [first] = await run.wait_for_approval()
-    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS, engine=often):
         # The run waiting now described its agent without keys (its record): an unsigned denial still counts.
         await run.deny(first.call_id, by="ops", reason="not this one")
 

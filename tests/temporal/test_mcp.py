@@ -22,6 +22,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from activities.inputs import ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, FakeModel, Registry, ToolCall, ToolContext, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.mcp import MCPConfigError, MCPServer, MCPUnavailable
@@ -39,7 +40,7 @@ from tests.conftest import dev_settings, eventually, new_worker, transcripts_nex
 from tests.support import baseline_helpers, mcp_agents
 from tests.support.processes import descendants
 from workflows.agent import AgentWorkflow
-from workflows.inputs import ContinueAsNewPolicy, Timeouts
+from workflows.inputs import Timeouts
 
 V1_TOOLS = "crm__add_note,crm__broken,crm__close_account,crm__lookup,crm__report,give_up"
 
@@ -305,9 +306,10 @@ async def test_a_durable_run_uses_two_mcp_tools_waits_for_approval_and_keeps_its
     dev_env, task_queue, ledger, crm_db
 ):
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))
-    async with new_worker(dev_env.client, task_queue, ledger, agents=[agent]):
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    async with new_worker(dev_env.client, task_queue, ledger, agents=[agent], engine=often):
         agents = AgentClient(dev_env.client, task_queue=task_queue)
-        run = await agents.start(agent, continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+        run = await agents.start(agent)
         [waiting] = await run.wait_for_approval()
         assert (waiting.tool, waiting.arguments) == ("crm__close_account", {"customer": "ada"})
         assert effects(crm_db) == []  # nothing happens before the human says so

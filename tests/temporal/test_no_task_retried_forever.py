@@ -50,7 +50,10 @@ GARBAGE = {
 BAD_RUN_INPUTS = {
     **{what: payload for what, payload in GARBAGE.items() if what != "an unknown encoding"},
     "a negative budget": raw(b'{"agent": "refund", "budget": {"max_steps": -1}}'),
-    "an unknown transcript mode": raw(b'{"agent": "refund", "transcript": "telepathy"}'),
+    # An older client's field, still read to replay the runs that carried it (workflows/agent.py, ENGINE_PATCH).
+    "a handover policy that does not validate": raw(
+        b'{"agent": "refund", "continue_as_new": {"max_history_events": 0}}'
+    ),
 }
 
 Case = Callable[[WorkflowEnvironment, str], Awaitable[None]]

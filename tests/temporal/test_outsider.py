@@ -21,6 +21,7 @@ from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
+from stores.transcripts import EMPTY
 from tests.conftest import new_worker
 from tests.support.baseline_helpers import free_port
 from tests.support.outsider import ImpostorAgent, ImpostorNotifier, Outsider
@@ -74,7 +75,8 @@ def attempts(queue: str, me: str, *, bill: str, victim: str, hook: str) -> list[
     def on(activity: str, input: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
         return {"activity": activity, "task_queue": queue, "input": input, "timeout": timeout}
 
-    tool = {"run_id": me, "agent": "refund", "call": refund, "idempotency_key": f"{me}:1.1"}
+    empty = {"head": EMPTY}  # the transcript part every tool and model call carries
+    tool = {"run_id": me, "agent": "refund", "call": refund, "idempotency_key": f"{me}:1.1", "transcript": empty}
     return [
         on("run_tool", tool | {"approved": True, "decision": approval_of(refund)}),  # the gated refund
         on("run_tool", tool | {"run_id": "victim-future", "idempotency_key": "victim-future:1.1"}),  # another's key
@@ -85,6 +87,7 @@ def attempts(queue: str, me: str, *, bill: str, victim: str, hook: str) -> list[
                 "agent": "support",
                 "call": call("open_ticket", customer="x"),
                 "idempotency_key": f"{me}:1.1",
+                "transcript": empty,
             },
         ),
         on(  # undo a real run's refund (an effect in the ledger)
@@ -97,7 +100,12 @@ def attempts(queue: str, me: str, *, bill: str, victim: str, hook: str) -> list[
         ),
         on(
             "call_model",
-            {"run_id": me, "agent": "refund", "call_index": 0, "messages": [{"role": "user", "content": "hi"}]},
+            {
+                "run_id": me,
+                "agent": "refund",
+                "call_index": 0,
+                "transcript": {"head": EMPTY, "unsaved": [{"role": "user", "content": "hi"}]},
+            },
         ),
         on("list_mcp_tools", {"run_id": me, "agent": "refund"}),
         on("describe_agent", {"agent": "refund"}),

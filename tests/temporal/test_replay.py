@@ -3,6 +3,8 @@ the current workflow code — what a deploy does to every run in flight."""
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,22 @@ HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
 
 def test_there_are_recorded_histories():
     assert len(HISTORIES) >= 4
+
+
+def started_with(path: Path) -> dict[str, Any]:
+    """The input a recorded run started with, as its history holds it (JSON)."""
+    started = json.loads(path.read_text())["events"][0]["workflowExecutionStartedEventAttributes"]
+    return json.loads(base64.b64decode(started["input"]["payloads"][0]["data"]))
+
+
+def test_among_them_runs_started_with_the_fields_that_moved_to_the_worker():
+    """What runs in flight at a deploy may look like: an input that kept the transcript inline, and one with
+    its own handover policy — which its chain followed (replaying it needs that policy: workflows/agent.py,
+    ENGINE_PATCH). Both replay below, by today's code."""
+    by_name = {path.stem: path for path in HISTORIES}
+    assert started_with(by_name["trip-inline"])["transcript"] == "inline"
+    for run in ("migration-continued-run1", "migration-continued-run2", "migration-continued-run3"):
+        assert started_with(by_name[run])["continue_as_new"] == {"max_history_events": 40}
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

@@ -93,7 +93,7 @@ def test_in_process_the_injected_refund_is_declined_without_a_confirm_callback(t
 
 
 def test_every_refunding_demo_tool_requires_confirmation() -> None:
-    """The layer the injection row relies on. (billing's `charge` is lesson 000's keyed charge of the task's
+    """The layer the injection row relies on. (billing's `charge` is the keyed charge of the task's
     own invoice: ungated by design, listed as a residual risk in docs/design.md.)"""
     assert refund_order.spec().requires_confirmation
     assert orders.refund_order.spec().requires_confirmation
