@@ -86,8 +86,8 @@ AUDIT_2 = [
     AuditMutant(
         "N05",
         "baseline/approvals.py",
-        "if call_id in book.pending and now >= book.pending[call_id].deadline:",
-        "if False and call_id in book.pending and now >= book.pending[call_id].deadline:",
+        "if now >= deadline:",
+        "if False:",
         "baseline: whoever first notices a passed deadline records the expiry",
         _t("baseline/baseline_approvals"),
     ),
@@ -245,8 +245,8 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N25",
-        "ops/http/inbox.py",
-        'auth.sessions.end(cookie_value(request.headers.get("cookie"), SESSION_COOKIE))',
+        "ops/http/auth.py",
+        'self.sessions.end(cookie_value(request.headers.get("cookie"), self.cookie))',
         "pass",
         "logging out of the runs API ends the server-side session (its test: branch one-http)",
         _t("ops/inbox", "ops/runs_api", "ops/http_auth", "ops/properties_http", "ops/baseline_http"),
