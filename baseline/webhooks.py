@@ -16,6 +16,7 @@ import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
+from config.settings import Settings
 from config.webhook_signing import SECRET_ENV, WebhookConfigError, load_secret, redact_url, signed_headers, url_problem
 
 ATTEMPTS = 5
@@ -26,21 +27,19 @@ CLAIM_SECONDS = 120.0
 
 def deliver_pending(
     store: Store,
+    secret: bytes | None,
     run_id: str | None = None,
     *,
     attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     timeout: float = TIMEOUT_SECONDS,
 ) -> int:
-    """Deliver queued webhooks (of one run, or all); returns how many were delivered now."""
+    """Deliver queued webhooks (of one run, or all), signed with `secret` (`deliverer_secret`); returns how many
+    were delivered now."""
     where, params = ("AND run_id = ?", (run_id,)) if run_id else ("", ())
     rows = store.query(f"SELECT * FROM webhooks WHERE status = 'pending' {where} ORDER BY id", params)
     if not rows:
         return 0  # most runs have no webhook: don't pay for an HTTP client
-    try:
-        secret = load_secret()
-    except WebhookConfigError:
-        secret = None
     if secret is None:
         for row in rows:  # stays pending: `job recover` with the secret delivers it
             _record(store, row, None, f"not sent: {SECRET_ENV} is not set here, and deliveries are signed")
@@ -53,22 +52,25 @@ def deliver_pending(
     return delivered
 
 
-def check_webhook(url: str) -> None:
+def deliverer_secret(settings: Settings) -> bytes | None:
+    """The secret a deliverer signs with; None when it has none or an unusable one (its deliveries then stay
+    pending: `job recover` with the secret delivers them)."""
+    try:
+        return load_secret(settings)
+    except WebhookConfigError:
+        return None
+
+
+def check_webhook(url: str, settings: Settings) -> None:
     """Refuse, before a run starts, a webhook that could not be delivered safely."""
     try:
-        load_secret_or_fail()
+        if load_secret(settings) is None:
+            raise WebhookConfigError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE): deliveries are signed with it")
     except WebhookConfigError as exc:
         raise BadInput(f"--webhook: {exc}") from None
     problem = url_problem(url)
     if problem is not None:
         raise BadInput(f"--webhook: {problem}")
-
-
-def load_secret_or_fail() -> bytes:
-    secret = load_secret()
-    if secret is None:
-        raise WebhookConfigError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE): deliveries are signed with it")
-    return secret
 
 
 def _claim(store: Store, webhook_id: int) -> bool:

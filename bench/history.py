@@ -36,7 +36,7 @@ from durable_agents.testing import start_dev_server
 from durable_agents.worker import build_worker
 from examples.effects import tool_results
 from stores.transcripts import SqliteTranscriptStore, Transcripts, encode
-from workflows.inputs import ContinueAsNewPolicy
+from workflows.inputs import AgentInput, ContinueAsNewPolicy
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
 _PAGE = re.compile(r"^page (\d+) of (\d+):")
@@ -124,13 +124,14 @@ async def measure(
     started = time.perf_counter()
     failure = None
     result: AgentResult | None = None
-    run = await AgentClient(client, task_queue=task_queue).start(
-        ARCHIVE,
-        run_id=workflow_id,
+    archive = AgentInput(
+        agent=ARCHIVE.name or "",
         options={"calls": calls, "page_bytes": size},
-        transcript=mode,
+        transcript=mode,  # type: ignore[arg-type]
         continue_as_new=policy,
     )
+    # The engine knobs it measures are not a program's to set: the client's non-public way in.
+    run = await AgentClient(client, task_queue=task_queue)._start_input(archive, run_id=workflow_id)
     try:
         result = await run.result()
     except RunFailed as exc:

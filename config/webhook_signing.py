@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from config.loopback import is_loopback
-from config.secrets import env_or_file
+from config.secrets import value_or_file
+from config.settings import Settings
 
 SIGNATURE_HEADER = "X-Agent-Signature"
 TIMESTAMP_HEADER = "X-Agent-Timestamp"
@@ -44,8 +44,11 @@ class WebhookSignatureError(ValueError):
     """A delivery that does not verify: refuse it."""
 
 
-def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
-    found = env_or_file(os.environ if environ is None else environ, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError)
+def load_secret(settings: Settings) -> bytes | None:
+    """The settings' webhook secret (`AGENT_WEBHOOK_SECRET` or its file), or None; WebhookConfigError if unusable."""
+    found = value_or_file(
+        settings.webhook_secret, settings.webhook_secret_file, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError
+    )
     value = found[0].strip() if found else ""
     if not value:
         return None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,7 +57,7 @@ async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     approve = args.command == "approve"
-    key = _signing_key(args)
+    key = _signing_key(args, settings)
     by = args.by if args.by is not None else (key.name if key else "")
     if not by.strip():
         raise CliError(f"--by {NEEDS_A_NAME}", code=2)
@@ -151,9 +150,9 @@ async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _signing_key(args: argparse.Namespace) -> ApproverKey | None:
-    path = args.key_file or os.environ.get("AGENT_APPROVER_KEY_FILE")
-    return load_private_key(Path(path)) if path else None
+def _signing_key(args: argparse.Namespace, settings: Settings) -> ApproverKey | None:
+    path = Path(args.key_file) if args.key_file else settings.approver_key_file
+    return load_private_key(path) if path else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

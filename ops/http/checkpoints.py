@@ -29,7 +29,7 @@ from baseline.schema import ACTIVE
 from baseline.status import run_status
 from baseline.store import Store
 from baseline.webhooks import check_webhook
-from config.settings import ROOT
+from config.settings import ROOT, Settings
 from config.webhook_signing import redact_url, url_problem
 from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
@@ -60,10 +60,12 @@ class CheckpointEngine:
         agents: AgentSet,
         *,
         ledger: Path,
+        settings: Settings,
         agent_modules: list[str] | None = None,
         poll_seconds: float = 0.2,
     ) -> None:
         self.store = Store(db)
+        self.settings = settings  # the webhook secret its workers sign with must be set before a run takes a URL
         self.agents = agents
         self.ledger = ledger
         self.agent_modules = agent_modules or []
@@ -162,7 +164,7 @@ class CheckpointEngine:
             if problem := url_problem(request.webhook):
                 raise InvalidRequest(problem, "webhook")
             try:
-                check_webhook(request.webhook)
+                check_webhook(request.webhook, self.settings)
             except BadInput as exc:
                 raise InvalidRequest(str(exc).removeprefix("--webhook: "), "webhook") from None
         run_id = request.run_id or f"{request.agent}-{_suffix()}"

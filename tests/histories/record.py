@@ -49,7 +49,7 @@ async def record(names: list[str]) -> None:
                 for name, input in RECORDINGS.items():
                     if names and name not in names:
                         continue
-                    handle = await agents.start_input(input, run_id=f"recorded-{name}")
+                    handle = await agents._start_input(input, run_id=f"recorded-{name}")  # engine knobs: not public
                     await handle.result()
                     for path in await save_histories(handle, HERE, name=name):  # its children's too
                         print(f"recorded {path.name}")

@@ -458,8 +458,9 @@ async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
     visibility lists only the chain's last one as due."""
     stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
     async with serving(stack, task_queue):
-        handle = await stack.agents.start(
-            "migration", options={"records": 6}, continue_as_new=ContinueAsNewPolicy(max_history_events=40)
+        knob = ContinueAsNewPolicy(max_history_events=40)  # an engine knob: not public
+        handle = await stack.agents._start_input(
+            AgentInput(agent="migration", options={"records": 6}, continue_as_new=knob)
         )
         result = await handle.result()
     assert result.continued >= 2

@@ -379,8 +379,8 @@ async def test_a_tree_whose_runs_continue_as_new_ends_as_one_that_never_did(skip
     root = run_id("continued")
     async with worker(skipping_env, task_queue, ledger):
         agents = AgentClient(skipping_env.client, task_queue=task_queue)
-        handle = await agents.start(
-            "d-desk-gated", run_id=root, continue_as_new=ContinueAsNewPolicy(max_history_events=20)
+        handle = await agents._start_input(  # an engine knob: not public
+            AgentInput(agent="d-desk-gated", continue_as_new=ContinueAsNewPolicy(max_history_events=20)), run_id=root
         )
         [waiting] = await wait_for_pending(handle)
         assert waiting.path == [root, f"{root}~2.1", f"{root}~2.1~2.1"]

@@ -39,7 +39,7 @@ from tests.conftest import dev_settings, eventually, new_worker, transcripts_nex
 from tests.support import baseline_helpers, mcp_agents
 from tests.support.processes import descendants
 from workflows.agent import AgentWorkflow
-from workflows.inputs import ContinueAsNewPolicy, Timeouts
+from workflows.inputs import AgentInput, ContinueAsNewPolicy, Timeouts
 
 V1_TOOLS = "crm__add_note,crm__broken,crm__close_account,crm__lookup,crm__report,give_up"
 
@@ -300,7 +300,8 @@ async def test_a_durable_run_uses_two_mcp_tools_waits_for_approval_and_keeps_its
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))
     async with new_worker(dev_env.client, task_queue, ledger, agents=[agent]):
         agents = AgentClient(dev_env.client, task_queue=task_queue)
-        run = await agents.start(agent, continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+        knob = ContinueAsNewPolicy(max_history_events=12)  # an engine knob: not public
+        run = await agents._start_input(AgentInput(agent=agent.name or "", continue_as_new=knob))
         [waiting] = await run.wait_for_approval()
         assert (waiting.tool, waiting.arguments) == ("crm__close_account", {"customer": "ada"})
         assert effects(crm_db) == []  # nothing happens before the human says so
@@ -321,7 +322,7 @@ async def test_a_worker_sigkilled_mid_call_and_the_server_makes_the_effect_once(
     env = {"AGENT_MODULES": "tests.support.mcp_agents", "MCP_TEST_URL": server.url, "MCP_TEST_TOKEN": "s3cret"}
     worker = WorkerProcess(settings, extra_env=env).wait_ready()
     try:
-        agents = AgentClient(dev_env.client, settings=settings)
+        agents = AgentClient(dev_env.client, task_queue=settings.task_queue)
         run = await agents.start("crm", timeouts=Timeouts(heartbeat_seconds=2.0))
         [waiting] = await run.wait_for_approval()
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
