@@ -290,11 +290,8 @@ class RunHandle:
         """An open run's progress while no worker answers (`why`): its visibility record's counters, and the
         approvals it waits for as it reported them (durable_agents/views.py `no_worker`)."""
         description = await self.describe()
-        pending: list[PendingApproval] = []
-        if is_agents_run(description, self.agents.task_queue):
-            pending = await reported_pending(self.agents.client, description.id, description.run_id)
-        attributes = description.typed_search_attributes
-        return no_worker(self.run_id, why, attributes=attributes, pending=pending)
+        pending = await self._own_pending(description)
+        return no_worker(self.run_id, why, attributes=description.typed_search_attributes, pending=pending)
 
     async def pending(self) -> list[PendingApproval]:
         """The approvals this run waits for, and those of the runs it delegated to, at any depth (each names
@@ -303,10 +300,14 @@ class RunHandle:
         children. Nothing, for a run that is not an agents' run on this client's task queue."""
         return await self._tree_pending(await self.describe())
 
+    async def _own_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
+        """What the described run reports waiting for, if it is an agents' run on this client's task queue."""
+        if not is_agents_run(description, self.agents.task_queue):
+            return []
+        return await reported_pending(self.agents.client, description.id, description.run_id)
+
     async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        found: list[PendingApproval] = []
-        if is_agents_run(description, self.agents.task_queue):
-            found = await reported_pending(self.agents.client, description.id, description.run_id)
+        found = await self._own_pending(description)
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children
