@@ -35,9 +35,16 @@ NAME = "durable-agents"
 
 def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     # Registered once, whether the plugin comes from the client, the worker, or both — and not at all where a
-    # subclass is registered already (a versioned worker's flavour of it, workflows/versioned.py).
+    # workflow of that name is registered already (a versioned worker's flavour of it, workflows/versioned.py,
+    # or a test's own build of it): the worker's own list wins, as Temporal allows one class per name.
     existing = list(existing or [])
-    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if not any(issubclass(e, w) for e in existing)]
+    taken = {_name(e) for e in existing}
+    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if _name(w) not in taken]
+
+
+def _name(cls: type) -> str:
+    definition = getattr(cls, "__temporal_workflow_definition", None)
+    return definition.name if definition is not None and definition.name else cls.__name__
 
 
 class DurableAgentsPlugin(SimplePlugin):

@@ -379,7 +379,9 @@ def test_secrets_have_no_defaults_and_the_codec_endpoint_fails_closed(services: 
     # Secrets as files: the codec keys can come from a mounted file instead of the environment.
     doc = (ROOT / "docs/operations.md").read_text()
     assert "AGENT_CODEC_KEY_FILE" in doc and "secrets:" in doc
-    assert "## Trust model" in doc and "who may signal is who may approve" in doc
+    assert (
+        "## Trust model" in doc and "who may signal may send decisions; only approver keys make them authentic" in doc
+    )
 
 
 async def test_setup_job_lengthens_the_retention_of_an_existing_namespace(

@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Worker
 
@@ -115,7 +115,9 @@ def split_workers(client, task_queue, ledger) -> tuple[Worker, Worker]:  # type:
         no_remote_activities=True,
     )
     tools, model = ToolActivities(keyed, transcripts), ModelActivities(keyed, transcripts)
-    effects = Worker(client, task_queue=task_queue, activities=[tools.run_tool, model.call_model])
+    # A client without our plugin, which would add the workflow to this activities-only worker too.
+    bare = Client(client.service_client, namespace=client.namespace, data_converter=client.data_converter)
+    effects = Worker(bare, task_queue=task_queue, activities=[tools.run_tool, model.call_model])
     return workflows, effects
 
 
