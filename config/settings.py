@@ -188,8 +188,8 @@ class Settings:
     webhook_secret_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WEBHOOK_SECRET_FILE"))
     # The runs API (ops/http/): its bearer tokens, and the approvers' PRIVATE keys it signs decisions with
     # (config/approver_keys.py).
-    api_tokens: str | None = field(default_factory=lambda: _env(API_TOKENS_ENV), repr=False)
-    api_tokens_file: Path | None = field(default_factory=lambda: _env_path(f"{API_TOKENS_ENV}_FILE"))
+    api_tokens: str | None = field(default_factory=lambda: _env("AGENT_API_TOKENS"), repr=False)
+    api_tokens_file: Path | None = field(default_factory=lambda: _env_path("AGENT_API_TOKENS_FILE"))
     api_approver_keys: str | None = field(default_factory=lambda: _env("AGENT_API_APPROVER_KEYS"), repr=False)
     api_approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_API_APPROVER_KEYS_FILE"))
     # The codec endpoint (ops/http/codec.py): its bearer token, Host names and the Web UI origins it answers.
