@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
         return int(exc.code or 0)
     quiet_core_logs(show=args.debug)  # the SDK core's retry warnings must not land on the progress bar
-    return run_command(lambda: args.handler(args, load_settings()), debug=args.debug)
+    return run_command(lambda: args.handler(args, load_settings(args)), debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def main(argv: Sequence[str]) -> int:
         args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_command(lambda: serve(args, with_build(load_settings(), args)), debug=args.debug)
+    return run_command(lambda: serve(args, with_build(load_settings(args), args)), debug=args.debug)
 
 
 def with_build(settings: Settings, args: argparse.Namespace) -> Settings:

@@ -31,17 +31,18 @@ def start(
     options: RunOptions,
     *,
     webhook_url: str | None = None,
+    webhook_sender: webhooks.Sender | None = None,
     crash: CrashHook | None = None,
     recorded: Callable[[str], None] | None = None,
 ) -> RunRow:
     """Check what can be checked before anything is stored (the agent, its options, the model), then
     record the run, tell `recorded` its id (a command line prints it: a crash or Ctrl-C from here on must not
-    lose it) and drive it."""
+    lose it) and drive it. `webhook_sender` signs the run's webhook when it ends (webhooks.deliverer)."""
     owner = new_owner()
     create(store, agents, run_id, agent_name, options, webhook_url=webhook_url, owner=owner)
     if recorded is not None:
         recorded(run_id)
-    return _drive(store, agents, run_id, owner, options.lease_seconds, crash)
+    return _drive(store, agents, run_id, owner, options.lease_seconds, crash, webhook_sender)
 
 
 def create(
@@ -84,6 +85,7 @@ def resume(
     run_id: str,
     *,
     lease_seconds: float | None = None,
+    webhook_sender: webhooks.Sender | None = None,
     crash: CrashHook | None = None,
     by_parent: bool = False,
 ) -> RunRow:
@@ -98,13 +100,19 @@ def resume(
     try:
         acquire(store, run_id, owner, lease_seconds, options.max_attempts)
     except DeadLettered:
-        webhooks.deliver_pending(store, run_id)
+        webhooks.deliver_pending(store, webhook_sender, run_id)
         raise
-    return _drive(store, agents, run_id, owner, lease_seconds, crash)
+    return _drive(store, agents, run_id, owner, lease_seconds, crash, webhook_sender)
 
 
 def _drive(
-    store: Store, agents: AgentSet, run_id: str, owner: str, lease_seconds: float, crash: CrashHook | None
+    store: Store,
+    agents: AgentSet,
+    run_id: str,
+    owner: str,
+    lease_seconds: float,
+    crash: CrashHook | None,
+    webhook_sender: webhooks.Sender | None,
 ) -> RunRow:
     with LeaseKeeper(store, run_id, owner, lease_seconds) as keeper:
         try:
@@ -121,7 +129,7 @@ def _drive(
             # active and let go of it, so a later resume can retry; dead-lettering bounds the retries.
             _let_go(store, run_id, owner, f"{type(exc).__name__}: {exc}")
             raise
-    webhooks.deliver_pending(store, run_id)
+    webhooks.deliver_pending(store, webhook_sender, run_id)
     return store.require(run_id)
 
 
@@ -140,6 +148,7 @@ def recover(
     agent_modules: list[str] | None = None,
     lease_seconds: float | None = None,
     detach: bool = False,
+    webhook_sender: webhooks.Sender | None = None,
 ) -> dict[str, Any]:
     """Resume, each in its own worker process, every active run whose lease expired; then deliver
     webhooks left queued by workers that died after finishing a run."""
@@ -188,7 +197,7 @@ def recover(
                 worker.terminate()
                 worker.wait()
         raise
-    return {"resumed": resumed, "webhooks_delivered": webhooks.deliver_pending(store)}
+    return {"resumed": resumed, "webhooks_delivered": webhooks.deliver_pending(store, webhook_sender)}
 
 
 def cancel(store: Store, run_id: str, detail: str) -> None:

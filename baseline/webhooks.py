@@ -12,23 +12,34 @@ host's addresses, before each delivery (config/webhook_signing.py)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
+from config.settings import Settings
 from config.webhook_signing import (
     SECRET_ENV,
     WebhookConfigError,
     host_addresses,
     load_secret,
-    loopback_allowed,
     redact_url,
     resolved_problem,
     signed_headers,
     url_problem,
 )
+
+
+@dataclass(frozen=True)
+class Sender:
+    """What a deliverer signs with, and whether its operator lets deliveries go to this machine (both from the
+    deliverer's own settings, never from whoever started the run)."""
+
+    secret: bytes
+    allow_loopback: bool = False
+
 
 ATTEMPTS = 5
 BACKOFF_SECONDS = 0.5
@@ -38,49 +49,51 @@ CLAIM_SECONDS = 120.0
 
 def deliver_pending(
     store: Store,
+    sender: Sender | None,
     run_id: str | None = None,
     *,
     attempts: int = ATTEMPTS,
     backoff: float = BACKOFF_SECONDS,
     timeout: float = TIMEOUT_SECONDS,
 ) -> int:
-    """Deliver queued webhooks (of one run, or all); returns how many were delivered now."""
+    """Deliver queued webhooks (of one run, or all), signed by `sender` (`deliverer`); returns how many were
+    delivered now."""
     where, params = ("AND run_id = ?", (run_id,)) if run_id else ("", ())
     rows = store.query(f"SELECT * FROM webhooks WHERE status = 'pending' {where} ORDER BY id", params)
     if not rows:
         return 0  # most runs have no webhook: don't pay for an HTTP client
-    try:
-        secret = load_secret()
-    except WebhookConfigError:
-        secret = None
-    if secret is None:
+    if sender is None:
         for row in rows:  # stays pending: `job recover` with the secret delivers it
             _record(store, row, None, f"not sent: {SECRET_ENV} is not set here, and deliveries are signed")
         return 0
     delivered = 0
     with httpx.Client(timeout=timeout) as client:
         for row in rows:
-            if _claim(store, row["id"]) and _deliver(store, client, row, secret, attempts, backoff):
+            if _claim(store, row["id"]) and _deliver(store, client, row, sender, attempts, backoff):
                 delivered += 1
     return delivered
 
 
-def check_webhook(url: str) -> None:
+def deliverer(settings: Settings) -> Sender | None:
+    """How this process delivers: the secret it signs with and its loopback opt-in; None when it has no secret
+    or an unusable one (its deliveries then stay pending: `job recover` with the secret delivers them)."""
+    try:
+        secret = load_secret(settings)
+    except WebhookConfigError:
+        return None
+    return Sender(secret, settings.webhook_allow_loopback) if secret is not None else None
+
+
+def check_webhook(url: str, settings: Settings) -> None:
     """Refuse, before a run starts, a webhook that could not be delivered safely."""
     try:
-        load_secret_or_fail()
+        if load_secret(settings) is None:
+            raise WebhookConfigError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE): deliveries are signed with it")
     except WebhookConfigError as exc:
         raise BadInput(f"--webhook: {exc}") from None
-    problem = url_problem(url, allow_loopback=loopback_allowed())
+    problem = url_problem(url, allow_loopback=settings.webhook_allow_loopback)
     if problem is not None:
         raise BadInput(f"--webhook: {problem}")
-
-
-def load_secret_or_fail() -> bytes:
-    secret = load_secret()
-    if secret is None:
-        raise WebhookConfigError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE): deliveries are signed with it")
-    return secret
 
 
 def _claim(store: Store, webhook_id: int) -> bool:
@@ -95,10 +108,10 @@ def _claim(store: Store, webhook_id: int) -> bool:
         )
 
 
-def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attempts: int, backoff: float) -> bool:
+def _deliver(store: Store, client: httpx.Client, row: Any, sender: Sender, attempts: int, backoff: float) -> bool:
     body = row["payload"].encode() if isinstance(row["payload"], str) else bytes(row["payload"])
     event_id = f"{row['run_id']}:{row['id']}"
-    refused = _refusal(row["url"])
+    refused = _refusal(row["url"], sender.allow_loopback)
     if refused is not None:  # never sent: a URL the operator does not allow is not retried either
         _record(store, row, None, refused)
         with store.transaction() as db:
@@ -107,7 +120,7 @@ def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attemp
     for attempt in range(attempts):
         code: int | None = None
         headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
-        headers |= signed_headers(secret, event_id, body)  # each attempt signed afresh: a fresh timestamp
+        headers |= signed_headers(sender.secret, event_id, body)  # each attempt signed afresh: a fresh timestamp
         try:
             response = client.post(row["url"], content=body, headers=headers)
             code = response.status_code
@@ -124,8 +137,7 @@ def _deliver(store: Store, client: httpx.Client, row: Any, secret: bytes, attemp
     return False
 
 
-def _refusal(url: str) -> str | None:
-    allow = loopback_allowed()
+def _refusal(url: str, allow: bool) -> str | None:
     problem = url_problem(url, allow_loopback=allow)
     if problem is None:
         try:

@@ -77,7 +77,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             )
             settings = _with_data_dir(settings, tmp)
             worker = WorkerProcess(settings, log=tmp / "worker.log").wait_ready()
-            agents = AgentClient(await connect(settings), settings=settings)
+            agents = AgentClient(await connect(settings))
             return await _measure(args, agents)
         finally:
             if worker is not None:

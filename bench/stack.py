@@ -106,13 +106,18 @@ async def temporal_stack(
             floor_process.wait_ready()
         client = await connect(settings)
         info = await client.workflow_service.get_system_info(GetSystemInfoRequest())
-        agents = AgentClient(client, settings=settings)
+        agents = AgentClient(client)
         if database_url:
             pg_settings = replace(
                 settings, task_queue=f"{queue}-pg", data_dir=workdir / "pg-worker", database_url=database_url
             )
             pg_worker = our_worker(pg_settings, workdir / "worker-postgres.log")
-            postgres = PostgresWorker(database_url, pg_settings, pg_worker, AgentClient(client, settings=pg_settings))
+            postgres = PostgresWorker(
+                database_url,
+                pg_settings,
+                pg_worker,
+                AgentClient(client, task_queue=pg_settings.task_queue, ui_url=pg_settings.ui_url),
+            )
             pg_worker.wait_ready()
         stack = Stack(
             workdir,

@@ -2,8 +2,8 @@
 
 An agents module exports `agents` (a non-empty list of `Agent`) and, optionally, `make_deps(settings)`
 returning the services its tools get as `ToolContext.deps`. Which modules: `--agents MODULE` flags
-(repeatable), else `AGENT_MODULES` (comma-separated), else the caller's default (the command lines' is the
-demo agents, `examples`: ops/cli/arguments.py; the library has none).
+(repeatable), else `AGENT_MODULES` (comma-separated: `Settings.agent_modules`), else the caller's default (the
+command lines' is the demo agents, `examples`: ops/cli/arguments.py; the library has none).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ class UnknownAgentName(LookupError):
     """A name that none of the agents modules exports."""
 
 
-def module_names(flags: Sequence[str] | None = None, *, default: Sequence[str] = ()) -> list[str]:
-    """The modules named by the flags, else by AGENT_MODULES, else `default`; none at all is an error."""
-    if flags:
-        return list(flags)
-    from_env = [m.strip() for m in os.environ.get("AGENT_MODULES", "").split(",") if m.strip()]
-    names = from_env or list(default)
+def module_names(
+    flags: Sequence[str] | None = None, configured: Sequence[str] = (), *, default: Sequence[str] = ()
+) -> list[str]:
+    """The modules named by the flags, else `configured` (the settings' AGENT_MODULES), else `default`; none at
+    all is an error."""
+    names = list(flags or configured or default)
     if not names:
         raise AgentModuleError("no agents module named: give --agents MODULE or set AGENT_MODULES")
     return names

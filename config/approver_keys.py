@@ -10,13 +10,11 @@ Once any public key is configured, a decision counts only when signed by the app
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 from agentic.signing import ApproverKey, ApproverKeyError, parse_public_keys
-from config.secrets import env_or_file
+from config.secrets import value_or_file
 from config.settings import Settings
 
 # The runs API signs decisions for its logged-in approvers: their PRIVATE keys, for the API process only.
@@ -43,11 +41,13 @@ def approver_public_keys(settings: Settings) -> dict[str, str]:
     return parse_public_keys(text)
 
 
-def api_signing_keys(environ: Mapping[str, str] | None = None) -> dict[str, ApproverKey]:
+def api_signing_keys(settings: Settings) -> dict[str, ApproverKey]:
     """Approver name -> private key, from `AGENT_API_APPROVER_KEYS` (`maria:BASE64,ops:BASE64`) or the file
     named by `AGENT_API_APPROVER_KEYS_FILE` (one per line). The HTTP API signs a decision with the key named
     like the caller's token identity; a key name is an approver name (agentic/signing.py)."""
-    found = env_or_file(os.environ if environ is None else environ, API_KEYS_ENV, API_KEYS_FILE_ENV, ApproverKeyError)
+    found = value_or_file(
+        settings.api_approver_keys, settings.api_approver_keys_file, API_KEYS_ENV, API_KEYS_FILE_ENV, ApproverKeyError
+    )
     keys: dict[str, ApproverKey] = {}
     for entry in re.split(r"[,\n]", found[0] if found else ""):
         if entry.strip() and not entry.strip().startswith("#"):

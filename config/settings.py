@@ -42,6 +42,9 @@ STICKY_TIMEOUT = timedelta(seconds=5)
 # The runs API's bearer tokens (`name:role:token,...`; ops/http/auth.py reads them when the API starts).
 API_TOKENS_ENV = "AGENT_API_TOKENS"
 
+# The task queue workers serve and clients start runs on, unless TEMPORAL_TASK_QUEUE or the caller says otherwise.
+DEFAULT_TASK_QUEUE = "durable-agents"
+
 
 def data_dir() -> Path:
     """Where local state lives (ledger, transcripts, the embedded server's database): `AGENT_DATA_DIR`,
@@ -65,6 +68,11 @@ def _env_secret(name: str) -> str | None:
 def _env_path(name: str) -> Path | None:
     value = _env(name)
     return Path(value) if value else None
+
+
+def _env_list(name: str) -> tuple[str, ...]:
+    """A comma-separated variable's items, blanks dropped."""
+    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
 
 
 def _env_flag(name: str) -> bool | None:
@@ -144,7 +152,7 @@ class Settings:
     temporal: ClientConfigProfile = field(default_factory=temporal_profile, repr=False)
     address: str = ""  # default: the profile's, else localhost:7233
     namespace: str = ""  # default: the profile's, else default
-    task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", "durable-agents"))
+    task_queue: str = field(default_factory=lambda: os.environ.get("TEMPORAL_TASK_QUEUE", DEFAULT_TASK_QUEUE))
     data_dir: Path = field(default_factory=data_dir)
     ledger_path: Path = field(default_factory=lambda: Path(_env("AGENT_LEDGER") or data_dir() / "ledger.db"))
     # postgresql://user:password@host:port/db: the ledger and transcripts for every worker host (stores/configured.py).
@@ -181,6 +189,35 @@ class Settings:
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))
     log_format: str = field(default_factory=lambda: _env("AGENT_LOG_FORMAT") or "json")
     log_level: str = field(default_factory=lambda: _env("LOG_LEVEL") or "INFO")
+    # -- read here rather than where they are used (issue 32): secrets as given, checked where they are used ---
+    # The agents modules when no --agents flag names one (config/agent_modules.py).
+    agent_modules: tuple[str, ...] = field(default_factory=lambda: _env_list("AGENT_MODULES"))
+    # Signs webhook deliveries, value or file (config/webhook_signing.py).
+    webhook_secret: str | None = field(default_factory=lambda: _env("AGENT_WEBHOOK_SECRET"), repr=False)
+    webhook_secret_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WEBHOOK_SECRET_FILE"))
+    # Deliveries to this machine's loopback (a local relay): the operator's opt-in, never a run's (review N8).
+    webhook_allow_loopback: bool = field(default_factory=lambda: bool(_env_flag("AGENT_WEBHOOK_ALLOW_LOOPBACK")))
+    # The runs API (ops/http/): its bearer tokens, and the approvers' PRIVATE keys it signs decisions with
+    # (config/approver_keys.py).
+    api_tokens: str | None = field(default_factory=lambda: _env("AGENT_API_TOKENS"), repr=False)
+    api_tokens_file: Path | None = field(default_factory=lambda: _env_path("AGENT_API_TOKENS_FILE"))
+    api_approver_keys: str | None = field(default_factory=lambda: _env("AGENT_API_APPROVER_KEYS"), repr=False)
+    api_approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_API_APPROVER_KEYS_FILE"))
+    # The codec endpoint (ops/http/codec.py): its bearer token, Host names and the Web UI origins it answers.
+    codec_auth_token: str | None = field(default_factory=lambda: _env("AGENT_CODEC_AUTH_TOKEN"), repr=False)
+    codec_auth_token_file: Path | None = field(default_factory=lambda: _env_path("AGENT_CODEC_AUTH_TOKEN_FILE"))
+    codec_allowed_hosts: tuple[str, ...] = field(default_factory=lambda: _env_list("AGENT_CODEC_ALLOWED_HOSTS"))
+    codec_cors_origins: tuple[str, ...] = field(default_factory=lambda: _env_list("AGENT_CODEC_CORS_ORIGINS"))
+    # An approver's own PRIVATE key, which `starter.py approve` signs with unless --key-file names one.
+    approver_key_file: Path | None = field(default_factory=lambda: _env_path("AGENT_APPROVER_KEY_FILE"))
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """The environment's settings, read now: the one place a program that passes no settings gets them.
+        `DurableAgentsPlugin()`, `connect()`, `build_worker` on a client without the plugin, `replay` and
+        `facts_for` default to it; everything below takes the settings it is given and never reads them again.
+        Raises ValueError naming a malformed variable."""
+        return cls()
 
     def __post_init__(self) -> None:
         profile = self.temporal
@@ -195,4 +232,9 @@ class Settings:
         object.__setattr__(self, "ui_url", self.ui_url.rstrip("/"))
 
     def run_url(self, run_id: str) -> str:
-        return f"{self.ui_url}/namespaces/{quote(self.namespace, safe='')}/workflows/{quote(run_id, safe='')}"
+        return run_url(self.ui_url, self.namespace, run_id)
+
+
+def run_url(ui_url: str, namespace: str, run_id: str) -> str:
+    """A run's page in the Temporal Web UI at `ui_url`."""
+    return f"{ui_url.rstrip('/')}/namespaces/{quote(namespace, safe='')}/workflows/{quote(run_id, safe='')}"

@@ -25,14 +25,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import os
 import socket
 import time
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from config.loopback import is_loopback
-from config.secrets import env_or_file
+from config.secrets import value_or_file
+from config.settings import Settings
 
 SIGNATURE_HEADER = "X-Agent-Signature"
 TIMESTAMP_HEADER = "X-Agent-Timestamp"
@@ -55,20 +55,17 @@ class WebhookSignatureError(ValueError):
     """A delivery that does not verify: refuse it."""
 
 
-def load_secret(environ: Mapping[str, str] | None = None) -> bytes | None:
-    found = env_or_file(os.environ if environ is None else environ, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError)
+def load_secret(settings: Settings) -> bytes | None:
+    """The settings' webhook secret (`AGENT_WEBHOOK_SECRET` or its file), or None; WebhookConfigError if unusable."""
+    found = value_or_file(
+        settings.webhook_secret, settings.webhook_secret_file, SECRET_ENV, SECRET_FILE_ENV, WebhookConfigError
+    )
     value = found[0].strip() if found else ""
     if not value:
         return None
     if len(value) < MIN_SECRET_CHARS:
         raise WebhookConfigError(f"the webhook secret must be at least {MIN_SECRET_CHARS} characters")
     return value.encode()
-
-
-def loopback_allowed(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether the operator lets deliveries go to this machine (`AGENT_WEBHOOK_ALLOW_LOOPBACK=1`)."""
-    value = (os.environ if environ is None else environ).get(ALLOW_LOOPBACK_ENV, "").strip().lower()
-    return value in ("1", "true", "yes", "on")
 
 
 def url_problem(url: str, *, allow_loopback: bool = False) -> str | None:

@@ -6,6 +6,10 @@ One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with
 `AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
 Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
 
+Configuration comes from the environment (docs/operations.md), read once: `DurableAgentsPlugin()` and
+`connect()` read it (`Settings.from_env()`) unless given `Settings`, and what is built from their client —
+`build_worker`, `AgentClient` — takes its defaults from there.
+
 A script that uses a client ends with `durable_agents.run(main())` rather than `asyncio.run(main())`: it exits
 cleanly (durable_agents/clean_exit.py). Testing agents on Temporal's test servers: `durable_agents.testing`
 (its pytest fixture: `durable_agents.pytest_plugin`); replaying recorded histories against today's code
@@ -47,8 +51,9 @@ from agentic.approvals import ApprovalPolicy, PendingApproval
 from agentic.mcp import MCPServer
 from agentic.memory import Fact, FactStore
 from agentic.saga import SagaPolicy
+from config.settings import Settings
 from durable_agents.clean_exit import run
-from durable_agents.client import AgentClient, DecisionOutcome, RunHandle, RunSummary
+from durable_agents.client import AgentClient, DecisionOutcome, RunHandle
 from durable_agents.connection import connect
 from durable_agents.errors import (
     AgentClientError,
@@ -65,7 +70,9 @@ from durable_agents.errors import (
     WorkerUnavailable,
 )
 from durable_agents.plugin import DurableAgentsPlugin
+from durable_agents.views import RunSummary
 from durable_agents.worker import build_worker
+from stores.configured import facts_for
 from stores.memory_tools import MemoryOptions, memory_tools
 
 __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
@@ -99,6 +106,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "Fact",
     "FactStore",
     "MemoryOptions",
+    "facts_for",
     "memory_tools",
     # serving agents durably, and driving their runs
     "AgentClient",
@@ -107,6 +115,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "PendingApproval",
     "RunHandle",
     "RunSummary",
+    "Settings",
     "build_worker",
     "connect",
     "EngineOptions",  # build_worker(engine=...): how the worker executes runs

@@ -1,7 +1,8 @@
 """`AgentClient` and `RunHandle`: the one way to start, inspect, approve, cancel and wait for durable agent
-runs. The command line, the demo, the bench and the chaos harness all go through here.
+runs. The command line, the runs API, the demo, the bench and the chaos harness all go through here; what they
+show of a run is built in durable_agents/views.py.
 
-    agents = await AgentClient.connect()                   # from the settings (TEMPORAL_ADDRESS, ...)
+    agents = await AgentClient.connect(settings)           # or AgentClient(client, task_queue=...)
     run = await agents.start("refund", "Refund order 4471")
     [waiting] = await run.pending()
     await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
@@ -15,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
+from functools import partialmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -30,7 +32,7 @@ from temporalio.client import (
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.inputs import AgentResult
@@ -38,26 +40,30 @@ from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
 from agentic.saga import SagaPolicy
 from agentic.signing import ApproverKey
-from config.settings import Settings
+from config.settings import DEFAULT_TASK_QUEUE, DEFAULT_UI_URL, Settings, run_url
+from durable_agents.connection import connect
 from durable_agents.errors import (
     AmbiguousApproval,
     ApprovalRejected,
     NoPendingApproval,
     RunAlreadyExists,
-    RunClosed,
-    RunFailed,
-    SearchAttributesMissing,
     TemporalUnavailable,
-    UnknownAgent,
     UnknownRun,
     WorkerUnavailable,
+    closed,
+    from_rpc,
+    refused,
+    run_failed,
 )
+from durable_agents.plugin import plugin_of
 from durable_agents.reported import is_agents_run, reported_pending
+from durable_agents.views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput, ApprovalsView, Progress, Timeouts
+from workflows.names import DECISION_SIGNAL, WORKFLOW_TYPE
 
-PENDING_QUERY = 'WorkflowType = "AgentWorkflow" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
+PENDING_QUERY = f'WorkflowType = "{WORKFLOW_TYPE}" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
 QUERY_TIMEOUT = timedelta(seconds=5)
 UPDATE_TIMEOUT = timedelta(seconds=10)
 
@@ -75,51 +81,23 @@ class DecisionOutcome(BaseModel):
     entry: AuditEntry | None = None
 
 
-class RunSummary(BaseModel):
-    """One run as visibility lists it: no worker needed."""
-
-    run_id: str
-    agent: str | None
-    status: str
-    temporal_status: str
-    started_at: datetime | None
-    closed_at: datetime | None
-    step: int | None
-    tokens: int | None
-    cost: float | None
-    pending_approvals: int
-    stop: str | None
-
-
 class AgentClient:
-    def __init__(self, client: Client, *, task_queue: str | None = None, settings: Settings | None = None) -> None:
-        """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec)."""
-        self.settings = settings or Settings()
+    def __init__(self, client: Client, *, task_queue: str | None = None, ui_url: str | None = None) -> None:
+        """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec). The runs it
+        starts and lists are on `task_queue`; `ui_url` is the Temporal Web UI its links point into. Neither
+        given: the settings of the client's plugin (`TEMPORAL_TASK_QUEUE`, `TEMPORAL_UI_URL`), else
+        `durable-agents` and http://localhost:8233. The namespace is the client's."""
+        configured = plugin_of(client)
+        settings = configured.settings if configured is not None else None
         self.client = client
-        self.task_queue = task_queue or self.settings.task_queue
+        self.task_queue = task_queue or (settings.task_queue if settings else DEFAULT_TASK_QUEUE)
+        self.ui_url = ui_url or (settings.ui_url if settings else DEFAULT_UI_URL)
 
     @classmethod
-    async def connect(
-        cls, address: str | None = None, namespace: str | None = None, *, settings: Settings | None = None
-    ) -> AgentClient:
-        """Connect from the settings (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, API key, codec keys)."""
-        from durable_agents.connection import TemporalConnectError, connect
-
-        settings = settings or Settings()
-        overrides = {k: v for k, v in {"address": address, "namespace": namespace}.items() if v is not None}
-        if overrides:
-            settings = _replace(settings, **overrides)
-        try:
-            client = await connect(settings)
-        except ValueError:  # the settings contradict themselves (TLS, keys): not a reachability problem
-            raise
-        except TemporalConnectError as exc:  # its message says where and why already
-            raise TemporalUnavailable(str(exc)) from exc
-        except Exception as exc:  # the SDK raises RuntimeError with a transport message
-            raise TemporalUnavailable(
-                f"cannot reach Temporal at {settings.address} (namespace {settings.namespace}): {exc}"
-            ) from exc
-        return cls(client, settings=settings)
+    async def connect(cls, settings: Settings | None = None) -> AgentClient:
+        """`connect(settings)` (durable_agents/connection.py; none: the environment's), and a client on its task
+        queue. TemporalUnavailable says where it tried and why it failed."""
+        return cls(await connect(settings))
 
     # -- runs -----------------------------------------------------------------------------------------
 
@@ -139,10 +117,14 @@ class AgentClient:
         approvals: ApprovalPolicy | None = None,
         saga: SagaPolicy | None = None,
         timeouts: Timeouts | None = None,
-        **input_fields: Any,
+        webhook: str | None = None,
+        search_attributes: bool = True,
     ) -> RunHandle:
         """Start a run of `agent` (an `Agent` the workers serve, or its name). `model` names a model the
-        worker declares; `options` are the agent's per-run options. Raises RunAlreadyExists."""
+        worker declares; `options` are the agent's per-run options. `webhook` is POSTed once when the run ends
+        (signed with the worker's AGENT_WEBHOOK_SECRET); `search_attributes=False` publishes none (cheaper;
+        visibility filters then do not find the run: docs/benchmarks.md, the price list). Raises
+        RunAlreadyExists."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable run needs a named agent: Agent(..., name='billing')")
@@ -162,16 +144,20 @@ class AgentClient:
             approvals=approvals,
             saga=saga,
             timeouts=timeouts or Timeouts(),
-            **input_fields,
+            webhook=webhook,
+            search_attributes=search_attributes,
         )
         shown_task = task or (agent.task if isinstance(agent, Agent) else None)
-        return await self.start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
+        return await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
 
-    async def start_input(
+    async def _start_input(
         self, input: AgentInput, *, run_id: str | None = None, description: str = "", shown_task: str | None = None
     ) -> RunHandle:
         """Start a run from a complete `AgentInput` (what `start` builds). `description` and `shown_task`
-        only label the run in the Web UI (the worker's agent supplies the default task itself)."""
+        only label the run in the Web UI (the worker's agent supplies the default task itself).
+
+        Not public: the tests start runs from a whole input this way (an older client's, to record its history);
+        a program uses `start`, and the engine's knobs are the worker's (`EngineOptions`)."""
         run_id = run_id or f"{input.agent}-{uuid.uuid4().hex[:8]}"
         task = input.task or shown_task or ""
         try:
@@ -191,7 +177,7 @@ class AgentClient:
         except WorkflowAlreadyStartedError:
             raise RunAlreadyExists(f"a run with id {run_id!r} already exists; run ids are never reused") from None
         except RPCError as exc:
-            raise _rpc_error(exc, f"cannot start run {run_id!r}") from exc
+            raise from_rpc(exc, f"cannot start run {run_id!r}") from exc
         return RunHandle(self, handle)
 
     def handle(self, run_id: str) -> RunHandle:
@@ -206,7 +192,7 @@ class AgentClient:
 
     async def list(self, *, status: str | None = None, agent: str | None = None, limit: int = 100) -> list[RunSummary]:
         """Runs from visibility, newest first, optionally by our status (`AgentStatus`) and agent name."""
-        clauses = ['WorkflowType = "AgentWorkflow"']
+        clauses = [f'WorkflowType = "{WORKFLOW_TYPE}"']
         if status:
             clauses.append(f"AgentStatus = {_quoted(status)}")
         if agent:
@@ -214,9 +200,9 @@ class AgentClient:
         found: list[RunSummary] = []
         try:
             async for execution in self.client.list_workflows(" AND ".join(clauses), limit=limit):
-                found.append(_summary(execution))
+                found.append(summary(execution))
         except RPCError as exc:
-            raise _rpc_error(exc, "cannot list runs") from exc
+            raise from_rpc(exc, "cannot list runs") from exc
         return found
 
     async def pending(self, *, root: str | None = None) -> list[PendingApproval]:
@@ -229,12 +215,12 @@ class AgentClient:
             waiting = [(e.id, e.run_id) async for e in self.client.list_workflows(query)]
             reported = await asyncio.gather(*(reported_pending(self.client, run_id, run) for run_id, run in waiting))
         except RPCError as exc:
-            raise _rpc_error(exc, "cannot list pending approvals") from exc
+            raise from_rpc(exc, "cannot list pending approvals") from exc
         found = [p for each in reported for p in each]
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
-        return self.settings.run_url(run_id)
+        return run_url(self.ui_url, self.client.namespace, run_id)
 
 
 class RunHandle:
@@ -257,7 +243,7 @@ class RunHandle:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 namespace = self.agents.client.namespace
                 raise UnknownRun(f"no run with id {self.run_id!r} in namespace {namespace}") from None
-            raise _rpc_error(exc, f"cannot look up run {self.run_id!r}") from exc
+            raise from_rpc(exc, f"cannot look up run {self.run_id!r}") from exc
 
     async def is_running(self) -> bool:
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
@@ -266,26 +252,46 @@ class RunHandle:
         """RunClosed (saying how it ended) unless the run is still open."""
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
-            raise _closed(self.run_id, description)
+            raise closed(self.run_id, description)
 
     # -- looking -------------------------------------------------------------------------------------
 
     async def progress(self) -> Progress:
         """Live progress (the `progress` query) while the run is open; from its result once it closed.
-        Raises WorkerUnavailable when the run is open and no worker answers."""
+        Raises WorkerUnavailable when the run is open and no worker answers (`known_progress` does not)."""
         description = await self.describe()
         if description.status == WorkflowExecutionStatus.RUNNING:
-            try:
-                progress = await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
-                return with_retries(progress, description)
-            except RPCError as exc:
-                raise WorkerUnavailable(
-                    f"run {self.run_id} is running but no worker answered its progress query ({exc.message}); "
-                    f"is a worker running on task queue {self.agents.task_queue!r}?"
-                ) from exc
+            return with_retries(await self.live(), description)
         if description.status == WorkflowExecutionStatus.COMPLETED:
             return final_progress(await self.result())
-        return _ended_progress(self.run_id, description, await self._failure())
+        return ended_progress(self.run_id, description, await self._failure())
+
+    async def live(self) -> Progress:
+        """The `progress` query alone, as the workflow answers it (no call but the query). WorkerUnavailable
+        when no worker answers; TemporalUnavailable when the server does not."""
+        try:
+            return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.UNAVAILABLE:  # the server, not a worker, is missing
+                raise TemporalUnavailable(f"the Temporal server did not answer ({exc.message})") from None
+            raise WorkerUnavailable(
+                f"run {self.run_id} is running but no worker answered its progress query ({exc.message}); "
+                f"is a worker running on task queue {self.agents.task_queue!r}?"
+            ) from exc
+
+    async def known_progress(self) -> Progress:
+        """`progress()`, or — while no worker answers — what the server knows without one (`last_known`)."""
+        try:
+            return await self.progress()
+        except WorkerUnavailable as exc:
+            return await self.last_known(str(exc.__cause__ or exc))
+
+    async def last_known(self, why: str) -> Progress:
+        """An open run's progress while no worker answers (`why`): its visibility record's counters, and the
+        approvals it waits for as it reported them (durable_agents/views.py `no_worker`)."""
+        description = await self.describe()
+        pending = await self._own_pending(description)
+        return no_worker(self.run_id, why, attributes=description.typed_search_attributes, pending=pending)
 
     async def pending(self) -> list[PendingApproval]:
         """The approvals this run waits for, and those of the runs it delegated to, at any depth (each names
@@ -294,14 +300,18 @@ class RunHandle:
         children. Nothing, for a run that is not an agents' run on this client's task queue."""
         return await self._tree_pending(await self.describe())
 
+    async def _own_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
+        """What the described run reports waiting for, if it is an agents' run on this client's task queue."""
+        if not is_agents_run(description, self.agents.task_queue):
+            return []
+        return await reported_pending(self.agents.client, description.id, description.run_id)
+
     async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        found: list[PendingApproval] = []
-        if is_agents_run(description, self.agents.task_queue):
-            found = await reported_pending(self.agents.client, description.id, description.run_id)
+        found = await self._own_pending(description)
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children
-            if child.workflow_type_name == "AgentWorkflow"
+            if child.workflow_type_name == WORKFLOW_TYPE
         ]
         for below in await asyncio.gather(*(self._child_pending(child) for child in children)):
             found += below
@@ -313,7 +323,7 @@ class RunHandle:
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return []  # it closed (and was removed) since its parent was described
-            raise _rpc_error(exc, f"cannot look up run {run_id!r}") from exc
+            raise from_rpc(exc, f"cannot look up run {run_id!r}") from exc
         return await self._tree_pending(description)
 
     async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
@@ -326,7 +336,7 @@ class RunHandle:
             if waiting:
                 return waiting
             if description.status != WorkflowExecutionStatus.RUNNING:
-                raise _closed(self.run_id, description)
+                raise closed(self.run_id, description)
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"run {self.run_id} asked for no approval within {timeout:g} s")
             await asyncio.sleep(interval)
@@ -346,11 +356,11 @@ class RunHandle:
         try:
             return await self.workflow.result()
         except WorkflowFailureError as exc:
-            raise _run_failed(self.run_id, exc) from None
+            raise run_failed(self.run_id, exc) from None
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 raise UnknownRun(f"no run with id {self.run_id!r}") from None
-            raise _rpc_error(exc, f"cannot wait for run {self.run_id!r}") from exc
+            raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
 
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
@@ -360,14 +370,12 @@ class RunHandle:
         try:
             while not result.done():
                 try:
-                    current = await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
-                    current = with_retries(current, await self.workflow.describe())
-                except RPCError as exc:
+                    current = with_retries(await self.live(), await self.workflow.describe())
+                except WorkerUnavailable as exc:
                     if result.done():
                         break
-                    if exc.status == RPCStatusCode.UNAVAILABLE:  # the server, not a worker, is missing
-                        raise TemporalUnavailable(f"the Temporal server did not answer ({exc.message})") from None
-                    current = _no_worker(last, self.run_id, exc.message)
+                    why = exc.__cause__.message if isinstance(exc.__cause__, RPCError) else str(exc)
+                    current = no_worker(self.run_id, why, last=last)
                 if current != last:
                     last = current
                     yield current
@@ -379,32 +387,6 @@ class RunHandle:
             result.cancel()
 
     # -- acting --------------------------------------------------------------------------------------
-
-    async def approve(
-        self,
-        call_id: str | None = None,
-        *,
-        by: str,
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        wait: timedelta = UPDATE_TIMEOUT,
-        key: ApproverKey | None = None,
-    ) -> DecisionOutcome:
-        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
-
-    async def deny(
-        self,
-        call_id: str | None = None,
-        *,
-        by: str,
-        reason: str | None = None,
-        arguments_hash: str | None = None,
-        wait: timedelta = UPDATE_TIMEOUT,
-        key: ApproverKey | None = None,
-    ) -> DecisionOutcome:
-        return await self.decide(
-            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
-        )
 
     async def decide(
         self,
@@ -431,7 +413,7 @@ class RunHandle:
             raise ValueError("an approver name is required (it goes into the audit trail)")
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
-            raise _closed(self.run_id, description)
+            raise closed(self.run_id, description)
         target = choose(await self._tree_pending(description), self.run_id, call_id)
         if target.run_id != self.run_id:  # routed by its path: the run that waits receives the decision
             waiting = self.agents.handle(target.run_id)
@@ -456,12 +438,12 @@ class RunHandle:
             entry = await self.workflow.execute_update(AgentWorkflow.decide, decision, rpc_timeout=wait)
             return outcome.model_copy(update={"entry": entry, "decision": entry.event})
         except WorkflowUpdateFailedError as exc:
-            raise _refused(exc) from None
+            raise refused(exc) from None
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError):
             pass  # no worker answered now: fall back to the signal, which the server keeps
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
-            raise _closed(self.run_id, description)
+            raise closed(self.run_id, description)
         if queued := await self._queued_decision(target.call_id):
             verb = "approve" if queued.approve else "deny"
             raise ApprovalRejected(
@@ -473,9 +455,12 @@ class RunHandle:
             await self.workflow.signal(AgentWorkflow.decision, decision)
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
-                raise _closed(self.run_id, await self.describe()) from None
-            raise _rpc_error(exc, f"cannot send the decision to run {self.run_id}") from exc
+                raise closed(self.run_id, await self.describe()) from None
+            raise from_rpc(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
+
+    approve = partialmethod(decide, True)  # approve(call_id, by=..., arguments_hash=..., ...): decide(True, ...)
+    deny = partialmethod(decide, False)
 
     async def _queued_decision(self, call_id: str) -> Decision | None:
         """A `decision` signal for `call_id` that the run received after its last completed workflow task:
@@ -491,7 +476,7 @@ class RunHandle:
                 waiting, handed = waiting[handed:], 0  # the workflow has applied those
             elif event.HasField("workflow_execution_signaled_event_attributes"):
                 signal = event.workflow_execution_signaled_event_attributes
-                if signal.signal_name == "decision":
+                if signal.signal_name == DECISION_SIGNAL:
                     waiting.append(signal.input.payloads)
         converter = self.agents.client.data_converter
         for payloads in waiting:
@@ -505,11 +490,11 @@ class RunHandle:
         the run has already ended."""
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
-            raise _closed(self.run_id, description)
+            raise closed(self.run_id, description)
         try:
             await self.workflow.cancel(reason=reason or "cancelled")
         except RPCError as exc:
-            raise _rpc_error(exc, f"cannot cancel run {self.run_id}") from exc
+            raise from_rpc(exc, f"cannot cancel run {self.run_id}") from exc
 
     async def histories(self) -> list[WorkflowHistory]:
         """The run's event histories, oldest first: one per run of its continue-as-new chain."""
@@ -528,7 +513,7 @@ class RunHandle:
         try:
             await self.workflow.result()
         except WorkflowFailureError as exc:
-            return str(_run_failed(self.run_id, exc))
+            return str(run_failed(self.run_id, exc))
         except RPCError:
             return None
         return None
@@ -555,152 +540,6 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
     return waiting[0]
 
 
-def with_retries(progress: Progress, description: WorkflowExecutionDescription) -> Progress:
-    """The workflow cannot see its activities' retries; the server can. A model call that failed and waits for
-    its next attempt (the provider down, rate limits) shows as `waiting_model`, saying which attempt failed
-    and why; any other activity being retried keeps its status and says so in the label."""
-    if progress.status not in ("running", "compensating"):
-        return progress
-    for pending in description.raw_description.pending_activities:
-        if pending.attempt <= 1 or not pending.HasField("last_failure"):
-            continue
-        failure = pending.last_failure.message.splitlines()[0][:200] if pending.last_failure.message else "failed"
-        retry = f"attempt {pending.attempt - 1} failed ({failure}); retrying with backoff"
-        if pending.activity_type.name == "call_model":
-            return progress.model_copy(update={"status": "waiting_model", "label": f"{progress.label}: {retry}"})
-        return progress.model_copy(update={"label": f"{progress.label}: {retry}"})
-    return progress
-
-
-def final_progress(result: AgentResult, last: Progress | None = None) -> Progress:
-    """A closed run's progress, from its result (the last poll's `max_steps` kept)."""
-    stop = result.stop.value
-    return Progress(
-        run_id=result.run_id,
-        agent=result.agent,
-        status=result.status,
-        step=result.step_count,
-        max_steps=last.max_steps if last else None,
-        label=f"finished: {stop}" if result.status == "completed" else f"{result.status}: {stop}",
-        input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens,
-        cost=result.cost,
-        trajectory=result.trajectory(),
-        stop=stop,
-        compensations_done=len([c for c in result.compensations if c.status == "compensated"]),
-        compensations_remaining=[s.call.name for s in result.compensations_remaining],
-    )
-
-
-def _no_worker(last: Progress | None, run_id: str, why: str) -> Progress:
-    label = f"waiting for a worker: none answered the progress query ({why})"
-    if last is not None:
-        return last.model_copy(update={"worker_answered": False, "label": label})
-    return Progress(
-        run_id=run_id,
-        agent="",
-        status="running",
-        step=0,
-        max_steps=None,
-        label=label,
-        input_tokens=0,
-        output_tokens=0,
-        cost=0.0,
-        trajectory=[],
-        worker_answered=False,
-    )
-
-
-def _ended_progress(run_id: str, description: WorkflowExecutionDescription, error: str | None) -> Progress:
-    """A run that did not complete normally (failed, terminated, timed out): what visibility says."""
-    attributes = description.typed_search_attributes
-    ended = description.status.name.lower() if description.status else "unknown"
-    status = attributes.get(sa.AGENT_STATUS)
-    tokens = attributes.get(sa.AGENT_TOKENS) or 0
-    return Progress(
-        run_id=run_id,
-        agent=attributes.get(sa.AGENT_NAME) or "",
-        status="compensation_failed" if status == "compensation_failed" else ended,  # type: ignore[arg-type]
-        step=attributes.get(sa.AGENT_STEP) or 0,
-        max_steps=None,
-        label=f"ended: {ended}" + (f" — {error}" if error else ""),
-        input_tokens=tokens,
-        output_tokens=0,
-        cost=attributes.get(sa.AGENT_COST) or 0.0,
-        trajectory=[],
-        stop=attributes.get(sa.AGENT_STOP) or None,
-        error=error,
-    )
-
-
-def _closed(run_id: str, description: WorkflowExecutionDescription) -> RunClosed:
-    ended = description.status.name.lower() if description.status else "closed"
-    status = description.typed_search_attributes.get(sa.AGENT_STATUS) or ended
-    return RunClosed(f"run {run_id} has already ended ({status}); nothing was changed", status)
-
-
-def _run_failed(run_id: str, exc: WorkflowFailureError) -> RunFailed:
-    """The run's own failure (e.g. `CompensationFailed`, `RunRejected`), not the deepest activity error
-    under it; UnknownAgent when that is what rejected the run."""
-    cause: BaseException | None = exc.cause
-    while isinstance(cause, ActivityError | ChildWorkflowError) and cause.cause is not None:
-        cause = cause.cause
-    types: list[str] = []
-    inner: BaseException | None = cause
-    while inner is not None:
-        if isinstance(inner, ApplicationError) and inner.type:
-            types.append(inner.type)
-        inner = getattr(inner, "cause", None)
-    failure_type = types[0] if types else None
-    message = f"run {run_id} failed: {cause or exc}"
-    if failure_type == "CompensationFailed":  # its status, as `status`, the runs API and visibility say it
-        message = f"run {run_id} ended compensation_failed: {cause}"
-    if "UnknownAgent" in types:
-        return UnknownAgent(message, "UnknownAgent")
-    return RunFailed(message, failure_type)
-
-
-def _refused(exc: WorkflowUpdateFailedError) -> ApprovalRejected:
-    """The validator's refusal: its message says what was refused and why; its details, the reason alone."""
-    cause = exc.cause
-    if isinstance(cause, ApplicationError) and cause.type == "DecisionRejected" and cause.details:
-        return ApprovalRejected(str(cause.details[0]), cause.message)
-    return ApprovalRejected(str(cause) if cause else str(exc))
-
-
-def _rpc_error(exc: RPCError, what: str) -> Exception:
-    if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
-        return SearchAttributesMissing(
-            f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
-            "namespace (`python starter.py search-attributes`; `durable_agents.testing` does it for its servers), "
-            "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
-            "not in visibility)"
-        )
-    if exc.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-        return TemporalUnavailable(f"{what}: the Temporal server did not answer ({exc.message})")
-    if exc.status == RPCStatusCode.NOT_FOUND:
-        return UnknownRun(f"{what}: {exc.message}")
-    return TemporalUnavailable(f"{what}: {exc.message}")
-
-
-def _summary(execution: Any) -> RunSummary:
-    attributes = execution.typed_search_attributes
-    ended = execution.status.name.lower() if execution.status else "unknown"
-    return RunSummary(
-        run_id=execution.id,
-        agent=attributes.get(sa.AGENT_NAME),
-        status=attributes.get(sa.AGENT_STATUS) or ended,
-        temporal_status=ended,
-        started_at=execution.start_time,
-        closed_at=execution.close_time,
-        step=attributes.get(sa.AGENT_STEP),
-        tokens=attributes.get(sa.AGENT_TOKENS),
-        cost=attributes.get(sa.AGENT_COST),
-        pending_approvals=attributes.get(sa.AGENT_PENDING_APPROVALS) or 0,
-        stop=attributes.get(sa.AGENT_STOP) or None,
-    )
-
-
 def _quoted(value: str) -> str:
     """A visibility-query string literal; refuses quotes rather than escaping them."""
     if '"' in value or "\\" in value:
@@ -710,9 +549,3 @@ def _quoted(value: str) -> str:
 
 def _description(agent: Agent | str) -> str:
     return agent.description if isinstance(agent, Agent) else ""
-
-
-def _replace(settings: Settings, **changes: Any) -> Settings:
-    import dataclasses
-
-    return dataclasses.replace(settings, **changes)

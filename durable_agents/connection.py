@@ -1,5 +1,6 @@
-"""Connecting to Temporal from the environment's settings: the one way every process of ours connects, and
-the same as a user's `Client.connect(..., plugins=[DurableAgentsPlugin(...)])` with the options filled in."""
+"""Connecting to Temporal from settings: the one way every process of ours connects (`AgentClient.connect` is
+this, wrapped), and the same as a user's `Client.connect(..., plugins=[DurableAgentsPlugin(...)])` with the
+options filled in."""
 
 from __future__ import annotations
 
@@ -12,18 +13,17 @@ from temporalio.service import TLSConfig
 
 from config.connection import connect_options
 from config.settings import Settings
+from durable_agents.errors import TemporalUnavailable
 from durable_agents.plugin import DurableAgentsPlugin
-
-
-class TemporalConnectError(RuntimeError):
-    """Connecting failed; the message says what was tried (address, namespace, TLS or not) and the cause."""
 
 
 async def connect(
     settings: Settings | None = None, *, runtime: Runtime | None = None, interceptors: Sequence[Interceptor] = ()
 ) -> Client:
-    """A client with the `DurableAgentsPlugin` (data converter, codec, interceptors) from the settings."""
-    settings = settings or Settings()
+    """A client with the `DurableAgentsPlugin` (data converter, codec, interceptors) of `settings` (none: the
+    environment's, `Settings.from_env()`). TemporalUnavailable says what was tried (address, namespace, TLS or
+    not) and why it failed; settings that contradict themselves (TLS, keys) are a ValueError."""
+    settings = settings if settings is not None else Settings.from_env()
     options = connect_options(settings)
     del options["data_converter"]  # the plugin sets it, for this client and every worker built from it
     try:
@@ -31,7 +31,7 @@ async def connect(
             **options, plugins=[DurableAgentsPlugin(settings)], interceptors=list(interceptors), runtime=runtime
         )
     except RuntimeError as exc:
-        raise TemporalConnectError(_explain(settings, options["tls"], exc)) from exc
+        raise TemporalUnavailable(_explain(settings, options["tls"], exc)) from exc
 
 
 def _plain(detail: str) -> str:

@@ -7,8 +7,12 @@ SDK's way (a `SimplePlugin`) instead of by hand:
 It sets the pydantic data converter (with the AES-GCM payload codec and encoded failure attributes when
 codec keys are configured), our logging interceptor (and OpenTelemetry's when `AGENT_OTEL` is on), and
 registers `AgentWorkflow` (and `WebhookWorkflow`, its terminal-state notifier) on every worker and replayer
-built from that client. The activities need the worker's agents and services, so `durable_agents.build_worker` adds
-them.
+built from that client: the one place workflows and interceptors are wired. The activities need the worker's
+agents and services, so `durable_agents.build_worker` adds them.
+
+The plugin keeps the settings it was made with (`DurableAgentsPlugin()`: the environment's, read once here),
+and what is built from its client takes its defaults from them: `build_worker`'s models, approver keys, stores
+and webhook secret, `AgentClient`'s task queue and Web UI.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from temporalio.plugin import SimplePlugin
 from config import observability
 from config.connection import data_converter
 from config.settings import Settings
+from durable_agents.run_logging import LoggingInterceptor
 from workflows.agent import AgentWorkflow
 from workflows.webhook import WebhookWorkflow
 
@@ -45,21 +50,20 @@ def _name(cls: type) -> str:
 
 class DurableAgentsPlugin(SimplePlugin):
     def __init__(self, settings: Settings | None = None) -> None:
-        settings = settings or Settings()
-        interceptors: list[temporal_client.Interceptor | temporal_worker.Interceptor] = [
-            observability.LoggingInterceptor()
-        ]
-        if settings.otel:
+        """`settings`: the program's configuration (docs/operations.md); none, the environment's."""
+        self.settings = settings if settings is not None else Settings.from_env()
+        interceptors: list[temporal_client.Interceptor | temporal_worker.Interceptor] = [LoggingInterceptor()]
+        if self.settings.otel:
             interceptors.append(observability.tracing_interceptor())
         super().__init__(
             NAME,
-            data_converter=data_converter(settings),
+            data_converter=data_converter(self.settings),
             interceptors=interceptors,
             workflows=_with_agent_workflow,
         )
 
 
-def has_plugin(client: temporal_client.Client) -> bool:
-    """Whether `client` was connected with a `DurableAgentsPlugin` (its workers then get the workflow)."""
+def plugin_of(client: temporal_client.Client) -> DurableAgentsPlugin | None:
+    """The `DurableAgentsPlugin` `client` was connected with, if any (its workers then get our workflows)."""
     plugins: Any = client.config().get("plugins") or []
-    return any(isinstance(p, DurableAgentsPlugin) for p in plugins)
+    return next((p for p in plugins if isinstance(p, DurableAgentsPlugin)), None)

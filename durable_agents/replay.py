@@ -41,6 +41,7 @@ from config.settings import Settings
 from durable_agents.client import AgentClient, RunHandle
 from durable_agents.plugin import DurableAgentsPlugin
 from workflows.inputs import AgentInput
+from workflows.names import WORKFLOW_TYPE
 
 __all__ = ["ReplayReport", "Replayed", "fetch_histories", "load_histories", "replay", "save_histories"]
 
@@ -100,7 +101,7 @@ async def replay(
     """Replay each history with today's workflow code (the data converter and codec keys of `settings`, else
     the environment's). With `agents` (what you are about to deploy), a run still open must also find its
     agent, and the tools its recorded spec lists, among them. Items are histories, or (source, history)."""
-    settings = settings or Settings()
+    settings = settings if settings is not None else Settings.from_env()
     replayer = Replayer(workflows=[], plugins=[DurableAgentsPlugin(settings)])
     converter = data_converter(settings)  # what the plugin gives the replayer (and every client and worker)
     named = [item if isinstance(item, tuple) else (item.workflow_id, item) for item in histories]
@@ -197,7 +198,7 @@ async def _recorded(history: WorkflowHistory, converter: DataConverter) -> tuple
     if not history.events or not history.events[0].HasField("workflow_execution_started_event_attributes"):
         return None, None
     started = history.events[0].workflow_execution_started_event_attributes
-    if started.workflow_type.name != "AgentWorkflow":
+    if started.workflow_type.name != WORKFLOW_TYPE:
         return None, None
     try:
         [input] = await converter.decode(started.input.payloads, [AgentInput])

@@ -24,16 +24,15 @@ from temporalio.service import RPCError
 
 from agentic.approvals import PendingApproval
 from workflows.agent import AgentWorkflow
+from workflows.names import WORKFLOW_TYPE
 from workflows.visibility import PENDING_APPROVALS
-
-AGENT_WORKFLOW = "AgentWorkflow"
 
 
 def is_agents_run(description: WorkflowExecutionDescription, task_queue: str) -> bool:
     """Whether the server reports this run as an open `AgentWorkflow` on the agents' task queue."""
     info = description.raw_description.workflow_execution_info
     running = description.status == WorkflowExecutionStatus.RUNNING
-    return running and info.type.name == AGENT_WORKFLOW and info.task_queue == task_queue
+    return running and info.type.name == WORKFLOW_TYPE and info.task_queue == task_queue
 
 
 # A worker answers the query in milliseconds. When none does within this, the run's history says the same

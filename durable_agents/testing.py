@@ -72,7 +72,8 @@ class AgentTestClient(AgentClient):
     (`env`), its clock (`sleep`) and what a worker process of the test needs to find it (`worker_environment`)."""
 
     def __init__(self, env: WorkflowEnvironment, settings: Settings) -> None:
-        super().__init__(env.client, settings=settings)
+        super().__init__(env.client, task_queue=settings.task_queue, ui_url=settings.ui_url)
+        self.settings = settings
         self.env = env
 
     @property
@@ -150,8 +151,9 @@ async def agent_server(
 
 
 def _test_settings(settings: Settings | None, scratch: Path) -> Settings:
-    """The environment's settings (codec keys, approver keys... as configured), with the stores in `scratch`:
-    a test writes nothing into the project's data directory or a shared database."""
+    """`settings`, else the environment's (codec keys, approver keys... as configured) with the stores in
+    `scratch`: a test writes nothing into the project's data directory or a shared database."""
     if settings is not None:
         return settings
-    return Settings(data_dir=scratch, ledger_path=scratch / "ledger.db", database_url=None)
+    scratched = {"data_dir": scratch, "ledger_path": scratch / "ledger.db", "database_url": None}
+    return dataclasses.replace(Settings.from_env(), **scratched)  # type: ignore[arg-type]

@@ -24,15 +24,12 @@ from agentic.models.catalog import ModelCatalog
 from config.approver_keys import approver_public_keys
 from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
-from config.webhook_signing import load_secret, loopback_allowed
-from durable_agents.plugin import has_plugin
-from durable_agents.run_logging import LoggingInterceptor
+from config.webhook_signing import load_secret
+from durable_agents.plugin import DurableAgentsPlugin, plugin_of
 from durable_agents.versioning import worker_deployment
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
-from workflows.agent import AgentWorkflow
 from workflows.versioned import VERSIONED_WORKFLOWS
-from workflows.webhook import WebhookWorkflow
 
 
 def build_worker(
@@ -69,10 +66,13 @@ def build_worker(
     build of that deployment, and each run stays on the build it started on (default: the settings'
     `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID`; neither: an unversioned worker, as before).
 
-    `settings` is the worker's configuration (docs/operations.md); `python worker.py` passes the one it read,
-    and a program that passes none gets the environment's, read here once.
+    `settings` is the worker's configuration (docs/operations.md); `python worker.py` passes the one it read.
+    A program that passes none gets those of the `DurableAgentsPlugin` its client was connected with (the
+    environment's, read once when the plugin was made): what configures its client configures its workers.
     """
-    settings = settings if settings is not None else Settings()
+    plugin = plugin_of(client)
+    if settings is None:
+        settings = plugin.settings if plugin is not None else Settings.from_env()
     versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
     catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
     keys = approver_public_keys(settings) if approver_keys is None else approver_keys
@@ -85,14 +85,17 @@ def build_worker(
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
     webhooks = WebhookActivities(
-        webhook_secret if webhook_secret is not None else load_secret(), allow_loopback=loopback_allowed()
+        webhook_secret if webhook_secret is not None else load_secret(settings),
+        allow_loopback=settings.webhook_allow_loopback,
     )
     return Worker(
         client,
         task_queue=task_queue,
-        # A client connected with DurableAgentsPlugin registers the workflows on its workers already — the bases,
-        # which a versioned worker replaces by their versioned flavours (the plugin then adds nothing).
-        workflows=VERSIONED_WORKFLOWS if versioning else [] if has_plugin(client) else [AgentWorkflow, WebhookWorkflow],
+        # The plugin registers the workflows and our interceptors: the client's, else one for this worker alone
+        # (a client connected without it; its payloads are then the client's own converter's). A versioned
+        # worker registers the versioned flavours of the workflows, and the plugin adds no base beside them.
+        plugins=[] if plugin is not None else [DurableAgentsPlugin(settings)],
+        workflows=VERSIONED_WORKFLOWS if versioning else [],
         activities=[
             describe.describe_agent,
             model.call_model,
@@ -103,7 +106,7 @@ def build_worker(
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=max_cached_workflows,
-        interceptors=[*([] if has_plugin(client) else [LoggingInterceptor()]), *interceptors],
+        interceptors=list(interceptors),
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
 from agentic.mcp import MCPServer
-from config.settings import Settings
+from config.settings import data_dir
 
 SERVER = Path(__file__).with_name("notes_mcp_server.py")
-DB = Path(os.environ.get("NOTES_DB") or Settings().data_dir / "notes.db").resolve()
+DB = Path(os.environ.get("NOTES_DB") or data_dir() / "notes.db").resolve()
 
 
 def script(messages: Sequence[Message]) -> object:

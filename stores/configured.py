@@ -95,9 +95,10 @@ def open_facts(database_url: str | None, directory: Path) -> DurableFactStore:
 
 
 def facts_for(settings: Settings | None = None) -> DurableFactStore:
-    """The fact store the workers configured like this process use (`AGENT_DATABASE_URL`, `AGENT_DATA_DIR`):
-    how an operator's program reads or purges agents' memory — facts live there, not in Temporal."""
-    settings = settings or Settings()
+    """The fact store the workers configured like this process use (`AGENT_DATABASE_URL`, `AGENT_DATA_DIR`; no
+    `settings`: the environment's): how an operator's program reads or purges agents' memory — facts live
+    there, not in Temporal."""
+    settings = settings if settings is not None else Settings.from_env()
     return open_facts(settings.database_url, settings.data_dir)
 
 

@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
     from stores.transcripts import ref_of
     from workflows.delegation import failed_child, run_child
     from workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
+    from workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
     from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from workflows.transcript import WorkflowTranscript
     from workflows.visibility import Publisher
@@ -103,7 +104,7 @@ ENGINE_PATCH = "engine-options"
 # worker's Python CPU per run (docs/benchmarks.md, issue 20). Only our own code runs here (agents' code runs
 # in activities); tests/temporal/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
 # non-deterministic call added to this code still fails a test.
-@workflow.defn(name="AgentWorkflow", failure_exception_types=[ValidationError], sandboxed=False)
+@workflow.defn(name=WORKFLOW_TYPE, failure_exception_types=[ValidationError], sandboxed=False)
 class AgentWorkflow:
     @workflow.init
     def __init__(self, input: AgentInput) -> None:
@@ -275,7 +276,10 @@ class AgentWorkflow:
 
     # -- queries, signals, updates --------------------------------------------------------------
 
-    @workflow.query(description="Live progress: status, step, label, tokens, cost, trajectory, pending approvals.")
+    @workflow.query(
+        name=PROGRESS_QUERY,
+        description="Live progress: status, step, label, tokens, cost, trajectory, pending approvals.",
+    )
     def progress(self) -> Progress:
         state = self.loop.state
         return Progress(
@@ -296,11 +300,14 @@ class AgentWorkflow:
             compensations_remaining=[s.call.name for s in self.remaining],
         )
 
-    @workflow.query(description="Approvals waiting, and the audit trail of every decision, rejection and expiry.")
+    @workflow.query(
+        name=APPROVALS_QUERY,
+        description="Approvals waiting, and the audit trail of every decision, rejection and expiry.",
+    )
     def approvals(self) -> ApprovalsView:
         return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
 
-    @workflow.signal(name="decision", description="A human's approve/deny for a pending call (with its hash).")
+    @workflow.signal(name=DECISION_SIGNAL, description="A human's approve/deny for a pending call (with its hash).")
     def decision(self, payload: RawValue) -> None:
         """A human's decision (a `Decision`). One that does not fit (wrong hash, unknown or decided call, too
         late) changes nothing and is recorded in the audit trail as rejected, with why. The payload is read
@@ -314,7 +321,7 @@ class AgentWorkflow:
             return
         self._decide(decision)
 
-    @workflow.update(name="decide", description="The same decision, answered synchronously; rejections raised.")
+    @workflow.update(name=DECIDE_UPDATE, description="The same decision, answered synchronously; rejections raised.")
     def decide(self, decision: Decision) -> AuditEntry:
         """The same decision, answered synchronously. A rejection is raised to the caller by the validator
         (and so, by Temporal's design, leaves no trace in history)."""

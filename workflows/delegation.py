@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from agentic import Stop, ToolCall, ToolResult, ToolStatus, Usage
     from agentic.delegation import Delegated, failed_text
     from workflows.inputs import AgentInput
+    from workflows.names import WORKFLOW_TYPE
     from workflows.policies import ATTACH_RETRY
 
 
@@ -32,7 +33,7 @@ async def run_child(child_id: str, child: AgentInput, parent_run_id: str, call: 
     """Start the child workflow for `call` (or attach to the one already under its id) and await its result."""
     try:
         handle = await workflow.start_child_workflow(
-            "AgentWorkflow",
+            WORKFLOW_TYPE,
             child,
             id=child_id,
             result_type=AgentResult,

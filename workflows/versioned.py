@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.inputs import AgentResult, WebhookDelivered, WebhookInput
     from workflows.agent import AgentWorkflow
     from workflows.inputs import AgentInput
+    from workflows.names import WORKFLOW_TYPE
     from workflows.webhook import WebhookWorkflow
 
 
@@ -31,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
 # would again have to replay every open history. docs/operations.md, "Deploying a new version".
 # The definition is AgentWorkflow's own plus the behaviour (tests/temporal/test_versioned_workflows.py checks it).
 @workflow.defn(
-    name="AgentWorkflow",
+    name=WORKFLOW_TYPE,
     failure_exception_types=[ValidationError],
     sandboxed=False,
     versioning_behavior=VersioningBehavior.PINNED,

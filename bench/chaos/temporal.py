@@ -101,7 +101,7 @@ class TemporalChaos:
         try:
             await self.start_server()
             await self.start_worker()
-            client = await AgentClient.connect(settings=self.settings)
+            client = await AgentClient.connect(self.settings)
             timeouts = Timeouts(heartbeat_seconds=HEARTBEAT_SECONDS, model_seconds=MODEL_SECONDS)
             started = time.monotonic()
             for spec in self.specs:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,7 +59,7 @@ async def cmd_pending(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     approve = args.command == "approve"
-    key = signer(args)
+    key = signer(args, settings)
     handle = await (await agent_client(settings)).get(args.run_id)
     await handle.ensure_open()
     try:
@@ -147,11 +146,11 @@ async def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def signer(args: argparse.Namespace) -> ApproverKey | None:
-    """The approver's key (`--key-file`, else AGENT_APPROVER_KEY_FILE; None without either), with `args.by`
-    set to who decides: `--by`, else the key's name. Both command lines' `approve`/`deny` take them so."""
-    path = args.key_file or os.environ.get("AGENT_APPROVER_KEY_FILE", "").strip()
-    key = load_private_key(Path(path)) if path else None
+def signer(args: argparse.Namespace, settings: Settings) -> ApproverKey | None:
+    """The approver's key (`--key-file`, else the settings' AGENT_APPROVER_KEY_FILE; None without either), with
+    `args.by` set to who decides: `--by`, else the key's name. Both command lines' `approve`/`deny` take them so."""
+    path = Path(args.key_file) if args.key_file else settings.approver_key_file
+    key = load_private_key(path) if path else None
     by = args.by if args.by is not None else (key.name if key else "")
     if not by.strip():
         raise CliError(f"--by {NEEDS_A_NAME}", code=2)

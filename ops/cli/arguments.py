@@ -9,7 +9,7 @@ prefix (`--hash`); a TCP port; whole numbers and numbers that must be positive o
 Shapes, each written once: `Commands` (every command takes `--json` and `--debug`), a run id as `RUN_ID` or
 `--id RUN_ID`, an agent as `AGENT` or `--agent AGENT` (`--scenario`, its old name), `--agents MODULE`, and a
 decision (`RUN --by NAME --hash H`). `resolve` merges what was given either way once parsing is done (the
-parser in ops/cli/boundary.py calls it).
+parser in ops/cli/boundary.py calls it); `resolve_agents` names the agents modules once the settings are read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from config.agent_modules import module_names
-from config.settings import API_TOKENS_ENV
+from config.settings import API_TOKENS_ENV, Settings
 
 MAX_RUN_ID = 1000  # Temporal refuses longer workflow ids
 HASH_MIN = 8  # characters of an arguments hash a person must copy for `--hash`
@@ -173,14 +173,18 @@ def add_decision_arguments(parser: argparse.ArgumentParser) -> None:
 # -- after parsing ----------------------------------------------------------------------------------------
 
 
-def resolve(args: argparse.Namespace, default_agents: Sequence[str]) -> None:
-    """Merge what may be given two ways, naming the subcommand in an error; resolve the agents modules."""
+def resolve(args: argparse.Namespace) -> None:
+    """Merge what may be given two ways, naming the subcommand in an error."""
     _merge(args, "merge_run_id", "run_id", "run_id_positional", two="two run ids: {!r} and --id {!r}; give one")
     _merge(args, "merge_agent", "agent", "agent_positional", two="two agents: {!r} and --agent {!r}; give one")
-    if hasattr(args, "agents"):
-        args.agents = module_names(args.agents, default=default_agents)
     if hasattr(args, "command_parser"):
         del args.command_parser
+
+
+def resolve_agents(args: argparse.Namespace, settings: Settings, default: Sequence[str]) -> None:
+    """A command's `--agents`: the flags, else the settings' AGENT_MODULES, else the entry point's `default`."""
+    if hasattr(args, "agents"):
+        args.agents = module_names(args.agents, settings.agent_modules, default=default)
 
 
 _REQUIRED = {

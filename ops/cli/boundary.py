@@ -38,9 +38,8 @@ from config.connection import ConnectionSettingsError
 from config.settings import Settings
 from durable_agents.clean_exit import release_runtimes
 from durable_agents.clean_exit import run as run_to_completion
-from durable_agents.connection import TemporalConnectError
 from durable_agents.errors import AgentClientError, AmbiguousApproval
-from ops.cli.arguments import resolve, unrecognized
+from ops.cli.arguments import resolve, resolve_agents, unrecognized
 from ops.cli.output import CliError, fail, printable
 from ops.cli.run_options import RunOptionError
 from stores.errors import StoreUnavailable
@@ -58,7 +57,6 @@ BAD_INPUT: tuple[type[BaseException], ...] = (
 )
 FAILED: tuple[type[BaseException], ...] = (
     AgentClientError,
-    TemporalConnectError,
     StoreUnavailable,
     sqlite3.Error,
     OSError,
@@ -110,12 +108,17 @@ def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) ->
         return 1
 
 
-def load_settings() -> Settings:
-    """The settings from the environment; a malformed variable is bad input (exit 2), named in the message."""
+def load_settings(args: argparse.Namespace | None = None) -> Settings:
+    """The settings from the environment, read once per command: a malformed variable is bad input (exit 2),
+    named in the message. With the parsed `args`, their `--agents` is resolved too: the flags, else
+    AGENT_MODULES, else the parser's `default_agents` (the entry point's choice: starter.py, worker.py, job)."""
     try:
-        return Settings()
+        settings = Settings()
     except ValueError as exc:
         raise CliError(str(exc), code=2) from None
+    if args is not None:
+        resolve_agents(args, settings, getattr(args, "default_agents", ()))
+    return settings
 
 
 def exit_now(code: int) -> NoReturn:
@@ -132,8 +135,8 @@ def exit_now(code: int) -> NoReturn:
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors in the boundary's form: one line naming the command's help, exit 2 (argparse
     would print the whole usage first). Arguments that are not UTF-8 are refused here, naming the flag. After
-    parsing, what may be given two ways is merged (ops/cli/arguments.py), and `--agents` falls back to
-    AGENT_MODULES, then to `default_agents`: the entry point's choice (starter.py, worker.py, job)."""
+    parsing, what may be given two ways is merged (ops/cli/arguments.py); `--agents` falls back to AGENT_MODULES
+    once the settings are read (`load_settings`), then to `default_agents`: the entry point's choice."""
 
     def __init__(self, *args: Any, default_agents: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -151,10 +154,8 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(argv, namespace)
         if extras:
             getattr(parsed, "command_parser", self).error(unrecognized(extras, parsed))
-        try:
-            resolve(parsed, self.default_agents)
-        except AgentModuleError as exc:  # no agents module named, and this command line has no default
-            self.error(str(exc))
+        resolve(parsed)
+        parsed.default_agents = self.default_agents
         return parsed
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 from config.codec import AesGcmCodec, KeyConfigError, load_keyring
-from config.secrets import env_or_file
+from config.secrets import value_or_file
 from config.settings import Settings
 from ops.cli.arguments import add_serve_arguments
-from ops.http.auth import AuthConfigError, check_startup, hosts_from_env
+from ops.http.auth import AuthConfigError, check_startup
 from ops.http.codec import DEFAULT_ORIGINS, codec_auth, create_codec_app
 from ops.http.serve import listen, server
 
@@ -30,7 +29,7 @@ def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_codec_server(args: argparse.Namespace, settings: Settings) -> int:
-    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(message)s")
 
     try:
         keyring = load_keyring(settings.codec_keys, settings.codec_key_file)
@@ -40,10 +39,15 @@ def cmd_codec_server(args: argparse.Namespace, settings: Settings) -> int:
     if keyring is None:
         print("codec server: no keys; set AGENT_CODEC_KEYS or AGENT_CODEC_KEY_FILE", file=sys.stderr)
         return 2
-    env_origins = [o.strip() for o in os.environ.get("AGENT_CODEC_CORS_ORIGINS", "").split(",") if o.strip()]
-    origins = frozenset(args.cors_origin or env_origins or DEFAULT_ORIGINS)
+    origins = frozenset(args.cors_origin or settings.codec_cors_origins or DEFAULT_ORIGINS)
     try:
-        found = env_or_file(os.environ, "AGENT_CODEC_AUTH_TOKEN", "AGENT_CODEC_AUTH_TOKEN_FILE", AuthConfigError)
+        found = value_or_file(
+            settings.codec_auth_token,
+            settings.codec_auth_token_file,
+            "AGENT_CODEC_AUTH_TOKEN",
+            "AGENT_CODEC_AUTH_TOKEN_FILE",
+            AuthConfigError,
+        )
         token = (found[0].strip() or None) if found else None
         check_startup(
             args.host, token is not None, args.insecure_no_auth, what="codec server", token_env="AGENT_CODEC_AUTH_TOKEN"
@@ -51,7 +55,7 @@ def cmd_codec_server(args: argparse.Namespace, settings: Settings) -> int:
     except AuthConfigError as exc:
         print(exc, file=sys.stderr)
         return 2
-    hosts = args.allowed_host or hosts_from_env("AGENT_CODEC_ALLOWED_HOSTS")
+    hosts = args.allowed_host or settings.codec_allowed_hosts
     auth = codec_auth(token, insecure_no_auth=args.insecure_no_auth, hosts=hosts)
     app = create_codec_app(
         AesGcmCodec(keyring, namespace=args.namespace or settings.namespace),

@@ -15,7 +15,7 @@ from ops.cli.output import CliError
 
 async def agent_client(settings: Settings) -> AgentClient:
     try:
-        agents = await AgentClient.connect(settings=settings)
+        agents = await AgentClient.connect(settings)
     except TemporalUnavailable as exc:
         nothing_there = "refused" in str(exc).lower()  # not a TLS or name problem: no server at that address
         hint = ". Start one with `python starter.py server` or set TEMPORAL_ADDRESS." if nothing_there else ""

@@ -149,7 +149,7 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
 
     def handle() -> int:
-        settings = with_stores(args, load_settings())
+        settings = with_stores(args, load_settings(args))
         with stop_on_signals():  # SIGTERM/SIGHUP end a command as Ctrl-C does: its workers are stopped
             return int(args.handler(args, settings))
 
@@ -200,7 +200,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         poll_seconds=args.poll_interval,
     )
     if args.webhook:
-        webhooks.check_webhook(args.webhook)
+        webhooks.check_webhook(args.webhook, settings)
     agents = agent_set(args, settings, running=request.agent)  # refused before a store is created
     store = Store(args.db)
     run_id = request.run_id or f"{request.agent}-{uuid.uuid4().hex[:8]}"
@@ -208,13 +208,26 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     def recorded(run_id: str) -> None:  # said once the run is stored: a crash or Ctrl-C must not lose the id
         print(f"started {run_id}", file=sys.stderr if args.json else sys.stdout, flush=True)
 
-    row = jobs.start(store, agents, run_id, request.agent, options, webhook_url=args.webhook, recorded=recorded)
+    sender = webhooks.deliverer(settings)
+    row = jobs.start(
+        store,
+        agents,
+        run_id,
+        request.agent,
+        options,
+        webhook_url=args.webhook,
+        webhook_sender=sender,
+        recorded=recorded,
+    )
     return _ended(args, store, row.run_id)
 
 
 def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     store = _existing(args.db, args.run_id)
-    row = jobs.resume(store, agent_set(args, settings), args.run_id, lease_seconds=args.lease_seconds)
+    sender = webhooks.deliverer(settings)
+    row = jobs.resume(
+        store, agent_set(args, settings), args.run_id, lease_seconds=args.lease_seconds, webhook_sender=sender
+    )
     return _ended(args, store, row.run_id)
 
 
@@ -259,7 +272,9 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
-    key = decisions.signer(args)  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
+    key = decisions.signer(
+        args, settings
+    )  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
     store = _existing(args.db, args.run_id)
     approve = args.command == "approve"
     decision = approvals.decision_on(  # bound to this run's execution and the request's deadline (N5)
@@ -340,6 +355,7 @@ def cmd_recover(args: argparse.Namespace, settings: Settings) -> int:
         agent_modules=args.agents,
         lease_seconds=args.lease_seconds,
         detach=args.detach,
+        webhook_sender=webhooks.deliverer(settings),
     )
     lines = [
         f"{r['run_id']}: {r.get('status') or 'started'} {r.get('error') or ''}".rstrip() for r in outcome["resumed"]
@@ -355,7 +371,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from ops.http.serve import auth_from, listen, listening_line, server
 
     try:
-        auth = auth_from(args, "job serve")
+        auth = auth_from(args, settings, "job serve")
     except AuthConfigError as exc:
         raise CliError(str(exc), code=2) from None
     if not args.db.parent.is_dir():  # a mistyped path would be served as an empty store answering 404s
@@ -369,9 +385,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         args.db,
         agent_set(args, settings),
         ledger=args.ledger,
+        settings=settings,
         agent_modules=args.agents,
         max_runs=args.max_runs,
-        signing_keys=api_signing_keys(),  # decisions of the logged-in approvers, signed for them
+        signing_keys=api_signing_keys(settings),  # decisions of the logged-in approvers, signed for them
     )
     print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
     app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(settings))

@@ -10,7 +10,6 @@ Exit 0 when every history replays (and, with `--agents`, every open run still fi
 from __future__ import annotations
 
 import argparse
-import os
 
 from temporalio.client import WorkflowHistory
 
@@ -47,8 +46,7 @@ async def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
 
         client = (await agent_client(settings)).client
         histories += await fetch_histories(client, run_ids=args.run, query=args.query)
-    modules = args.agents or [m.strip() for m in os.environ.get("AGENT_MODULES", "").split(",") if m.strip()]
-    agents = load_agents(modules) if modules else None
+    agents = load_agents(args.agents) if args.agents else None  # the flags, else AGENT_MODULES (load_settings)
     report = await replay(histories, agents=agents, settings=settings)
     data = [
         {

@@ -10,13 +10,11 @@ from activities.inputs import AgentResult
 from config.agent_modules import find, load_agents
 from config.settings import Settings
 from durable_agents.client import RunHandle
-from durable_agents.errors import WorkerUnavailable
 from ops.cli.arguments import add_agents_modules, positive_float
 from ops.cli.connection import agent_client
 from ops.cli.output import emit, printable
 from ops.cli.run_options import add_run_arguments, run_request
 from ops.cli.waits import add_timeout, stalled, wait_for_result
-from workflows import search_attributes as sa
 from workflows.inputs import Progress, Timeouts
 
 
@@ -112,10 +110,7 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     """Live progress from the `progress` query; with no worker to answer it, what the server knows (the
     run's search attributes); and, when the run is not moving, why."""
     handle = await (await agent_client(settings)).get(args.run_id)
-    try:
-        progress = await handle.progress()
-    except WorkerUnavailable:
-        progress = await from_search_attributes(handle)
+    progress = await handle.known_progress()
     why = await stalled(handle) if progress.status not in FINISHED else None
     data = progress.model_dump(mode="json") | {"waiting_for": why}
     emit(args.json, data, status_line(progress) + (f"\n  {why}" if why else ""))
@@ -123,26 +118,6 @@ async def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 FINISHED = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
-
-
-async def from_search_attributes(handle: RunHandle) -> Progress:
-    """An open run's progress as its search attributes last recorded it (no worker needed)."""
-    attributes = (await handle.describe()).typed_search_attributes
-    step = attributes.get(sa.AGENT_STEP) or 0
-    return Progress(
-        run_id=handle.run_id,
-        agent=attributes.get(sa.AGENT_NAME) or "",
-        status=attributes.get(sa.AGENT_STATUS) or "running",  # type: ignore[arg-type]
-        step=step,
-        max_steps=None,
-        label="as last recorded (no worker answered the progress query)",
-        input_tokens=attributes.get(sa.AGENT_TOKENS) or 0,
-        output_tokens=0,
-        cost=attributes.get(sa.AGENT_COST) or 0.0,
-        trajectory=[],
-        pending_approvals=await handle.pending(),
-        worker_answered=False,
-    )
 
 
 def status_line(progress: Progress) -> str:

@@ -31,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        auth = auth_from(args, "starter.py serve")
+        auth = auth_from(args, settings, "starter.py serve")
     except AuthConfigError as exc:
         raise CliError(str(exc), code=2) from None
     agents = load_agents(args.agents)
-    engine = TemporalEngine(await agent_client(settings), agents, api_signing_keys())
+    engine = TemporalEngine(await agent_client(settings), agents, api_signing_keys(settings))
     try:
         listener = listen(args)  # bound before the address is printed: connections wait in the backlog
     except OSError as exc:

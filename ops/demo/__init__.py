@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
 import sys
 
-from config.settings import Settings
+from config.settings import DEFAULT_UI_URL, Settings
 from ops.cli.output import emit
 from ops.demo.local_model import LocalModelDemo
 from ops.demo.scripted import Demo, say
@@ -44,7 +43,7 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         server = _embedded_server(port, settings)
         await devserver.wait_until_serving(settings.address)
         say(args.json, f"Temporal dev server pid {server.process.pid}, database {server.db}")
-        if not os.environ.get("TEMPORAL_UI_URL"):  # link to the UI of the server it started
+        if settings.ui_url == DEFAULT_UI_URL:  # no UI chosen (TEMPORAL_UI_URL): link to the server it started
             settings = dataclasses.replace(settings, ui_url=server.ui_url)
     say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")
     demo = demo_for(args)(settings, args.json)

@@ -178,7 +178,7 @@ class LocalModelDemo(Demo):
 
     async def run(self) -> None:
         with self.model_server():
-            client = await AgentClient.connect(settings=self.settings)
+            client = await AgentClient.connect(self.settings)
             self.start_worker()
             await self.billing_on_the_model(client)
             await self.refund_approved(client)

@@ -122,7 +122,7 @@ class Demo:
             say(self.as_json, f"  undid {c.tool}: {c.result}")
 
     async def run(self) -> None:
-        client = await AgentClient.connect(settings=self.settings)
+        client = await AgentClient.connect(self.settings)
         self.start_worker()
         await self.billing(client)
         await self.migration_with_crash(client)

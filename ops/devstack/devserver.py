@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
+from temporalio.client import Client
 
-from config.settings import Settings, data_dir, ui_record
+from config.settings import data_dir, ui_record
 from config.temporal_binaries import TEMPORAL_CLI
-from durable_agents.connection import connect
 from ops.devstack import child_process
 from ops.devstack.server_profile import TUNED, ServerProfile
 from ops.devstack.signals import stop_on_signals
@@ -215,7 +215,9 @@ async def wait_until_serving(address: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client = await connect(Settings(address=address, namespace="default"))
+            # The embedded server: local, plaintext, and asked nothing but service calls (no payloads to convert),
+            # whatever the environment says about the cluster runs go to.
+            client = await Client.connect(address, namespace="default")
             await client.workflow_service.get_system_info(GetSystemInfoRequest())
             break
         except Exception:

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from config.loopback import is_loopback
-from config.secrets import env_or_file
-from config.settings import API_TOKENS_ENV
+from config.secrets import value_or_file
+from config.settings import API_TOKENS_ENV, Settings
 from ops.http.sessions import Sessions, cookie_value
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
@@ -117,9 +116,9 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()  # equal lengths: compare_digest is then constant time
 
 
-def load_tokens(environ: Mapping[str, str] | None = None) -> TokenTable | None:
+def load_tokens(settings: Settings) -> TokenTable | None:
     """The tokens from AGENT_API_TOKENS or AGENT_API_TOKENS_FILE (not both), or None when neither is set."""
-    found = env_or_file(os.environ if environ is None else environ, TOKENS_ENV, TOKENS_FILE_ENV, AuthConfigError)
+    found = value_or_file(settings.api_tokens, settings.api_tokens_file, TOKENS_ENV, TOKENS_FILE_ENV, AuthConfigError)
     return TokenTable.parse(found[0], source=found[1]) if found else None
 
 
@@ -141,10 +140,6 @@ def check_startup(host: str, authenticated: bool, insecure_no_auth: bool, *, wha
 
 def allowed_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in (*LOCAL_HOSTS, *extra) if h.strip())
-
-
-def hosts_from_env(name: str) -> list[str]:
-    return [h.strip() for h in os.environ.get(name, "").split(",") if h.strip()]
 
 
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:

@@ -33,8 +33,8 @@ from baseline.schema import ACTIVE
 from baseline.status import run_status
 from baseline.store import Store
 from baseline.webhooks import check_webhook
-from config.settings import ROOT
-from config.webhook_signing import loopback_allowed, redact_url, url_problem
+from config.settings import ROOT, Settings
+from config.webhook_signing import redact_url, url_problem
 from ops.http.auth import Principal
 from ops.http.engine import StreamEvent
 from ops.http.errors import AtCapacity, Conflict, InvalidRequest, RunNotFound
@@ -66,6 +66,7 @@ class CheckpointEngine:
         agents: AgentSet,
         *,
         ledger: Path,
+        settings: Settings,
         agent_modules: list[str] | None = None,
         poll_seconds: float = 0.2,
         max_runs: int = jobs.MAX_SERVED_RUNS,
@@ -76,6 +77,7 @@ class CheckpointEngine:
         if max_runs < 1:
             raise ValueError("max_runs must be at least 1")
         self.store = Store(db)
+        self.settings = settings  # the webhook secret its workers sign with must be set before a run takes a URL
         self.agents = agents
         self.ledger = ledger
         self.agent_modules = agent_modules or []
@@ -174,10 +176,10 @@ class CheckpointEngine:
             first = exc.errors()[0]
             raise InvalidRequest(first["msg"], "options." + ".".join(map(str, first["loc"]))) from None
         if request.webhook is not None:
-            if problem := url_problem(request.webhook, allow_loopback=loopback_allowed()):
+            if problem := url_problem(request.webhook, allow_loopback=self.settings.webhook_allow_loopback):
                 raise InvalidRequest(problem, "webhook")
             try:
-                check_webhook(request.webhook)
+                check_webhook(request.webhook, self.settings)
             except BadInput as exc:
                 raise InvalidRequest(str(exc).removeprefix("--webhook: "), "webhook") from None
         run_id = request.run_id or f"{request.agent}-{_suffix()}"

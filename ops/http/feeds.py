@@ -27,10 +27,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryRequest
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_agents.client import QUERY_TIMEOUT, AgentClient
+from durable_agents.client import AgentClient, RunHandle
+from durable_agents.errors import TemporalUnavailable, WorkerUnavailable
 from ops.http.engine import StreamEvent
 from ops.http.history import RUN_CLOSED, StepLog
-from workflows.agent import AgentWorkflow
 from workflows.inputs import Progress
 
 RETRY_SECONDS = 1.0
@@ -186,8 +186,8 @@ class Follower:
     def _show(self, done: int, total: int | None, label: str) -> None:
         self._publish("progress", {"step": done, "total": max(total, done) if total else None, "label": label})
 
-    async def _query(self, handle: Any) -> Progress | None:
+    async def _query(self, handle: RunHandle) -> Progress | None:
         try:
-            return await handle.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
-        except RPCError:
-            return None  # no worker answered now: the events still tell the steps
+            return await handle.live()
+        except (WorkerUnavailable, TemporalUnavailable):
+            return None  # no worker (or server) answered now: the events still tell the steps

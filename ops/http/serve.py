@@ -11,6 +11,7 @@ import socket
 import uvicorn
 from fastapi import FastAPI
 
+from config.settings import Settings
 from ops.http.auth import TOKENS_ENV, HttpAuth, check_startup, load_tokens
 from ops.http.connections import BoundedH11Protocol
 
@@ -18,9 +19,9 @@ MAX_CONNECTIONS = 64  # open at once; past that, 503
 READ_TIMEOUT = 10  # seconds a client may owe us bytes without sending any
 
 
-def auth_from(args: argparse.Namespace, what: str) -> HttpAuth:
+def auth_from(args: argparse.Namespace, settings: Settings, what: str) -> HttpAuth:
     """The token table and Host allowlist, or AuthConfigError (one line naming what to set)."""
-    tokens = load_tokens()
+    tokens = load_tokens(settings)
     check_startup(args.host, tokens is not None, args.insecure_no_auth, what=what, token_env=TOKENS_ENV)
     return HttpAuth(tokens, insecure_no_auth=args.insecure_no_auth, hosts=args.allowed_host)
 

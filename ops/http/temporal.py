@@ -24,8 +24,8 @@ from agentic.agent import InvalidOptions
 from agentic.approvals import AuditEntry, PendingApproval
 from agentic.progress import percent
 from agentic.signing import ApproverKey
-from config.webhook_signing import loopback_allowed, redact_url, url_problem
-from durable_agents.client import QUERY_TIMEOUT, AgentClient, RunHandle
+from config.webhook_signing import redact_url, url_problem
+from durable_agents.client import AgentClient, RunHandle
 from durable_agents.errors import (
     ApprovalRejected,
     NoPendingApproval,
@@ -54,7 +54,6 @@ from ops.http.views import (
     StartRequest,
     WebhookView,
 )
-from workflows.agent import AgentWorkflow
 from workflows.inputs import Progress
 
 TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
@@ -127,28 +126,13 @@ class TemporalEngine:
         return RunView(**view)
 
     async def _live(self, handle: RunHandle, log: StepLog) -> dict[str, Any]:
-        try:
-            progress: Progress = await handle.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
-            audit = (await handle.workflow.query(AgentWorkflow.approvals, rpc_timeout=QUERY_TIMEOUT)).audit
-            answered = True
-        except RPCError:
-            # No worker answers: the steps and the pending approvals the run last published (history) are known.
-            with _translated():
-                pending = await handle.pending()
-            progress = Progress(
-                run_id=handle.run_id,
-                agent=(log.started_input or {}).get("agent", ""),
-                status="awaiting_approval" if pending else "running",
-                step=0,
-                max_steps=None,
-                label="no worker answered; is a worker running?",
-                input_tokens=0,
-                output_tokens=0,
-                cost=0.0,
-                trajectory=[],
-                pending_approvals=pending,
-            )
-            audit, answered = [], False
+        with _translated(handle.run_id):
+            try:
+                progress = await handle.live()
+                audit = (await handle.approvals()).audit
+            except WorkerUnavailable as exc:  # the steps (history) and what the run last published are known
+                progress, audit = await handle.last_known(str(exc.__cause__ or exc)), []
+        answered = progress.worker_answered
         in_flight = log.in_flight
         return {
             # Finished but not yet closed (handlers finishing, the webhook handed over): its result is moments
@@ -232,7 +216,9 @@ class TemporalEngine:
             agent.parse_options(request.options)
         except InvalidOptions as exc:
             raise InvalidRequest(str(exc), "options") from None
-        if request.webhook is not None and (problem := url_problem(request.webhook, allow_loopback=loopback_allowed())):
+        if request.webhook is not None and (
+            problem := url_problem(request.webhook, allow_loopback=self.agents.settings.webhook_allow_loopback)
+        ):
             raise InvalidRequest(problem, "webhook")
         run_id = request.run_id or f"{agent.name}-{uuid.uuid4().hex[:8]}"
         with _translated():

@@ -24,6 +24,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, UpdateNa
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from workflows import search_attributes as sa
+from workflows.names import WORKFLOW_TYPE
 
 COMPLETED_DAYS = 30.0
 FAILED_DAYS = 90.0
@@ -32,8 +33,6 @@ FAILED_DAYS = 90.0
 NAMESPACE_RETENTION = timedelta(days=FAILED_DAYS + 10)
 
 ANSWERED = ("completed", "compensated", "abandoned")  # our statuses of a run kept the shorter time
-
-WORKFLOW_TYPE = "AgentWorkflow"
 
 
 @dataclass(frozen=True)

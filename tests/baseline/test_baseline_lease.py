@@ -128,7 +128,7 @@ def test_a_run_row_whose_consumption_differs_from_its_steps_stops_the_resume(job
     """The steps replay to a consumption the run row must agree with: a row that says otherwise (a corrupted
     or hand-edited store, or a bug that did not save consumption) stops the resume before anything runs."""
     crashed = job.run(
-        "run", "--id", "t", "--scenario", "migration", "--records", "3", "--lease-seconds", "1",
+        "run", "--id", "t", "--scenario", "migration", "--option", "records=3", "--lease-seconds", "1",
         crash="after_complete:3",
     )  # fmt: skip
     assert crashed.returncode == -signal.SIGKILL

@@ -24,6 +24,9 @@ from baseline.errors import DecisionRejected
 from tests.support.baseline_helpers import Job, eventually, finish, open_job
 from tests.support.runs_api_stack import APPROVER, OTHER_APPROVER, checkpoint_stack, finished, waiting
 
+# Processes of their own: `job` command lines, servers.
+pytestmark = pytest.mark.system
+
 MARIA = ApproverKey.generate("maria")
 EVE = ApproverKey.generate("eve")
 FORGED_MARIA = ApproverKey.generate("maria")  # maria's name, somebody else's key

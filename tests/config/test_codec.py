@@ -101,8 +101,11 @@ async def codec_worker(
 
 
 async def run(client: Client, settings: Settings, input: AgentInput) -> AgentResult:
-    agents = AgentClient(client, settings=settings)
-    handle = await agents.start_input(input, run_id=f"codec-{input.agent}-{uuid.uuid4().hex[:8]}")
+    agents = AgentClient(client, task_queue=settings.task_queue)
+    handle = await agents._start_input(
+        input,  # whole inputs (engine knobs included): not public
+        run_id=f"codec-{input.agent}-{uuid.uuid4().hex[:8]}",
+    )
     return await handle.result()
 
 

@@ -17,7 +17,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.connection import ConnectionSettingsError, connect_options, tls_config
 from config.settings import Settings
-from durable_agents.connection import TemporalConnectError, connect
+from durable_agents.connection import connect
+from durable_agents.errors import TemporalUnavailable
 
 TLS_VARIABLES = (
     "TEMPORAL_ADDRESS",
@@ -144,7 +145,7 @@ def test_tls_switch_old_names_and_contradictions(tmp_path: Path, monkeypatch: py
 
 async def test_tls_against_the_plaintext_dev_server_fails_clearly(dev_env: WorkflowEnvironment) -> None:
     address = dev_env.client.service_client.config.target_host
-    with pytest.raises(TemporalConnectError) as raised:
+    with pytest.raises(TemporalUnavailable) as raised:
         await asyncio.wait_for(connect(Settings(address=address, tls=True)), 120)  # a guard, not a speed goal
     message = str(raised.value)
     assert address in message and "over TLS" in message

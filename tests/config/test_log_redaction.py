@@ -25,7 +25,6 @@ from durable_agents.client import AgentClient
 from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings
 from tests.support.hostile_agents import SECRETS
-from workflows.inputs import AgentInput
 
 
 async def run_both(env: WorkflowEnvironment, tmp_path: Path, level: str) -> list[str]:
@@ -33,12 +32,12 @@ async def run_both(env: WorkflowEnvironment, tmp_path: Path, level: str) -> list
     settings = dev_settings(env, task_queue, tmp_path / level)
     extra = {"AGENT_MODULES": "tests.support.hostile_agents", "AGENT_LOG_FORMAT": "json", "LOG_LEVEL": level}
     worker = WorkerProcess(settings, extra_env=extra).wait_ready()
-    client = AgentClient(env.client, settings=settings)
+    client = AgentClient(env.client, task_queue=settings.task_queue)
     try:
-        leaky = await client.start_input(AgentInput(agent="t-leaky"), run_id=f"leaky-{task_queue}")
+        leaky = await client.start("t-leaky", run_id=f"leaky-{task_queue}")
         result: AgentResult = await leaky.workflow.result()
         assert result.stop.value == "answered" and result.output == "Done."
-        fatal = await client.start_input(AgentInput(agent="t-fatal"), run_id=f"fatal-{task_queue}")
+        fatal = await client.start("t-fatal", run_id=f"fatal-{task_queue}")
         with pytest.raises(WorkflowFailureError):
             await fatal.workflow.result()
     finally:

@@ -74,7 +74,7 @@ async def test_worker_process_metrics_logs_and_traces(dev_env: WorkflowEnvironme
         assert any(f"metrics=http://127.0.0.1:{port}/metrics" in line for line in worker.output)
         run_id = f"obs-{uuid.uuid4().hex[:8]}"
         handle = (
-            await AgentClient(dev_env.client, settings=settings).start_input(AgentInput(agent="billing"), run_id=run_id)
+            await AgentClient(dev_env.client, task_queue=settings.task_queue).start("billing", run_id=run_id)
         ).workflow
         result: AgentResult = await handle.result()
         assert result.stop.value == "answered"
@@ -133,11 +133,7 @@ async def test_tracing_follows_a_run_from_client_to_activities(dev_env: Workflow
     # Given to connect(), the interceptor applies to the client and to every worker built on it.
     client = await connect(settings, interceptors=[observability.tracing_interceptor(provider)])
     async with new_worker(client, task_queue, EffectsLedger(settings.ledger_path)):
-        handle = (
-            await AgentClient(client, settings=settings).start_input(
-                AgentInput(agent="billing"), run_id=f"trace-{uuid.uuid4().hex[:8]}"
-            )
-        ).workflow
+        handle = (await AgentClient(client).start("billing", run_id=f"trace-{uuid.uuid4().hex[:8]}")).workflow
         await handle.result()
 
     spans = [s for s in exporter.get_finished_spans() if s.attributes.get("temporalWorkflowID") == handle.id]

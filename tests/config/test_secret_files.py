@@ -75,6 +75,7 @@ def codec_endpoint(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.system  # a codec-server process of its own
 def test_the_codec_endpoints_token_comes_from_its_file(tmp_path: Path) -> None:
     token = tmp_path / "codec_auth_token"
     token.write_text("codec-token-from-a-file-0123456789\n")

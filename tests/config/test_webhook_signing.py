@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from config.settings import Settings
 from config.webhook_signing import (
     EVENT_ID_HEADER,
     SIGNATURE_HEADER,
@@ -43,14 +44,22 @@ def test_a_signed_delivery_verifies_and_any_change_does_not() -> None:
         verify(SECRET, {k: v for k, v in headers.items() if k != SIGNATURE_HEADER}, BODY, now=1_000_010)
 
 
-def test_the_secret_comes_from_the_environment_or_a_file(tmp_path: Path) -> None:
-    assert load_secret({}) is None
-    assert load_secret({"AGENT_WEBHOOK_SECRET": "whsec-0123456789abcdef"}) == SECRET
+def test_the_secret_comes_from_the_environment_or_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def secret(**environ: str) -> bytes | None:  # read as a process reads it: into Settings, once
+        for name in ("AGENT_WEBHOOK_SECRET", "AGENT_WEBHOOK_SECRET_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        return load_secret(Settings.from_env())
+
+    assert secret() is None
+    assert secret(AGENT_WEBHOOK_SECRET="whsec-0123456789abcdef") == SECRET
     secret_file = tmp_path / "webhook.secret"
     secret_file.write_text("whsec-0123456789abcdef\n")
-    assert load_secret({"AGENT_WEBHOOK_SECRET_FILE": str(secret_file)}) == SECRET
+    assert secret(AGENT_WEBHOOK_SECRET_FILE=str(secret_file)) == SECRET
     with pytest.raises(WebhookConfigError, match="not both"):
-        load_secret({"AGENT_WEBHOOK_SECRET": "whsec-0123456789abcdef", "AGENT_WEBHOOK_SECRET_FILE": str(secret_file)})
+        secret(AGENT_WEBHOOK_SECRET="whsec-0123456789abcdef", AGENT_WEBHOOK_SECRET_FILE=str(secret_file))
     with pytest.raises(WebhookConfigError, match="at least 16") as raised:
-        load_secret({"AGENT_WEBHOOK_SECRET": "tooshort"})
+        secret(AGENT_WEBHOOK_SECRET="tooshort")
     assert "tooshort" not in str(raised.value)
+    assert "tooshort" not in repr(Settings.from_env())  # nor in the settings' repr (logged at startup)

@@ -51,9 +51,8 @@ async def record(names: list[str]) -> None:
                 if names and name not in names:
                     continue
                 async with new_worker(env.client, f"record-{name}", EffectsLedger(Path(tmp) / "l.db"), engine=engine):
-                    handle = await AgentClient(env.client, task_queue=f"record-{name}").start_input(
-                        input, run_id=f"recorded-{name}"
-                    )
+                    agents = AgentClient(env.client, task_queue=f"record-{name}")
+                    handle = await agents._start_input(input, run_id=f"recorded-{name}")  # a whole input: not public
                     await handle.result()
                 for path in await save_histories(handle, HERE, name=name):  # its children's too
                     print(f"recorded {path.name}")

@@ -23,7 +23,6 @@ from ops.devstack.devserver import free_port
 from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import assert_one_clear_line, starter
-from workflows.inputs import AgentInput
 
 # Processes of its own: the command lines, servers and workers.
 pytestmark = pytest.mark.system
@@ -87,7 +86,7 @@ async def test_conflicting_decisions_with_no_worker_up_the_second_is_told_the_fi
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"refund-{task_queue}"
     run_ledger = type(ledger)(settings.ledger_path)
-    agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
+    agents = AgentClient(dev_env.client, task_queue=task_queue, ui_url=settings.ui_url)
     async with new_worker(dev_env.client, task_queue, run_ledger):
         handle = await agents.start("refund", run_id=run_id)
         [waiting] = await handle.wait_for_approval()
@@ -132,8 +131,8 @@ async def test_ended_runs_cancel_alike_in_both_clis_and_a_failed_run_says_why(de
         assert "None" not in out
 
         failed = f"failed-{task_queue}"
-        agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
-        await agents.start_input(AgentInput(agent="no-such-agent", task="x"), run_id=failed)
+        agents = AgentClient(dev_env.client, task_queue=task_queue, ui_url=settings.ui_url)
+        await agents.start("no-such-agent", "x", run_id=failed)
         await eventually(lambda: _closed(dev_env, failed), what="the run to fail")
         code, out, err = await starter("status", failed, settings=settings)
         assert code == 0, err
@@ -156,7 +155,11 @@ async def test_approving_a_run_cancelled_while_it_waited_is_one_line(dev_env, ta
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
         code, _, err = await starter("run", "refund", "--id", run_id, settings=settings)
         assert code == 0, err
-        await AgentClient(dev_env.client, task_queue=task_queue, settings=settings).handle(run_id).wait_for_approval()
+        await (
+            AgentClient(dev_env.client, task_queue=task_queue, ui_url=settings.ui_url)
+            .handle(run_id)
+            .wait_for_approval()
+        )
         code, _, err = await starter("cancel", run_id, settings=settings)
         assert code == 0, err
         await eventually(lambda: _closed(dev_env, run_id), what="the cancelled run to close")
@@ -173,7 +176,7 @@ async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_que
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"pay-{task_queue}"
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
-        agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
+        agents = AgentClient(dev_env.client, task_queue=task_queue, ui_url=settings.ui_url)
         run = await agents.start("t-pay-sequence", run_id=run_id)
         [first] = await run.wait_for_approval()
         code, _, err = await starter("approve", run_id, "--by", "maria", "--yes", settings=settings)
@@ -199,7 +202,7 @@ async def test_a_run_whose_undo_keeps_failing_says_compensation_failed_and_what_
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"trip-cf-{task_queue}"
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
-        agents = AgentClient(dev_env.client, task_queue=task_queue, settings=settings)
+        agents = AgentClient(dev_env.client, task_queue=task_queue, ui_url=settings.ui_url)
         await agents.start(
             "trip",
             run_id=run_id,
@@ -294,7 +297,7 @@ async def test_when_the_server_goes_away_watch_says_so_and_the_worker_log_stays_
     try:
         await devserver.wait_until_serving(server.address)
         worker.wait_ready()
-        agents = await AgentClient.connect(settings=settings)
+        agents = await AgentClient.connect(settings)
         await agents.start("migration", run_id="mig-gone", options={"step_delay": 2.0, "records": 20})
         env = os.environ | {"TEMPORAL_ADDRESS": server.address, "TEMPORAL_TASK_QUEUE": "gone"}
         watching = await asyncio.create_subprocess_exec(

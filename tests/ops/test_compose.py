@@ -231,7 +231,7 @@ def test_worker_environment_matches_settings(
     assert settings.codec_key_file == mounted / "codec_keys"  # payloads encrypted, from the mounted keys
     assert set(approver_public_keys(settings)) == {"maria"}  # only her signed decisions count
     assert settings.openai_api_key is None  # an empty file: no `openai:` models
-    assert load_secret() == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
+    assert load_secret(settings) == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
     assert settings.database_url == env["AGENT_DATABASE_URL"]
     assert (settings.deployment_name, settings.build_id) == ("durable-agents", "0.1.0")
 
@@ -461,6 +461,7 @@ def test_secrets_are_mounted_files_never_variables(
     )
 
 
+@pytest.mark.system  # processes of its own
 def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Path) -> None:
     """`make secrets` as an operator runs it: what compose mounts, owner-only where it can be, kept on a
     re-run (a new approver is added, nobody's key replaced), never in git or an image."""
@@ -497,6 +498,7 @@ def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Pa
     assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
 
 
+@pytest.mark.system  # processes of its own
 def test_the_worker_refuses_to_start_without_an_approver_key(tmp_path: Path, mounted: Path) -> None:
     """Compose mounts the approvers' public keys: a worker whose file is empty, or missing (Docker then mounts a
     directory in its place), says so in one line and does not start — before it even connects."""
@@ -520,6 +522,7 @@ def test_the_worker_refuses_to_start_without_an_approver_key(tmp_path: Path, mou
     assert set(approver_public_keys(settings)) == {"maria"}
 
 
+@pytest.mark.system  # processes of its own
 def test_the_temporal_servers_password_comes_from_its_secret(
     services: dict[str, dict[str, Any]], mounted: Path, tmp_path: Path
 ) -> None:

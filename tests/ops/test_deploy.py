@@ -234,7 +234,7 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
         ledger_path=tmp_path / "ledger.db",
         data_dir=tmp_path,
     )
-    agents = AgentClient(await connect(settings), settings=settings)
+    agents = AgentClient(await connect(settings))
     runbook = Runbook(server.address)
     workers: list[WorkerProcess] = []
     receiver: ThreadingHTTPServer | None = None

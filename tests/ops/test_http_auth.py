@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from config.settings import Settings
 from ops.http.auth import (
     AuthConfigError,
     Principal,
@@ -22,7 +23,7 @@ A = "tok-approver-0123456789"
 V = "tok-viewer-0123456789ab"
 
 
-def test_tokens_name_a_principal_and_a_role(tmp_path: Path) -> None:
+def test_tokens_name_a_principal_and_a_role(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = TokenTable.parse(f"{A}=maria:approver, {V}=ops:viewer")
     assert table.identify(A) == Principal("maria", "approver")
     assert table.identify(V) == Principal("ops", "viewer")
@@ -33,12 +34,21 @@ def test_tokens_name_a_principal_and_a_role(tmp_path: Path) -> None:
 
     tokens_file = tmp_path / "tokens"
     tokens_file.write_text(f"# people\n{A}=maria:approver\n\n{V}=ops:viewer  # the dashboard\n")
-    assert len(load_tokens({"AGENT_API_TOKENS_FILE": str(tokens_file)}) or []) == 2
-    assert load_tokens({}) is None and load_tokens({"AGENT_API_TOKENS": "  "}) is None
+
+    def tokens(**environ: str) -> TokenTable | None:  # read as `serve` reads them: into Settings, once
+        for name in ("AGENT_API_TOKENS", "AGENT_API_TOKENS_FILE"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in environ.items():
+            monkeypatch.setenv(name, value)
+        return load_tokens(Settings.from_env())
+
+    assert len(tokens(AGENT_API_TOKENS_FILE=str(tokens_file)) or []) == 2
+    assert tokens() is None and tokens(AGENT_API_TOKENS="  ") is None
     with pytest.raises(AuthConfigError, match="not both"):
-        load_tokens({"AGENT_API_TOKENS": f"{A}=maria:approver", "AGENT_API_TOKENS_FILE": str(tokens_file)})
+        tokens(AGENT_API_TOKENS=f"{A}=maria:approver", AGENT_API_TOKENS_FILE=str(tokens_file))
     with pytest.raises(AuthConfigError, match="cannot read"):
-        load_tokens({"AGENT_API_TOKENS_FILE": str(tmp_path / "missing")})
+        tokens(AGENT_API_TOKENS_FILE=str(tmp_path / "missing"))
+    assert A not in repr(Settings(api_tokens=f"{A}=maria:approver"))
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,12 +123,18 @@ def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest
     monkeypatch.delenv("AGENT_MODULES", raising=False)
     with pytest.raises(AgentModuleError, match="give --agents MODULE or set AGENT_MODULES"):
         module_names()
-    assert starter.parser().parse_args(["run", "billing"]).agents == ["examples"]
-    assert job_cli.parser().parse_args(["status", "x"]).agents == ["examples"] == worker.parser().parse_args([]).agents
+
+    def agents(cli: Any, argv: list[str]) -> list[str]:  # as each entry point resolves them, settings read
+        args = cli().parse_args(argv)
+        load_settings(args)
+        return args.agents
+
+    assert agents(starter.parser, ["run", "billing"]) == ["examples"]
+    assert agents(job_cli.parser, ["status", "x"]) == ["examples"] == agents(worker.parser, [])
     monkeypatch.setenv("AGENT_MODULES", "my.agents, more.agents")
-    assert starter.parser().parse_args(["serve"]).agents == ["my.agents", "more.agents"]
-    assert job_cli.parser().parse_args(["run", "x", "--agents", "flag.agents"]).agents == ["flag.agents"]
-    assert worker.parser().parse_args([]).agents == ["my.agents", "more.agents"]
+    assert agents(starter.parser, ["serve"]) == ["my.agents", "more.agents"]
+    assert agents(job_cli.parser, ["run", "x", "--agents", "flag.agents"]) == ["flag.agents"]
+    assert agents(worker.parser, []) == ["my.agents", "more.agents"]
 
 
 @pytest.mark.parametrize(

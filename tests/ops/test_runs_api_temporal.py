@@ -98,7 +98,7 @@ def test_webhooks_reach_a_receiver_that_was_down_once_per_terminal_state(stack: 
 
     async def expiring() -> str:  # AgentClient.start(webhook=...) as a program would
         settings = Settings(address=stack.env["TEMPORAL_ADDRESS"], task_queue=stack.env["TEMPORAL_TASK_QUEUE"])
-        agents = AgentClient(await connect(settings), settings=settings)
+        agents = AgentClient(await connect(settings))
         policy = ApprovalPolicy(timeout_seconds=2, on_expire="abandon")
         return (await agents.start("refund", approvals=policy, webhook=hook)).run_id
 

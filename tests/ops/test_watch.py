@@ -66,7 +66,8 @@ async def read_until(process: asyncio.subprocess.Process, seen: list[str], wante
 
 
 async def start(settings: Settings, client: Any, run_id: str, scenario: str, **fields: Any) -> None:
-    await AgentClient(client, settings=settings).start_input(AgentInput(agent=scenario, **fields), run_id=run_id)
+    agents = AgentClient(client, task_queue=settings.task_queue)
+    await agents._start_input(AgentInput(agent=scenario, **fields), run_id=run_id)  # engine knobs: not public
 
 
 async def test_watch_json_lines_follow_a_migration_to_its_answer(dev_env, task_queue, tmp_path, ledger):

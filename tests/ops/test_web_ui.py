@@ -98,7 +98,7 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
             f"support-{suffix}",
         )
         async with new_worker(client, settings.task_queue, EffectsLedger(settings.ledger_path)):
-            agents = AgentClient(client, settings=settings)
+            agents = AgentClient(client)
             for scenario, run_id in (("billing", runs.billing), ("trip", runs.trip), ("refund", runs.refund)):
                 await agents.start(agent_named(scenario), run_id=run_id)
             support = await agents.start(agent_named("support"), run_id=runs.support)

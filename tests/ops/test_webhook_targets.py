@@ -27,6 +27,9 @@ from tests.support.baseline_helpers import Job, free_port, open_job
 from tests.support.baseline_helpers import eventually as poll
 from tests.support.runs_api_stack import VIEWER, checkpoint_stack
 
+# Processes of their own: `job` command lines, servers.
+pytestmark = pytest.mark.system
+
 SECRET = "whsec-test-0123456789abcdef"
 
 

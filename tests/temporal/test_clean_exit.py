@@ -57,7 +57,8 @@ async def test_the_readmes_client_script_exits_0_fifty_times_in_a_row(dev_env, t
     async with agent_server([refund_agent], deps=deps, env=dev_env) as agents:
         run = await agents.start(refund_agent)
         [waiting] = await run.wait_for_approval()  # so that the script has something to list
-        env = os.environ | {"TEMPORAL_ADDRESS": agents.address}
+        # The script's AgentClient lists the approvals on the task queue its plugin read (TEMPORAL_TASK_QUEUE).
+        env = os.environ | {"TEMPORAL_ADDRESS": agents.address, "TEMPORAL_TASK_QUEUE": agents.task_queue}
         done = run_many(script, SCRIPT_RUNS, env)
         await run.cancel()
     assert exit_codes(done) == {0: SCRIPT_RUNS}, [d.stderr[-300:] for d in done if d.returncode]

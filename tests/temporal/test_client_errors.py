@@ -4,13 +4,14 @@ message a person can act on — and none of them changes anything."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import uuid
 
 import pytest
 
 from agentic import Agent, FakeModel, Registry
-from durable_agents import AgentClient
+from durable_agents import AgentClient, Settings
 from durable_agents.errors import (
     AgentClientError,
     ApprovalRejected,
@@ -78,5 +79,5 @@ async def test_an_unreachable_server_is_temporal_unavailable() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(TemporalUnavailable, match=f"127.0.0.1:{port}") as failed:
-        await AgentClient.connect(f"127.0.0.1:{port}")
+        await AgentClient.connect(dataclasses.replace(Settings.from_env(), address=f"127.0.0.1:{port}"))
     assert isinstance(failed.value, AgentClientError)

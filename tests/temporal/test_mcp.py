@@ -330,7 +330,7 @@ async def test_a_worker_sigkilled_mid_call_and_the_server_makes_the_effect_once(
     env = {"AGENT_MODULES": "tests.support.mcp_agents", "MCP_TEST_URL": server.url, "MCP_TEST_TOKEN": "s3cret"}
     worker = WorkerProcess(settings, extra_env=env).wait_ready()
     try:
-        agents = AgentClient(dev_env.client, settings=settings)
+        agents = AgentClient(dev_env.client, task_queue=settings.task_queue)
         run = await agents.start("crm", timeouts=Timeouts(heartbeat_seconds=2.0))
         [waiting] = await run.wait_for_approval()
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)

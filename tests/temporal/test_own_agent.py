@@ -107,7 +107,7 @@ async def test_the_same_agent_runs_durably_through_two_sigkills_and_refunds_once
     def start_worker() -> WorkerProcess:
         return WorkerProcess(settings, extra_env=env).wait_ready()
 
-    agents = AgentClient(dev_env.client, settings=settings)
+    agents = AgentClient(dev_env.client, task_queue=settings.task_queue)
     worker = start_worker()
     try:
         run = await agents.start(orders.agent, timeouts=Timeouts(heartbeat_seconds=2.0))

@@ -22,6 +22,7 @@ from durable_agents.errors import NoPendingApproval
 from tests.conftest import eventually, new_worker
 from workflows import search_attributes as sa
 from workflows.inputs import AgentInput
+from workflows.names import WORKFLOW_TYPE
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
@@ -110,4 +111,34 @@ async def test_a_memo_a_client_started_a_run_with_is_not_what_the_run_reports(de
     # The worker is gone: the call is still shown, as the run's workflow published it.
     [published] = await agents.handle(run_id).pending()
     assert published == asked
+    await agents.handle(run_id).workflow.terminate(reason="the test is over")
+
+
+async def test_with_no_worker_a_runs_progress_shows_what_it_reported_never_what_it_was_started_with(
+    dev_env, ledger, task_queue
+) -> None:
+    """`known_progress` — what `starter.py status` and the runs API show while no worker answers — takes what
+    the run waits for from the run (its last published list), never from the status and count in the search
+    attributes whoever started it wrote."""
+    client = dev_env.client
+    run_id = f"sec-progress-{uuid.uuid4().hex[:8]}"
+    agents = AgentClient(client, task_queue=task_queue)
+    await client.start_workflow(
+        WORKFLOW_TYPE,
+        AgentInput(agent="refund"),
+        id=run_id,
+        task_queue=task_queue,
+        memo=forged_memo(run_id),
+        search_attributes=waiting_attributes(),
+    )
+    shown = await agents.handle(run_id).known_progress()
+    assert (shown.worker_answered, shown.status, shown.pending_approvals) == (False, "running", [])
+
+    async with new_worker(client, task_queue, ledger, approver_keys=KEYS):
+        [asked] = await agents.handle(run_id).wait_for_approval()
+        answered = await agents.handle(run_id).known_progress()
+        assert (answered.worker_answered, answered.status) == (True, "awaiting_approval")
+    shown = await agents.handle(run_id).known_progress()  # the worker is gone: as the run last published it
+    assert (shown.worker_answered, shown.status) == (False, "awaiting_approval")
+    assert shown.pending_approvals == [asked] and "waiting for a worker" in shown.label
     await agents.handle(run_id).workflow.terminate(reason="the test is over")
