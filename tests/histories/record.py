@@ -37,6 +37,9 @@ RECORDINGS = {
     "trip-inline": AgentInput(agent="trip", transcript="inline"),
     # A delegation: the billing desk's child workflow, whose refund approval expires (24 h, skipped).
     "support": AgentInput(agent="support"),
+    # Issue 36: nine fast steps, progress published by workflow time — the run records the patch marker
+    # (`progress-by-time`) where the rule of every 5th step would have upserted.
+    "migration-by-time": AgentInput(agent="migration", options={"records": 8}),
 }
 
 
