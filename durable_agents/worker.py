@@ -26,6 +26,7 @@ from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
 from config.webhook_signing import load_secret
 from durable_agents.plugin import has_plugin
+from durable_agents.sticky import ReleaseStickyRuns
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
 from workflows.agent import AgentWorkflow
@@ -95,4 +96,7 @@ def build_worker(
         sticky_queue_schedule_to_start_timeout=sticky_timeout,
         # AGENT_EAGER_ACTIVITIES=false spreads a run's activities over every worker on the queue.
         disable_eager_activity_execution=not settings.eager_activities,
+        # First thing on start: the stepping runs stuck to a dead worker's sticky queue move to the shared one
+        # (durable_agents/sticky.py), so a crash costs them no sticky timeout.
+        plugins=[ReleaseStickyRuns()] if settings.release_sticky_runs else [],
     )
