@@ -398,6 +398,48 @@ def storage_section(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def waiting_section(data: dict[str, Any]) -> list[str]:
+    c = data["config"]
+    rows = []
+    for p in data["phases"]:
+        rss = p["worker_rss_mb"]
+        cached = p["all_waiting"].get("cached")
+        drains = {d["via"]: d for d in p["drains"]}
+        rows.append(
+            [
+                f"{p['runs']:,} ({p['stores']} stores)",
+                f"{_num(p['start_all_s'])} ({p['starts_per_s']:.0f}/s) / {_num(p['park_all_s'])}",
+                f"{_num(rss['tenth'], 0)} → {_num(rss['half'], 0)} → {_num(rss['all'], 0)} (max {_num(rss['max'], 0)})"
+                + (f"; {cached:.0f} cached" if cached is not None else ""),
+                f"{p['server_bytes_per_run'] / 1024:.1f}",
+                f"{p['stores_bytes_per_run'] / 1024:.1f}",
+                _drain(drains.get("client")),
+                _drain(drains.get("http")),
+            ]
+        )
+    return [
+        f"### Waiting runs — `refund` runs parked on an approval, then approved ({c['in_flight']} decisions in flight; "
+        "half through `AgentClient`, half through the runs API)",
+        "",
+        *table(
+            [
+                "runs",
+                "start all / all waiting (s)",
+                "worker RSS at 10 % → 50 % → 100 % waiting (MB)",
+                "server KB per waiting run",
+                "stores KB per run",
+                "AgentClient: decisions/s / runs closed/s",
+                "runs API: decisions/s / runs closed/s",
+            ],
+            rows,
+        ),
+    ]
+
+
+def _drain(row: dict[str, Any] | None) -> str:
+    return f"{_num(row['decisions_per_s'])} / {_num(row['closed_per_s'])}" if row else "—"
+
+
 def loc_section(data: dict[str, Any]) -> list[str]:
     rows = []
     details = []
@@ -533,6 +575,7 @@ def markdown(results: dict[str, Any]) -> str:
         ("throughput", throughput_section),
         ("recovery", recovery_section),
         ("storage", storage_section),
+        ("waiting", waiting_section),
         ("loc", loc_section),
         ("chaos", chaos_section),
     ):
