@@ -378,6 +378,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {source} is not a results JSON: {exc}", file=sys.stderr)
         return 2
+    if args.readme:
+        from bench.readme import readme_table
+
+        print(readme_table(results), end="")
+        return 0
     text = report.markdown(results)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)  # plots go there: a new directory is made, as `write` does
@@ -388,6 +393,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def configure_report(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--from", dest="source", default=str(Path("results") / "bench.json"))
     sub.add_argument("--out", type=Path, default=Path("results"))
+    sub.add_argument(
+        "--readme", action="store_true", help="print the README's comparison table from the results (nothing written)"
+    )
 
 
 register(Command("all", "every measurement and a short chaos check, one report", configure_all, cmd_all))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import sqlite3
 import subprocess
@@ -41,6 +42,7 @@ import psycopg
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
+from bench.machine import cpu_seconds
 from bench.stack import our_worker
 from bench.stats import summarize
 from config.settings import ROOT, Settings
@@ -198,8 +200,8 @@ class Watch:
 
 
 @contextlib.asynccontextmanager
-async def runs_api(settings: Any, log: Path) -> AsyncIterator[str]:
-    """`python starter.py serve` on a free loopback port, for the bench's approver token; its base URL."""
+async def runs_api(settings: Any, log: Path) -> AsyncIterator[tuple[str, int]]:
+    """`python starter.py serve` on a free loopback port, for the bench's approver token: its URL and pid."""
     port = devserver.free_port()
     env = {
         "TEMPORAL_ADDRESS": settings.address,
@@ -208,8 +210,6 @@ async def runs_api(settings: Any, log: Path) -> AsyncIterator[str]:
         "AGENT_API_TOKENS": f"{TOKEN}={APPROVER}:approver",
         "PYTHONUNBUFFERED": "1",
     }
-    import os
-
     with open(log, "ab") as output:
         process = subprocess.Popen(
             [sys.executable, str(ROOT / "starter.py"), "serve", "--host", "127.0.0.1", "--port", str(port)],
@@ -230,7 +230,7 @@ async def runs_api(settings: Any, log: Path) -> AsyncIterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the runs API did not start; see {log}")
                 await asyncio.sleep(0.2)
-        yield url
+        yield url, process.pid
     finally:
         if process.poll() is None:
             process.terminate()
@@ -283,8 +283,14 @@ async def drained(stack: Stack, prefix: str, n: int, timeout: float) -> dict[str
 
 
 async def drain(
-    stack: Stack, agents: AgentClient, ids: list[str], via: str, api_url: str | None, config: WaitingConfig
+    stack: Stack,
+    agents: AgentClient,
+    ids: list[str],
+    via: str,
+    api: tuple[str, int] | None,
+    config: WaitingConfig,
 ) -> dict[str, Any]:
+    api_url, api_pid = api if via == "http" and api else (None, None)
     if via == "client":
 
         async def decide(run_id: str) -> float:
@@ -308,6 +314,10 @@ async def drain(
 
             return await timed(post())
 
+    processes = {"worker": stack.worker.pid, "server": stack.server.process.pid, "bench": os.getpid()}
+    if api_pid is not None:
+        processes["runs API"] = api_pid
+    cpu_before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     started_wall = time.time()
     started = time.perf_counter()
     try:
@@ -318,6 +328,13 @@ async def drain(
     decided = time.perf_counter() - started
     prefix = ids[0].rsplit("-", 1)[0] + "-"
     closed = await drained(stack, prefix, len(ids), config.timeout)
+    cpu_after = {name: cpu_seconds(pid) for name, pid in processes.items()}
+    # Where the drain's time went: each process's CPU from the first decision until every run closed, per run.
+    cpu_ms = {
+        name: 1000 * (cpu_after[name] - before) / len(ids)  # type: ignore[operator]
+        for name, before in cpu_before.items()
+        if before is not None and cpu_after[name] is not None
+    }
     closes = closed["closes"]
     span = max(closes) - started_wall if closes else None
     return {
@@ -330,6 +347,7 @@ async def drain(
         "closed": len(closes),
         "statuses": closed["statuses"],
         "closed_per_s": len(closes) / span if span else None,
+        "cpu_ms_per_run": cpu_ms,
     }
 
 
@@ -350,21 +368,29 @@ async def phase(
     server_before, stores_before = sqlite_bytes(stack.server.db), stores_bytes(stack)
 
     say(f"  waiting {name}: starting {n} runs")
+    processes = {"worker": stack.worker.pid, "server": stack.server.process.pid}
+    cpu_before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     started = time.perf_counter()
     watching = asyncio.create_task(watch.until(lambda s: s.waiting >= n, config.timeout))
     await gated(ids, config.start_in_flight, lambda run_id: timed(agents.start(AGENT, run_id=run_id)))
     start_all = time.perf_counter() - started
     all_waiting = await watching
     park_all = time.perf_counter() - started
+    cpu_after = {name: cpu_seconds(pid) for name, pid in processes.items()}
+    park_cpu = {
+        name: 1000 * (cpu_after[name] - before) / n  # type: ignore[operator]
+        for name, before in cpu_before.items()
+        if before is not None and cpu_after[name] is not None
+    }
     server_after, stores_after = sqlite_bytes(stack.server.db), stores_bytes(stack)
     say(f"  waiting {name}: {n} started in {start_all:.1f} s, all waiting after {park_all:.1f} s")
 
     api_log = workdir / f"api-{name}.log"
-    async with runs_api(stack.settings, api_log) as api_url:
+    async with runs_api(stack.settings, api_log) as api:
         drains = []
         for via, part in (("client", ids[:half]), ("http", ids[half:])):
             if part:
-                drains.append(await drain(stack, agents, part, via, api_url, config))
+                drains.append(await drain(stack, agents, part, via, api, config))
                 done = drains[-1]
                 say(
                     f"  waiting {name}: drained {len(part)} via {via}: {done['decisions_per_s']:.1f} decisions/s,"
@@ -377,6 +403,7 @@ async def phase(
         "start_all_s": start_all,
         "starts_per_s": n / start_all,
         "park_all_s": park_all,
+        "park_cpu_ms_per_run": park_cpu,
         "idle": asdict(idle),
         "all_waiting": asdict(all_waiting),
         "after_drain": asdict(after_drain),
