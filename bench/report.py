@@ -438,7 +438,10 @@ def waiting_section(data: dict[str, Any]) -> list[str]:
 
 
 def _drain(row: dict[str, Any] | None) -> str:
-    return f"{_num(row['decisions_per_s'])} / {_num(row['closed_per_s'])}" if row else "—"
+    if row is None:
+        return "—"
+    queued = f" ({row['queued']} queued: no worker answered within 10 s)" if row.get("queued") else ""
+    return f"{_num(row['decisions_per_s'])} / {_num(row['closed_per_s'])}{queued}"
 
 
 def loc_section(data: dict[str, Any]) -> list[str]:

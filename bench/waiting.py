@@ -291,10 +291,16 @@ async def drain(
     config: WaitingConfig,
 ) -> dict[str, Any]:
     api_url, api_pid = api if via == "http" and api else (None, None)
+    queued: list[str] = []  # decisions sent as a signal because no worker answered the update in time
     if via == "client":
 
         async def decide(run_id: str) -> float:
-            return await timed(agents.handle(run_id).approve(by=APPROVER))
+            async def approve() -> None:
+                outcome = await agents.handle(run_id).approve(by=APPROVER)
+                if outcome.via == "signal":  # no worker answered the update in time: queued, applied later
+                    queued.append(run_id)
+
+            return await timed(approve())
 
     else:
         # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts.
@@ -309,7 +315,9 @@ async def drain(
                 answer = await http.post(
                     f"/runs/{run_id}/approvals/{call_id}", json={"approve": True, "arguments_hash": arguments_hash}
                 )
-                if answer.status_code != 200:
+                if answer.status_code == 202:  # no worker answered in time: queued, applied when one picks it up
+                    queued.append(run_id)
+                elif answer.status_code != 200:
                     raise RuntimeError(f"POST approval of {run_id}: {answer.status_code} {answer.text[:200]}")
 
             return await timed(post())
@@ -344,6 +352,7 @@ async def drain(
         "decisions_s": decided,
         "decisions_per_s": len(ids) / decided if decided else None,
         "decision_latency": summarize(latencies),
+        "queued": len(queued),
         "closed": len(closes),
         "statuses": closed["statuses"],
         "closed_per_s": len(closes) / span if span else None,
