@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 
@@ -34,9 +35,10 @@ log = logging.getLogger(__name__)
 # are released too.
 STEPPING = ("running", "compensating")
 IN_FLIGHT = 16  # reset requests at once: a restart with many stepping runs does not flood the server
-# The worker starts polling once its runs are released, or after this long at most (a slow server delays it
-# no further; the runs not released by then wait out the sticky timeout, as without the release).
-RELEASE_WITHIN = 10.0
+# The worker starts polling once its runs are released, or after this long at most (then the rest is released
+# while it serves): the first runs are released before any of their workflow tasks can be put back on a dead
+# queue, and many stepping runs (or a slow server) never hold a worker's start up for long.
+RELEASE_FIRST = 2.0
 
 
 def stepping_runs(task_queue: str) -> str:
@@ -80,10 +82,10 @@ async def release_sticky_runs(client: Client, task_queue: str) -> int:
 
 
 class ReleaseStickyRuns(temporal_worker.Plugin):
-    """A worker plugin (`durable_agents.build_worker` adds it): before the worker polls, release the stepping
-    runs on its task queue from their sticky queues — before, so that no workflow task of theirs the worker
-    completes first puts one back on a dead queue. A server without visibility (the time-skipping test server),
-    a failed request or a slow server only cost the speed-up, logged."""
+    """A worker plugin (`durable_agents.build_worker` adds it): as the worker starts, release the stepping runs on
+    its task queue from their sticky queues — for up to `RELEASE_FIRST` seconds before it polls, so that a
+    workflow task of theirs is not put back on a dead queue meanwhile, and then while it serves. A server without
+    visibility (the time-skipping test server) or a failed request only costs the speed-up, logged."""
 
     def configure_worker(self, config: temporal_worker.WorkerConfig) -> temporal_worker.WorkerConfig:
         return config
@@ -91,18 +93,23 @@ class ReleaseStickyRuns(temporal_worker.Plugin):
     async def run_worker(
         self, worker: temporal_worker.Worker, next: Callable[[temporal_worker.Worker], Awaitable[None]]
     ) -> None:
-        task_queue = worker.task_queue
+        releasing = asyncio.create_task(self._release(worker.client, worker.task_queue))
+        await asyncio.wait({releasing}, timeout=RELEASE_FIRST)
         try:
-            released = await asyncio.wait_for(release_sticky_runs(worker.client, task_queue), RELEASE_WITHIN)
-            if released:
-                log.info("released %d stepping runs on %s from their sticky queues", released, task_queue)
+            await next(worker)
+        finally:
+            releasing.cancel()
+
+    async def _release(self, client: Client, task_queue: str) -> None:
+        started = time.monotonic()
+        try:
+            released = await release_sticky_runs(client, task_queue)
         except RPCError as exc:
             log.info("could not release stepping runs from sticky queues on %s: %s", task_queue, exc.message)
-        except TimeoutError:
-            log.warning(
-                "releasing stepping runs on %s took over %g s; serving without waiting", task_queue, RELEASE_WITHIN
-            )
-        await next(worker)
+            return
+        if released:
+            took = time.monotonic() - started
+            log.info("released %d stepping runs on %s from their sticky queues in %.1f s", released, task_queue, took)
 
     def configure_replayer(self, config: temporal_worker.ReplayerConfig) -> temporal_worker.ReplayerConfig:
         return config
