@@ -4,7 +4,7 @@ N `refund` runs (the demo agent whose refund needs a person's approval) are star
 fresh embedded dev server (tuned, as we ship it) with one worker of ours (`worker.py`, in its own process),
 and left waiting. Measured:
 
-- **the time to start them all** (the start requests, `--start-in-flight` at once) and until all are seen waiting
+- **the time to start them all** (200 start requests at once) and until all are seen waiting
   (visibility: `AgentPendingApprovals > 0`);
 - **the worker's memory** (RSS, `/proc`) as they park, sampled every second with the worker's sticky cache size
   (the SDK's `temporal_sticky_cache_size` gauge): bounded by `max_cached_workflows` (1,000, `build_worker`) —
@@ -12,13 +12,13 @@ and left waiting. Measured:
 - **the server's bytes per waiting run**: the growth of the dev server's SQLite database (its pages, WAL
   included, as SQLite counts them) over the N runs; and the worker's stores' (SQLite files, or the PostgreSQL
   database);
-- **the drain**: every run approved, `--in-flight` decisions at once, half through `AgentClient`
+- **the drain**: every run approved, `--waiting-in-flight` decisions at once, half through `AgentClient`
   (`RunHandle.approve`, as a program would) and half through the runs API (`python starter.py serve` in its own
   process, `POST /runs/{id}/approvals/{call}` with the call and hash an approver reviewed) — decisions per second
   (first sent to last answered, with each decision's latency) and runs closed per second (server close times).
 
-Then the same on the PostgreSQL stores (`--postgres-runs`, a worker with `AGENT_DATABASE_URL`), when a PostgreSQL
-is at hand (`--postgres-url`, or Debian's binaries).
+Then the same on the PostgreSQL stores (`--waiting-postgres-runs`, a worker with `AGENT_DATABASE_URL`), when a
+PostgreSQL is at hand (`--postgres-url`, or Debian's binaries).
 """
 
 from __future__ import annotations
