@@ -15,6 +15,9 @@ GOALS = {
     "worker_cpu_x_floor": 1.25,  # our worker's CPU per run within 1.25x the floor's worker (issue 20)
     "server_cpu_x_floor": 1.15,  # the server's CPU per run of ours within 1.15x the floor's
     "recovery_s": 5.0,  # after a worker SIGKILL, the following step done within this (median; issue 36)
+    # Waiting runs: past the worker's cache (`max_cached_workflows`), its memory levels off: RSS with all N runs
+    # waiting within this much of its RSS with half of them waiting (issue 36).
+    "waiting_rss_growth": 1.25,
 }
 # The throughput figures a goal compares with the floor's: each repetition's ratio, their median is checked.
 COMPARED = {
@@ -543,6 +546,19 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "measured": f"{_s(following['median'])} s (the baseline: "
                 f"{_s(recovery['baseline']['summary']['next_step_done_s']['median'])} s)",
                 "met": following["median"] is not None and following["median"] <= GOALS["recovery_s"],
+            }
+        )
+    for phase in (results.get("waiting") or {}).get("phases", []):
+        rss, cached = phase["worker_rss_mb"], max((s["cached"] or 0 for s in phase.get("samples", [])), default=0)
+        if not rss.get("half") or not rss.get("all") or phase["runs"] / 2 < cached:
+            continue  # half of them still fit in the cache: memory is still expected to grow
+        growth = rss["all"] / rss["half"]
+        out.append(
+            {
+                "goal": f"{phase['runs']:,} waiting runs ({phase['stores']} stores): the worker's memory levels off"
+                f" past its cache of {cached:.0f} runs (RSS at all ≤ {GOALS['waiting_rss_growth']}x at half)",
+                "measured": f"{rss['half']:.0f} → {rss['all']:.0f} MB ({growth:.2f}x)",
+                "met": growth <= GOALS["waiting_rss_growth"],
             }
         )
     for engine, r in (results.get("chaos") or {}).items():

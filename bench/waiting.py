@@ -28,8 +28,6 @@ import contextlib
 import os
 import re
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,9 +41,10 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
 from bench.machine import cpu_seconds
+from bench.runs_api import APPROVER, auth_headers, runs_api
 from bench.stack import our_worker
 from bench.stats import summarize
-from config.settings import ROOT, Settings
+from config.settings import Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
 from ops.devstack import devserver
@@ -54,8 +53,6 @@ from ops.devstack.worker_process import WorkerProcess
 from stores.configured import TRANSCRIPTS_FILE
 
 AGENT = "refund"
-APPROVER = "bench-approver"
-TOKEN = "bench-waiting-token-0123456789abcdef"
 CACHE_GAUGE = re.compile(r"^temporal_sticky_cache_size(?:\{[^}]*\})? (\S+)$", re.M)
 
 
@@ -196,55 +193,6 @@ class Watch:
             await asyncio.sleep(self.every)
 
 
-# -- the runs API, in its own process ------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def runs_api(settings: Any, log: Path) -> AsyncIterator[tuple[str, int]]:
-    """`python starter.py serve` on a free loopback port, for the bench's approver token: its URL and pid."""
-    port = devserver.free_port()
-    env = {
-        "TEMPORAL_ADDRESS": settings.address,
-        "TEMPORAL_NAMESPACE": settings.namespace,
-        "TEMPORAL_TASK_QUEUE": settings.task_queue,
-        "AGENT_API_TOKENS": f"{TOKEN}={APPROVER}:approver",
-        "PYTHONUNBUFFERED": "1",
-    }
-    with open(log, "ab") as output:
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "starter.py"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT,
-            env=os.environ | env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        async with httpx.AsyncClient(base_url=url, headers=_auth()) as client:
-            while True:
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await client.get("/runs", params={"limit": 1})).status_code == 200:
-                        break
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the runs API did not start; see {log}")
-                await asyncio.sleep(0.2)
-        yield url, process.pid
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {TOKEN}"}
-
-
 # -- one phase: park N runs, then drain them -----------------------------------------------------------------
 
 
@@ -306,7 +254,7 @@ async def drain(
         # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts.
         reviewed = dict(zip(ids, await asyncio.gather(*(_reviewed(agents, run_id) for run_id in ids)), strict=True))
         limits = httpx.Limits(max_connections=config.in_flight, max_keepalive_connections=config.in_flight)
-        http = httpx.AsyncClient(base_url=api_url or "", headers=_auth(), limits=limits, timeout=120)
+        http = httpx.AsyncClient(base_url=api_url or "", headers=auth_headers(), limits=limits, timeout=120)
 
         async def decide(run_id: str) -> float:
             call_id, arguments_hash = reviewed[run_id]

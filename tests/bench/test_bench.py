@@ -342,6 +342,25 @@ def test_the_recovery_goal_is_the_following_steps_median():
     assert not missed["met"]
 
 
+def test_the_waiting_goal_checks_that_memory_levels_off_past_the_cache():
+    def waiting(runs: int, half: float, all_: float) -> dict[str, Any]:
+        phase = {
+            "runs": runs,
+            "stores": "sqlite",
+            "worker_rss_mb": {"half": half, "all": all_},
+            "samples": [{"cached": 500.0}, {"cached": 1000.0}],
+        }
+        return {"waiting": {"phases": [phase]}}
+
+    [level] = report.goals(waiting(10000, 260.0, 270.0))
+    assert (
+        level["met"] and level["measured"] == "260 → 270 MB (1.04x)" and "past its cache of 1000 runs" in level["goal"]
+    )
+    [grows] = report.goals(waiting(10000, 260.0, 400.0))
+    assert not grows["met"]
+    assert report.goals(waiting(1000, 160.0, 216.0)) == []  # half of them still fit in the cache
+
+
 # -- in-process measurements and storage accounting ----------------------------------------------------
 
 
