@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "bench.mutate",
     "bench.knobs",
     "bench.profile",
+    "bench.release",
 ]
 
 
