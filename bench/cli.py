@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "bench.http_progress",
     "bench.knobs",
     "bench.profile",
+    "bench.release",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The measurement subcommands: `all`, `overhead`, `throughput`, `recovery`, `storage`, `loc`, `report`.
+"""The measurement subcommands: `all`, `overhead`, `throughput`, `recovery`, `storage`, `waiting`, `loc`, `report`.
 
 Each measurement writes results/<name>.json (`all`: results/bench.json), results/<name>.md, and the
 plots it can draw; `report --from FILE` renders a saved JSON again.
@@ -25,10 +25,11 @@ from bench.overhead import OverheadConfig
 from bench.recovery import RecoveryConfig
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
+from bench.waiting import WaitingConfig
 from config.settings import ROOT
 from ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
 
-SECTIONS = ("overhead", "throughput", "recovery", "storage")
+SECTIONS = ("overhead", "throughput", "recovery", "storage", "waiting")
 LAST_LINE = re.compile(
     r"^chaos (?P<engine>\w+): runs=(?P<runs>\d+) completed=(?P<completed>\d+) compensated=(?P<compensated>\d+) "
     r"lost=(?P<lost>\d+) duplicate_effects=(?P<duplicate_effects>\d+) kills=(?P<kills>\d+)$"
@@ -78,11 +79,6 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             default=defaults.reps,
             help="Temporal batches per engine and N, interleaved; the goals use their medians",
         )
-        sub.add_argument(
-            "--postgres-url",
-            help="a PostgreSQL server for the PostgreSQL-stores row (a scratch database is made in it and dropped);"
-            " default: one started from Debian's binaries when installed",
-        )
         sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
         sub.add_argument(
             "--same-server",
@@ -105,6 +101,22 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             action="store_true",
             help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
         )
+    if "throughput" in sections or "waiting" in sections:
+        sub.add_argument(
+            "--postgres-url",
+            help="a PostgreSQL server for the PostgreSQL-stores rows (a scratch database is made in it and dropped);"
+            " default: one started from Debian's binaries when installed",
+        )
+    if "waiting" in sections:
+        defaults_w = WaitingConfig()
+        sub.add_argument("--waiting-runs", type=int, default=defaults_w.runs, help="runs parked on the SQLite stores")
+        sub.add_argument(
+            "--waiting-postgres-runs",
+            type=int,
+            default=defaults_w.postgres_runs,
+            help="runs parked on the PostgreSQL stores (0: none)",
+        )
+        sub.add_argument("--waiting-in-flight", type=int, default=defaults_w.in_flight, help="decisions at once")
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -169,6 +181,14 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
         )
     if "storage" in sections:
         out["storage"] = StorageConfig([5, 20]) if quick else StorageConfig(args.storage_steps)
+    if "waiting" in sections:
+        out["waiting"] = (
+            WaitingConfig.quick()
+            if quick
+            else WaitingConfig(
+                runs=args.waiting_runs, postgres_runs=args.waiting_postgres_runs, in_flight=args.waiting_in_flight
+            )
+        )
     return out
 
 
@@ -184,7 +204,7 @@ async def measure(
     profiles: list[ServerProfile],
     postgres_url: str | None = None,
 ) -> dict[str, Any]:
-    from bench import overhead, recovery, storage, throughput
+    from bench import overhead, recovery, storage, throughput, waiting
     from bench.postgres import bench_database
     from bench.stack import Stack, temporal_stacks
 
@@ -192,9 +212,12 @@ async def measure(
     single = {"recovery": recovery, "storage": storage}
     results: dict[str, Any] = {}
     floor = "overhead" in sections or "throughput" in sections
-    # Throughput on fresh servers alone needs no long-lived stack: none is started, so no idle server and
-    # workers run beside its batches.
-    needs_stacks = sections != ("throughput",) or not settings["throughput"].fresh_server
+    # Throughput on fresh servers needs no long-lived stack, and the waiting runs start their own: none is started
+    # for them alone, so no idle server and workers run beside their batches.
+    long_lived = {"overhead", "recovery", "storage"}
+    needs_stacks = bool(long_lived & set(sections)) or (
+        "throughput" in sections and not settings["throughput"].fresh_server
+    )
     with contextlib.ExitStack() as resources:
         database_url = None
         if "throughput" in sections and settings["throughput"].postgres:
@@ -216,13 +239,17 @@ async def measure(
                     results[section] = await overhead.measure(stacks, workdir, settings[section], say)
                 elif section == "throughput":
                     results[section] = await throughput.measure(targets, workdir, settings[section], say)
+                elif section == "waiting":
+                    results[section] = await waiting.measure(workdir / "waiting", settings[section], say, postgres_url)
                 else:
                     primary = stacks[profiles[-1].name]
                     results[section] = await single[section].measure(primary, workdir, settings[section], say)
                     results[section]["profile"] = primary.profile.name
                 results[section]["seconds"] = time.perf_counter() - started
             results["long_lived_stacks"] = list(stacks)  # servers (and workers) up through every section
-            measured_on = results.get("throughput", {}).pop("temporal_server", None)  # its fresh servers' version
+            # Without long-lived stacks: the version of the fresh servers throughput or the waiting runs started.
+            measured_on = results.get("throughput", {}).pop("temporal_server", None)
+            measured_on = results.get("waiting", {}).pop("temporal_server", None) or measured_on
             results["temporal_server"] = stacks[profiles[-1].name].server_version if stacks else measured_on
     return results
 
@@ -351,6 +378,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {source} is not a results JSON: {exc}", file=sys.stderr)
         return 2
+    if args.readme:
+        from bench.readme import readme_table
+
+        print(readme_table(results), end="")
+        return 0
     text = report.markdown(results)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)  # plots go there: a new directory is made, as `write` does
@@ -361,6 +393,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 def configure_report(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--from", dest="source", default=str(Path("results") / "bench.json"))
     sub.add_argument("--out", type=Path, default=Path("results"))
+    sub.add_argument(
+        "--readme", action="store_true", help="print the README's comparison table from the results (nothing written)"
+    )
 
 
 register(Command("all", "every measurement and a short chaos check, one report", configure_all, cmd_all))
@@ -368,5 +403,10 @@ register(section_command("overhead", "per-step overhead: in-process, baseline, T
 register(section_command("throughput", "runs/s at N concurrent runs, Temporal vs the floor, and the baseline"))
 register(section_command("recovery", "SIGKILL mid-step: time until the next step completes on a new process"))
 register(section_command("storage", "history bytes and events vs checkpoint bytes per run, as steps grow"))
+register(
+    section_command(
+        "waiting", "runs waiting for approval: worker memory, server bytes per run, start time, and the drain rate"
+    )
+)
 register(Command("loc", "lines of code each engine needs for durability", add_output, cmd_loc))
 register(Command("report", "render a saved results JSON again (markdown and plots)", configure_report, cmd_report))

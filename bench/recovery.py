@@ -35,11 +35,15 @@ from bench.served import JOB_AGENTS
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
-from config.settings import ROOT
+from config.settings import ROOT, STICKY_TIMEOUT, Settings
 from examples import migration
 from stores.ledger import EffectsLedger
 from workflows.inputs import Timeouts
 from workflows.policies import TOOL_RETRY
+
+# The wait of the run's next workflow task on the dead worker's sticky queue (`STICKY_TIMEOUT`): none when the
+# new worker released the run first (durable_agents/sticky.py).
+STICKY_WAIT = "sticky queue of the dead worker (next workflow task)"
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ def temporal_timings(events: Any, killed_at: float) -> dict[str, Any]:
         "step_work_s": interrupted["completed"] - interrupted["started"],
         "workflow_task_timeouts": timed_out,
         "sticky_wait_s": sticky_wait,
+        "next_step_s": following["completed"] - interrupted["completed"] - sticky_wait,
     }
 
 
@@ -205,12 +210,16 @@ async def measure(stack: Stack, workdir: Path, config: RecoveryConfig, say: Call
     b = {k: col(baseline, k) for k in ("lease_expired_s", "resumed_step_done_s", "next_step_done_s")}
     b["restart_and_replay_s"] = col(baseline, "restart_and_replay_s")
     t["worker_ready_s"] = col(temporal, "worker_ready_s")
+    t["next_step_s"] = col(temporal, "next_step_s")
     components_t = {
         f"heartbeat timeout ({config.detect_seconds:g}s) + retry interval ({retry_interval:g}s) + dispatch": t[
             "retry_started_s"
         ]["median"],
         f"the step's own work ({config.step_delay:g}s)": config.step_delay,
-        "sticky queue timeout of the dead worker (next workflow task)": t["sticky_wait_s"]["median"],
+        STICKY_WAIT: t["sticky_wait_s"]["median"],
+        "the next step's model call, its workflow tasks (the run replayed on the new worker) and its work": t[
+            "next_step_s"
+        ]["median"],
     }
     components_b = {
         f"lease expiry ({config.detect_seconds:g}s lease)": b["lease_expired_s"]["median"],
@@ -225,6 +234,10 @@ async def measure(stack: Stack, workdir: Path, config: RecoveryConfig, say: Call
             "detect_seconds": config.detect_seconds,
             "retry_interval": retry_interval,
             "reps": config.reps,
+            # The worker settings the Temporal side ran with (issue 36's levers): as shipped, unless the
+            # environment said otherwise.
+            "sticky_timeout_s": STICKY_TIMEOUT.total_seconds(),
+            "release_sticky_runs": Settings().release_sticky_runs,
         },
         "temporal": {"summary": t, "components": components_t, "dominant": _largest(components_t), "runs": temporal},
         "baseline": {"summary": b, "components": components_b, "dominant": _largest(components_b), "runs": baseline},

@@ -10,10 +10,14 @@ from bench.overhead import engine_name
 
 GOALS = {
     "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it (issue 20)
-    "step_x_floor": 1.1,  # our agent step within 1.1x the bare Temporal floor on the same server
+    "step_x_floor": 1.05,  # our agent step within 1.05x the bare Temporal floor, visibility on (issues 20, 36)
     "throughput_vs_floor": 0.9,  # at each N (100 and 1,000 by default), at least 90 % of the floor's runs/s
     "worker_cpu_x_floor": 1.25,  # our worker's CPU per run within 1.25x the floor's worker (issue 20)
     "server_cpu_x_floor": 1.15,  # the server's CPU per run of ours within 1.15x the floor's
+    "recovery_s": 5.0,  # after a worker SIGKILL, the following step done within this (median; issue 36)
+    # Waiting runs: past the worker's cache (`max_cached_workflows`), its memory levels off: RSS with all N runs
+    # waiting within this much of its RSS with half of them waiting (issue 36).
+    "waiting_rss_growth": 1.25,
 }
 # The throughput figures a goal compares with the floor's: each repetition's ratio, their median is checked.
 COMPARED = {
@@ -398,6 +402,51 @@ def storage_section(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def waiting_section(data: dict[str, Any]) -> list[str]:
+    c = data["config"]
+    rows = []
+    for p in data["phases"]:
+        rss = p["worker_rss_mb"]
+        cached = p["all_waiting"].get("cached")
+        drains = {d["via"]: d for d in p["drains"]}
+        rows.append(
+            [
+                f"{p['runs']:,} ({p['stores']} stores)",
+                f"{_num(p['start_all_s'])} ({p['starts_per_s']:.0f}/s) / {_num(p['park_all_s'])}",
+                f"{_num(rss['tenth'], 0)} → {_num(rss['half'], 0)} → {_num(rss['all'], 0)} (max {_num(rss['max'], 0)})"
+                + (f"; {cached:.0f} cached" if cached is not None else ""),
+                f"{p['server_bytes_per_run'] / 1024:.1f}",
+                f"{p['stores_bytes_per_run'] / 1024:.1f}",
+                _drain(drains.get("client")),
+                _drain(drains.get("http")),
+            ]
+        )
+    return [
+        f"### Waiting runs — `refund` runs parked on an approval, then approved ({c['in_flight']} decisions in flight; "
+        "half through `AgentClient`, half through the runs API)",
+        "",
+        *table(
+            [
+                "runs",
+                "start all / all waiting (s)",
+                "worker RSS at 10 % → 50 % → 100 % waiting (MB)",
+                "server KB per waiting run",
+                "stores KB per run",
+                "AgentClient: decisions/s / runs closed/s",
+                "runs API: decisions/s / runs closed/s",
+            ],
+            rows,
+        ),
+    ]
+
+
+def _drain(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "—"
+    queued = f" ({row['queued']} queued: no worker answered within 10 s)" if row.get("queued") else ""
+    return f"{_num(row['decisions_per_s'])} / {_num(row['closed_per_s'])}{queued}"
+
+
 def loc_section(data: dict[str, Any]) -> list[str]:
     rows = []
     details = []
@@ -488,6 +537,30 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": row["completed"] == row["n"] and row["lock_errors"] == 0,
                 }
             )
+    recovery = results.get("recovery")
+    if recovery:
+        following = recovery["temporal"]["summary"]["next_step_done_s"]
+        out.append(
+            {
+                "goal": f"after a worker SIGKILL, the following step done within {GOALS['recovery_s']:g} s (median)",
+                "measured": f"{_s(following['median'])} s (the baseline: "
+                f"{_s(recovery['baseline']['summary']['next_step_done_s']['median'])} s)",
+                "met": following["median"] is not None and following["median"] <= GOALS["recovery_s"],
+            }
+        )
+    for phase in (results.get("waiting") or {}).get("phases", []):
+        rss, cached = phase["worker_rss_mb"], max((s["cached"] or 0 for s in phase.get("samples", [])), default=0)
+        if not rss.get("half") or not rss.get("all") or phase["runs"] / 2 < cached:
+            continue  # half of them still fit in the cache: memory is still expected to grow
+        growth = rss["all"] / rss["half"]
+        out.append(
+            {
+                "goal": f"{phase['runs']:,} waiting runs ({phase['stores']} stores): the worker's memory levels off"
+                f" past its cache of {cached:.0f} runs (RSS at all ≤ {GOALS['waiting_rss_growth']}x at half)",
+                "measured": f"{rss['half']:.0f} → {rss['all']:.0f} MB ({growth:.2f}x)",
+                "met": growth <= GOALS["waiting_rss_growth"],
+            }
+        )
     for engine, r in (results.get("chaos") or {}).items():
         parsed = r.get("parsed") or {}
         ok = parsed.get("lost") == 0 and parsed.get("duplicate_effects") == 0
@@ -533,6 +606,7 @@ def markdown(results: dict[str, Any]) -> str:
         ("throughput", throughput_section),
         ("recovery", recovery_section),
         ("storage", storage_section),
+        ("waiting", waiting_section),
         ("loc", loc_section),
         ("chaos", chaos_section),
     ):

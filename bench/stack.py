@@ -29,9 +29,9 @@ from ops.devstack.server_profile import TUNED, ServerProfile
 from ops.devstack.worker_process import WorkerProcess
 
 
-def our_worker(settings: Settings, log: Path) -> WorkerProcess:
+def our_worker(settings: Settings, log: Path, extra_env: dict[str, str] | None = None) -> WorkerProcess:
     """`python worker.py` serving the bench's agents, its transcripts in `settings.data_dir`."""
-    return WorkerProcess(settings, log=log, extra_env=worker_env(settings.data_dir))
+    return WorkerProcess(settings, log=log, extra_env=worker_env(settings.data_dir) | (extra_env or {}))
 
 
 def floor_worker(settings: Settings, log: Path) -> WorkerProcess:

@@ -10,7 +10,8 @@ Worker Versioning: `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID` (th
 Controller injects; docs/operations.md, "Deploying a new version").
 Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. Stores shared by worker
 hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
-`AGENT_EAGER_ACTIVITIES`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`, `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
+`AGENT_EAGER_ACTIVITIES`, `AGENT_RELEASE_STICKY_RUNS`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`,
+`AGENT_LOG_FORMAT`, `LOG_LEVEL`.
 The local model (`starter.py model-server`): `AGENT_LOCAL_MODEL_URL`, the worker's endpoint for it.
 """
 
@@ -184,6 +185,11 @@ class Settings:
     # true (default): a worker runs the activities its own workflow task schedules when it has a free slot,
     # saving a trip through the task queue; false: every activity goes through the queue to any worker.
     eager_activities: bool = field(default_factory=lambda: _env_flag("AGENT_EAGER_ACTIVITIES") is not False)
+    # true (default): a worker that starts first moves the runs that are stepping off any worker's sticky queue, so
+    # runs a killed worker was serving recover without waiting out STICKY_TIMEOUT (durable_agents/sticky.py);
+    # false: it does not (each worker start then costs no list and no requests, and other workers keep their
+    # runs' cache entries).
+    release_sticky_runs: bool = field(default_factory=lambda: _env_flag("AGENT_RELEASE_STICKY_RUNS") is not False)
     # -- observability: see observability.py ------------------------------------------------------
     metrics_address: str | None = field(default_factory=lambda: _env("AGENT_METRICS_ADDRESS"))
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))

@@ -26,6 +26,7 @@ from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
 from config.webhook_signing import load_secret
 from durable_agents.plugin import DurableAgentsPlugin, plugin_of
+from durable_agents.sticky import ReleaseStickyRuns
 from durable_agents.versioning import worker_deployment
 from stores.configured import transcripts_for
 from stores.transcripts import Transcripts
@@ -94,7 +95,12 @@ def build_worker(
         # The plugin registers the workflows and our interceptors: the client's, else one for this worker alone
         # (a client connected without it; its payloads are then the client's own converter's). A versioned
         # worker registers the versioned flavours of the workflows, and the plugin adds no base beside them.
-        plugins=[] if plugin is not None else [DurableAgentsPlugin(settings)],
+        # First thing on start, the stepping runs stuck to a dead worker's sticky queue move to the shared one
+        # (durable_agents/sticky.py), so a crash costs them no sticky timeout.
+        plugins=[
+            *([] if plugin is not None else [DurableAgentsPlugin(settings)]),
+            *([ReleaseStickyRuns()] if settings.release_sticky_runs else []),
+        ],
         workflows=VERSIONED_WORKFLOWS if versioning else [],
         activities=[
             describe.describe_agent,

@@ -27,11 +27,17 @@ MCP_LIST_RETRY = RetryPolicy(
     non_retryable_error_types=["MCPConfigError", "UnknownAgent"],
 )
 
+# The first retry comes soon: when a worker dies mid-call, the call is retried on another worker this long
+# after its heartbeat timeout noticed (issue 36: recovery after a crash, docs/benchmarks.md). The backoff then
+# doubles, and the attempts are as many as keep trying for as long as before the first interval was 1 s: about
+# two minutes for a model call (0.25 + 0.5 + ... + 32 + 60 s), 30 s for a tool call (0.25 + ... + 16 s).
+FIRST_RETRY = timedelta(seconds=0.25)
+
 MODEL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
+    initial_interval=FIRST_RETRY,
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=60),
-    maximum_attempts=8,
+    maximum_attempts=10,
     non_retryable_error_types=[
         "NonRetryableModelError",
         "ModelOutputError",
@@ -43,10 +49,10 @@ MODEL_RETRY = RetryPolicy(
 
 # A tool that keeps failing transiently is eventually reported to the model, like the in-process agent does.
 TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
+    initial_interval=FIRST_RETRY,
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=6,
+    maximum_attempts=8,
     non_retryable_error_types=["ConfigurationError", "UnknownAgent", "InvalidOptions"],
 )
 

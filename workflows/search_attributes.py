@@ -37,7 +37,7 @@ def status_values(status: str, agent: str, pending: int, stop: str) -> dict[Sear
 
 
 def progress_values(consumed: Usage) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
-    """What a run shows of its progress, refreshed every few steps (workflows/visibility.py)."""
+    """What a run shows of its progress, refreshed by workflow time and on status changes (workflows/visibility.py)."""
     return {
         AGENT_STEP: consumed.steps,
         AGENT_TOKENS: consumed.input_tokens + consumed.output_tokens,

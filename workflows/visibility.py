@@ -3,7 +3,11 @@ the Web UI), a memo (pending approvals, readable with no worker running), and cu
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from typing import Any
+
 from temporalio import workflow
+from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 
 with workflow.unsafe.imports_passed_through():
     from agentic import LoopState
@@ -11,25 +15,39 @@ with workflow.unsafe.imports_passed_through():
     from workflows import search_attributes as sa
 
 
-# Step, tokens and cost change every step; refreshing them every few steps (and whenever the status
-# changes) keeps a long run's history from paying an upsert event per step. The query is exact.
-PROGRESS_EVERY = 5
+# Step, tokens and cost change every step. They are published when the status changes (the end included),
+# and otherwise at most once per PROGRESS_INTERVAL of workflow time (issue 36): a run of fast steps publishes
+# them once, at its end, instead of paying an upsert — a history event and a visibility write that slow
+# the steps around it — every few steps, while a step that takes seconds (a real model) still shows at once.
+# The `progress` query is exact at any time.
+PROGRESS_INTERVAL = timedelta(seconds=2)
 
+# Before issue 36 they were refreshed every PROGRESS_EVERY steps. A run whose history was written so keeps
+# that rule: where the two rules would upsert differently, the run asks `workflow.patched(PROGRESS_BY_TIME)`
+# once (a marker in new runs; false when replaying an older one) and follows the answer to its end. Runs
+# where the rules agree — up to PROGRESS_EVERY - 1 fast steps, or any run without search attributes —
+# never ask, so they record no marker (a marker comes with an upsert of `TemporalChangeVersion`).
+PROGRESS_EVERY = 5
+PROGRESS_BY_TIME = "progress-by-time"
+
+
+Values = dict[SearchAttributeKey[Any], object]
 
 # The memo key of the approvals a run waits for: readable with no worker running (durable_agents/client.py).
 PENDING_APPROVALS = "pending_approvals"
 
 
 class Publisher:
-    """Remembers what it last put in the memo: decoding the memo back on every step would cost more than
-    the comparison saves. A run `AgentClient` started writes no memo until it waits for an approval (issue 20:
-    one event and one visibility write fewer per run). Rebuilt identically on replay, so the commands it
-    issues are deterministic."""
+    """Remembers what it last put in the memo (decoding the memo back on every step would cost more than
+    the comparison saves) and when it last published progress. A run `AgentClient` started writes no memo
+    until it waits for an approval (issue 20: one event and one visibility write fewer per run). Rebuilt
+    identically on replay (workflow time is the history's), so the commands it issues are deterministic."""
 
     def __init__(self, search_attributes: bool = True) -> None:
         self.pending: list[dict[str, object]] | None = None
         self.started = False
         self.search_attributes = search_attributes  # False: the run asked to publish none (AgentInput)
+        self.progress_at: datetime | None = None  # workflow time progress was last due (by time)
 
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
@@ -45,34 +63,37 @@ class Publisher:
             # (A run without search attributes asked for it in an input field today's clients alone know.)
             by_our_client = info.continued_run_id is None and (attributes_at_start or not self.search_attributes)
             self.pending = workflow.memo_value(PENDING_APPROVALS, default=[] if by_our_client else None, type_hint=list)
-        publish(status, agent, state, book, label, charged=charged, search_attributes=self.search_attributes)
+        self._upsert(status, agent, state, book, charged)
+        workflow.set_current_details(
+            f"**{status}** — step {state.consumed.steps}: {label}\n\n"
+            f"tokens {state.consumed.input_tokens}+{state.consumed.output_tokens}, cost ${state.consumed.cost:.6f}"
+        )
         pending = [p.model_dump(mode="json") for p in book.pending.values()]
         if pending != self.pending:
             workflow.upsert_memo({PENDING_APPROVALS: pending})
             self.pending = pending
 
+    def _upsert(self, status: str, agent: str, state: LoopState, book: ApprovalBook, charged: bool) -> None:
+        """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption
+        was just added to this run's, so its tokens and cost are shown now, children included."""
+        current = workflow.info().typed_search_attributes
+        wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
+        changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
+        now = workflow.now()
+        due = changed or charged or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL
+        if due:
+            self.progress_at = now
+        if not self.search_attributes:
+            return
+        progress = sa.progress_values(state.consumed)
+        by_time = _changes(wanted | progress if due else wanted, current)
+        every_few_steps = changed or charged or state.consumed.steps % PROGRESS_EVERY == 0
+        by_steps = _changes(wanted | progress if every_few_steps else wanted, current)
+        updates = by_time if by_time == by_steps or workflow.patched(PROGRESS_BY_TIME) else by_steps
+        if updates:
+            workflow.upsert_search_attributes([key.value_set(value) for key, value in updates.items()])  # type: ignore[attr-defined]
 
-def publish(
-    status: str,
-    agent: str,
-    state: LoopState,
-    book: ApprovalBook,
-    label: str,
-    *,
-    charged: bool = False,
-    search_attributes: bool = True,
-) -> None:
-    """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption was
-    just added to this run's, so its tokens and cost are shown now, children included."""
-    current = workflow.info().typed_search_attributes
-    wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
-    changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
-    if changed or charged or state.consumed.steps % PROGRESS_EVERY == 0:
-        wanted |= sa.progress_values(state.consumed)
-    updates = [key.value_set(value) for key, value in wanted.items() if current.get(key) != value]  # type: ignore[attr-defined]
-    if updates and search_attributes:
-        workflow.upsert_search_attributes(updates)
-    workflow.set_current_details(
-        f"**{status}** — step {state.consumed.steps}: {label}\n\n"
-        f"tokens {state.consumed.input_tokens}+{state.consumed.output_tokens}, cost ${state.consumed.cost:.6f}"
-    )
+
+def _changes(wanted: Values, current: TypedSearchAttributes) -> Values:
+    """The attributes whose wanted value is not the one shown."""
+    return {key: value for key, value in wanted.items() if current.get(key) != value}

@@ -246,7 +246,9 @@ class TemporalEngine:
                 raise Conflict(str(exc)) from None
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
-        handle = await self._handle(run_id)
+        # Not `_handle`: `decide` describes the run itself (UnknownRun when there is none), and a second
+        # describe per decision is a server call each of thousands of decisions pays for nothing (issue 36).
+        handle = self.agents.handle(run_id)
         with _translated(run_id):
             try:
                 outcome = await handle.decide(

@@ -40,6 +40,9 @@ RECORDINGS = {
     "migration-continued": (AgentInput(agent="migration", options={"records": 8}), OFTEN),
     # A delegation: the billing desk's child workflow, whose refund approval expires (24 h, skipped).
     "support": (AgentInput(agent="support"), None),
+    # Issue 36: nine fast steps, progress published by workflow time — the run records the patch marker
+    # (`progress-by-time`) where the rule of every 5th step would have upserted.
+    "migration-by-time": (AgentInput(agent="migration", options={"records": 8}), None),
 }
 
 

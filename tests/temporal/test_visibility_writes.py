@@ -2,23 +2,51 @@
 first publish would write, so that publish writes nothing, and such a run writes no empty approvals memo (a
 missing one reads as none) — two history events (and two visibility writes) fewer per run — while what
 visibility shows stays the same. A run started without them (a raw start, an older client) still publishes
-them itself."""
+them itself. Issue 36: progress (step, tokens, cost) is published by workflow time, not every 5th step — a fast
+run shows it at its end only, a slow step at once — and a run records which rule it follows (a patch marker)
+only where the two rules would differ."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from datetime import timedelta
+from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 
 from agentic import Stop
 from durable_agents.client import AgentClient
 from tests.conftest import agent_named, new_worker
 from workflows import search_attributes as sa
+from workflows import visibility
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
 UPSERT = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
 MEMO = EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED
+PATCH_MARKER = "core_patch"  # the SDK's marker name for `workflow.patched`
+PATCH_ATTRIBUTE = "TemporalChangeVersion"  # the SDK upserts it with each patch marker
+
+
+def upserts(events: Any) -> list[dict[str, Any]]:
+    """Each search attribute upsert of a history, decoded: name -> value."""
+    found = []
+    for e in events:
+        if e.event_type == UPSERT:
+            fields = e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+            found.append({name: json.loads(payload.data) for name, payload in fields.items()})
+    return found
+
+
+def ours(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The upserts of our attributes (not the SDK's record of a patch)."""
+    return [u for u in found if PATCH_ATTRIBUTE not in u]
+
+
+def patch_markers(events: list[HistoryEvent]) -> list[HistoryEvent]:
+    return [e for e in events if e.marker_recorded_event_attributes.marker_name == PATCH_MARKER]
 
 
 async def test_a_run_started_by_the_client_writes_only_what_changes(skipping_env, ledger, task_queue):
@@ -66,3 +94,68 @@ async def test_a_run_started_without_search_attributes_writes_none(skipping_env,
     kinds = [e.event_type for e in history.events]
     assert UPSERT not in kinds and MEMO not in kinds
     assert description.typed_search_attributes.get(sa.AGENT_STATUS) is None
+
+
+async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, ledger, task_queue):
+    """Nine fast steps: the rule of every 5th step would have upserted step 5 on the way; by time, the progress
+    is shown once, at the end, with the status. The run records that it follows the new rule (one marker, and
+    the SDK's `TemporalChangeVersion`), where the two rules first differ."""
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("migration"), options={"records": 8}
+        )
+        result = await run.result()
+        history = await run.workflow.fetch_history()
+        description = await run.describe()
+    assert result.usage.steps == 9
+    found = upserts(history.events)
+    assert ours(found) == [
+        {
+            "AgentStatus": "completed",
+            "AgentStop": "answered",
+            "AgentStep": 9,
+            "AgentTokens": result.usage.input_tokens + result.usage.output_tokens,
+            "AgentCost": result.usage.cost,
+        }
+    ]
+    assert [u for u in found if PATCH_ATTRIBUTE in u] == [{PATCH_ATTRIBUTE: [visibility.PROGRESS_BY_TIME]}]
+    assert len(patch_markers(history.events)) == 1
+    assert description.typed_search_attributes.get(sa.AGENT_STEP) == 9
+
+
+async def test_a_short_fast_run_records_no_marker(skipping_env, ledger, task_queue):
+    """Up to four fast steps both rules upsert the same (only the end): nothing to record."""
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("migration"), options={"records": 3}
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    assert not patch_markers(history.events)
+    assert [u.get("AgentStep") for u in upserts(history.events)] == [4]
+
+
+async def test_a_slow_step_publishes_its_progress_at_once(skipping_env, ledger, task_queue, monkeypatch):
+    """Steps longer than the interval (here 0.3 s of workflow time, so the test stays short; 2 s as shipped):
+    each step's progress is shown while the run is still running, though no step is a 5th one."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.3))
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("migration"), options={"records": 2, "step_delay": 0.5}
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    shown = ours(upserts(history.events))
+    running = [u["AgentStep"] for u in shown if "AgentStatus" not in u]
+    assert running == [1, 2]  # after each slow migration, before the next model call
+    assert shown[-1]["AgentStatus"] == "completed" and shown[-1]["AgentStep"] == 3
+
+
+async def test_a_run_without_search_attributes_records_no_marker(skipping_env, ledger, task_queue):
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("migration"), options={"records": 8}, search_attributes=False
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    assert not upserts(history.events) and not patch_markers(history.events)

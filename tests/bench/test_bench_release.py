@@ -1,0 +1,22 @@
+"""`python -m bench release`, bounded (issue 36): runs left stepping on a real dev server are released from their
+sticky queues as a starting worker releases them, and the command says how many and at what cost."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from config.settings import ROOT
+
+LINE = re.compile(r"^release: runs=(\d+) released=(\d+) seconds=([\d.]+) server_cpu_ms_per_run=([\d.]+)$")
+
+
+def test_bench_release_releases_every_stepping_run():
+    command = [sys.executable, "-m", "bench", "release", "--runs", "5", "--reps", "2"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    measured = [m for line in done.stdout.splitlines() if (m := LINE.match(line))]
+    assert len(measured) == 2
+    for m in measured:
+        assert (int(m[1]), int(m[2])) == (5, 5)  # every stepping run, each time

@@ -1,0 +1,66 @@
+"""Issue 36: after a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
+off the dead worker's sticky queue (durable_agents/sticky.py), so the run's next workflow task is not left
+waiting out the sticky timeout there. A real dev server and real worker processes; what is checked is in the
+run's history (workflow tasks that timed out after the kill) and in the ledger (every effect exactly once)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+
+from durable_agents.client import AgentClient
+from durable_agents.sticky import stepping_runs
+from ops.devstack.worker_process import WorkerProcess
+from stores.ledger import EffectsLedger
+from tests.conftest import dev_settings, eventually
+from workflows.inputs import Timeouts
+
+RECORDS = 3
+
+
+@pytest.mark.parametrize("release", [True, False], ids=["released", "not-released"])
+async def test_a_restarted_worker_takes_the_killed_workers_runs_at_once(dev_env, task_queue, tmp_path, release):
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    env = {"AGENT_RELEASE_STICKY_RUNS": "true" if release else "false"}
+    first = WorkerProcess(settings, log=tmp_path / "first.log", extra_env=env).wait_ready()
+    second: WorkerProcess | None = None
+    try:
+        ledger = EffectsLedger(settings.ledger_path)
+        run = await AgentClient(dev_env.client, task_queue=task_queue).start(
+            "migration",
+            options={"records": RECORDS, "step_delay": 1.0},
+            timeouts=Timeouts(heartbeat_seconds=2),
+        )
+        await eventually(lambda: len(ledger.effects(run.run_id)) >= 1, what="the first record migrated")
+        await asyncio.sleep(0.3)  # inside the second record's second of work
+        killed_at = time.time()
+        first.kill()
+        second = WorkerProcess(settings, log=tmp_path / "second.log", extra_env=env).wait_ready()
+        result = await asyncio.wait_for(run.result(), 120)
+        history = await run.workflow.fetch_history()
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
+    assert result.status == "completed"
+    migrated = [e.args["record"] for e in ledger.effects(run.run_id)]
+    assert sorted(migrated) == [f"rec-{i}" for i in range(1, RECORDS + 1)]  # each once, the interrupted one too
+    timed_out = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
+        and e.event_time.seconds + e.event_time.nanos / 1e9 > killed_at
+    ]
+    # Released, the next workflow task goes to the shared queue; not released, it first times out on the
+    # dead worker's sticky queue (the 5 s the release saves).
+    assert (len(timed_out) == 0) is release
+
+
+def test_the_query_names_the_task_queue_and_refuses_what_it_cannot_quote():
+    query = stepping_runs("agents-1")
+    assert "TaskQueue = 'agents-1'" in query and "ExecutionStatus = 'Running'" in query
+    with pytest.raises(ValueError, match="task queue"):
+        stepping_runs("x' OR TaskQueue != '")
