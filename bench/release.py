@@ -39,7 +39,7 @@ async def measure(runs: int, reps: int) -> int:
             settings = Settings(address=server.address, task_queue=queue, data_dir=work, ledger_path=work / "l.db")
             worker = our_worker(settings, work / "worker.log").wait_ready()
             client = await connect(settings)
-            agents = AgentClient(client, settings=settings)
+            agents = AgentClient(client)  # the settings of the plugin `connect` used
             gate = asyncio.Semaphore(100)
 
             async def start(i: int) -> None:

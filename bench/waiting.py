@@ -126,7 +126,7 @@ async def waiting_stack(workdir: Path, database_url: str | None) -> AsyncIterato
         worker = our_worker(settings, workdir / "worker.log", {"AGENT_METRICS_ADDRESS": metrics}).wait_ready()
         client = await connect(settings)
         version = (await client.workflow_service.get_system_info(GetSystemInfoRequest())).server_version
-        agents = AgentClient(client, settings=settings)
+        agents = AgentClient(client)  # the settings of the plugin `connect` used
         yield Stack(server, settings, worker, client, agents, f"http://{metrics}/metrics", version)
     finally:
         if worker is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import sys
@@ -27,6 +28,7 @@ from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
+from config.observability import CORE_LOGGER
 from config.settings import Settings
 from durable_agents.testing import start_dev_server, start_time_skipping
 from durable_agents.worker import build_worker
@@ -112,6 +114,28 @@ async def terminate_open_workflows(env: WorkflowEnvironment) -> list[str]:
         with contextlib.suppress(Exception):  # closed meanwhile
             await env.client.get_workflow_handle(workflow_id).terminate(reason="left open by a test")
     return left
+
+
+# Loggers a command line configures when a test runs its `main` in-process (worker.py's configure_logging,
+# starter.py --debug's core log handler, the codec server's basicConfig).
+_CONFIGURED_LOGGERS = ("", CORE_LOGGER)
+
+
+@pytest.fixture(autouse=True)
+def _loggers_as_they_were() -> Iterator[None]:
+    """A handler a test's in-process `main` installs writes to the stream pytest captured for that test, closed
+    when it ends: left in place, every later log line in this process (a workflow's "run started", on another
+    test's worker) fails with "I/O operation on closed file" and that test reads a traceback on its stderr. So
+    the loggers' handlers, levels and propagation are put back after each test."""
+    saved = [
+        (logger, list(logger.handlers), logger.level, logger.propagate)
+        for logger in map(logging.getLogger, _CONFIGURED_LOGGERS)
+    ]
+    yield
+    for logger, handlers, level, propagate in saved:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate
 
 
 @pytest_asyncio.fixture(autouse=True)

@@ -35,7 +35,12 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     except AuthConfigError as exc:
         raise CliError(str(exc), code=2) from None
     agents = load_agents(args.agents)
-    engine = TemporalEngine(await agent_client(settings), agents, api_signing_keys(settings))
+    engine = TemporalEngine(
+        await agent_client(settings),
+        agents,
+        api_signing_keys(settings),
+        allow_loopback=settings.webhook_allow_loopback,
+    )
     try:
         listener = listen(args)  # bound before the address is printed: connections wait in the backlog
     except OSError as exc:

@@ -63,9 +63,17 @@ class TemporalEngine:
     name = "temporal"
 
     def __init__(
-        self, agents: AgentClient, served: Sequence[Agent], signing_keys: Mapping[str, ApproverKey] | None = None
+        self,
+        agents: AgentClient,
+        served: Sequence[Agent],
+        signing_keys: Mapping[str, ApproverKey] | None = None,
+        *,
+        allow_loopback: bool = False,
     ) -> None:
+        """`allow_loopback`: the operator's opt-in to webhooks on this machine (AGENT_WEBHOOK_ALLOW_LOOPBACK), which
+        the workers that deliver check again with their own."""
         self.agents = agents
+        self.allow_loopback = allow_loopback
         self.served = {a.name: a for a in served if a.name}
         self.signing_keys = dict(signing_keys or {})
         self.feeds = Feeds(agents, self._end_of)
@@ -217,7 +225,7 @@ class TemporalEngine:
         except InvalidOptions as exc:
             raise InvalidRequest(str(exc), "options") from None
         if request.webhook is not None and (
-            problem := url_problem(request.webhook, allow_loopback=self.agents.settings.webhook_allow_loopback)
+            problem := url_problem(request.webhook, allow_loopback=self.allow_loopback)
         ):
             raise InvalidRequest(problem, "webhook")
         run_id = request.run_id or f"{agent.name}-{uuid.uuid4().hex[:8]}"

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.readme import TIMES as X
 from bench.readme import readme_table
 from bench.stats import summarize
@@ -107,6 +109,7 @@ def test_a_missed_goal_says_so_and_an_unmeasured_section_adds_no_row():
     assert "runs/s" not in table and "waiting for approval" not in table
 
 
+@pytest.mark.system  # `python -m bench report`
 def test_the_report_command_prints_it(tmp_path: Path):
     saved = tmp_path / "bench.json"
     saved.write_text(json.dumps(RESULTS))

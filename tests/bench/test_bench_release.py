@@ -7,7 +7,13 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from config.settings import ROOT
+
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 
 LINE = re.compile(r"^release: runs=(\d+) released=(\d+) seconds=([\d.]+) server_cpu_ms_per_run=([\d.]+)$")
 

@@ -10,8 +10,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from config.settings import ROOT
 from ops.devstack.local_postgres import find_binaries
+
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
 
 
 def test_bench_waiting_parks_runs_and_drains_them_both_ways(tmp_path):

@@ -24,6 +24,10 @@ from tests.support.runs_api_stack import APPROVER, ApiStack, eventually, finishe
 from workflows import search_attributes as sa
 from workflows.inputs import AgentInput
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
+
 MARIA = ApproverKey.generate("maria")
 HARMLESS = {"order_id": "SANDBOX-TEST-0 (no money moves)"}
 

@@ -14,6 +14,10 @@ import pytest
 
 from tests.support.baseline_helpers import Job, eventually, free_port, open_job
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
+
 APPROVER = "approver-token-0123456789abcdef"
 
 

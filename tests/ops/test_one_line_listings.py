@@ -35,7 +35,7 @@ async def test_starter_listings_keep_a_forged_line_inside_the_real_one(
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"newline-{task_queue}"
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path), agents=[NEWLINE]):
-        handle = await AgentClient(dev_env.client, settings=settings).start("t-newline", run_id=run_id)
+        handle = await AgentClient(dev_env.client, task_queue=task_queue).start("t-newline", run_id=run_id)
         [waiting] = await handle.wait_for_approval()
 
         async def listed() -> str | None:
@@ -88,6 +88,7 @@ def job(tmp_path: Path) -> Iterator[Job]:
     yield from open_job(tmp_path)
 
 
+@pytest.mark.system  # `job` command lines
 def test_job_listings_keep_a_forged_line_inside_the_real_one(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
     agents = ("--agents", "tests.support.hostile_agents")
     worker = job.spawn("run", "--id", "nl", "--agent", "t-newline", *agents, "--poll-interval", "0.05")

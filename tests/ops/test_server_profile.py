@@ -17,6 +17,9 @@ from ops.devstack import devserver
 from ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, profile
 from tests.support.processes import descendants
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 
 def pairs(command: list[str], flag: str) -> list[str]:
     return [command[i + 1] for i, part in enumerate(command) if part == flag]

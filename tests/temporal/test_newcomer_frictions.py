@@ -22,8 +22,12 @@ from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 MY_AGENTS = """
 from durable_agents import Agent, FakeModel, Registry
+
 
 agents = [Agent(FakeModel(["Hello from my_agents."]), Registry(), name="hello", task="Say hello")]
 """

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentic import Agent, Registry
 from config.settings import ROOT
 from durable_agents.replay import fetch_histories, load_histories, replay, save_histories
@@ -22,6 +24,9 @@ from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 from tests.conftest import agent_named, eventually
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 HISTORIES = sorted((ROOT / "tests" / "histories").glob("*.json"))
 APPROVAL_HISTORIES = {"refund-expired.json", "support~2.1.json"}  # the runs whose tool waited for a human
 
@@ -29,6 +34,7 @@ APPROVAL_HISTORIES = {"refund-expired.json", "support~2.1.json"}  # the runs who
 # worker would run the tool where the recorded run started its approval timer.
 UNGATED_ENGINE = """
 import agentic.loop as loop
+
 
 _next_step = loop.AgentLoop.next_step
 

@@ -15,6 +15,9 @@ import pytest
 
 from config.settings import ROOT
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 PROGRAM = """
 import json, os, sys, threading, weakref
 import temporalio.runtime
@@ -22,6 +25,7 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 from config.observability import quiet_core_logs, worker_runtime
 from durable_agents import DurableAgentsPlugin, run
+
 
 def native_threads():  # threads Python does not know of: the runtimes' Tokio pools
     return len(os.listdir("/proc/self/task")) - threading.active_count()

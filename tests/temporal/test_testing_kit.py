@@ -25,6 +25,9 @@ from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 
+# Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
+pytestmark = pytest.mark.system
+
 
 def readme_testing_example() -> str:
     section = (ROOT / "README.md").read_text().split("## Testing your agent", 1)[1]
