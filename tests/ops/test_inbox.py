@@ -2,7 +2,7 @@
 does), over the Temporal stack a user runs (dev server, worker process, `starter.py serve`): sign in with a
 token, see the pending refund, approve it, see the run complete and the refund happen once; a second click
 shows the rejection and makes no second refund. `UPDATE_INBOX_SCREENSHOT=1` rewrites docs/img/inbox.png
-(the README's picture) from the page with the pending approval."""
+(the picture in docs/http-api.md) from the page with the pending approval."""
 
 from __future__ import annotations
 

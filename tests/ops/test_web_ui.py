@@ -3,7 +3,8 @@ Playwright): activity summaries, the run's static summary and details, its curre
 attributes as a visibility filter.
 
 The browser is never downloaded: without a `chromium` on PATH (or `CHROMIUM=/path`) this module is skipped.
-`UPDATE_WEB_UI_SCREENSHOT=1` rewrites docs/web-ui.png (the README's picture) from the trip run's page.
+`UPDATE_WEB_UI_SCREENSHOT=1` rewrites docs/web-ui.png (the picture in docs/web-ui.md and docs/cli.md) from the trip
+run's page.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """Issue 34: client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
 aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; durable_agents/clean_exit.py
-says why); the README's patterns end with `durable_agents.run(main())` instead. Each is run many times in a
-row against a real dev server, and every exit must be 0: the README's client script (lists pending approvals)
-50 times, the README's whole program (a worker, a run, an approval) 20 times."""
+says why); the documented patterns end with `durable_agents.run(main())` instead. Each is run many times in
+a row against a real dev server, and every exit must be 0: the client script of docs/approvals.md (lists pending
+approvals) 50 times, the README's whole program (a worker, a run, an approval) 20 times."""
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -16,24 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import ROOT
 from durable_agents.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
+from tests.support.docs import code_block_after
 from tests.temporal.test_own_agent import readme_snippet, service  # noqa: F401 (the orders service fixture)
 
 pytestmark = pytest.mark.system
 
 SCRIPT_RUNS = 50
 PROGRAM_RUNS = 20
-
-
-def readme_block_after(marker: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    match = re.search(r"```python\n(.*?)```", text.split(marker, 1)[1], re.S)
-    assert match, f"no python block after {marker!r} in the README"
-    return match.group(1)
 
 
 def run_many(script: Path, times: int, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
@@ -50,9 +42,9 @@ def exit_codes(done: list[subprocess.CompletedProcess[str]]) -> Counter[int]:
     return Counter(d.returncode for d in done)
 
 
-async def test_the_readmes_client_script_exits_0_fifty_times_in_a_row(dev_env, tmp_path):
+async def test_the_documented_client_script_exits_0_fifty_times_in_a_row(dev_env, tmp_path):
     script = tmp_path / "pending.py"
-    script.write_text(readme_block_after("From a script of your own"))
+    script.write_text(code_block_after("docs/approvals.md", "From a script of your own"))
     deps = DemoDeps(ledger=EffectsLedger(tmp_path / "ledger.db"))
     async with agent_server([refund_agent], deps=deps, env=dev_env) as agents:
         run = await agents.start(refund_agent)

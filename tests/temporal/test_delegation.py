@@ -31,6 +31,7 @@ from stores.ledger import Effect, EffectsLedger
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from tests.support import delegation_agents
 from tests.support.baseline_helpers import Job, eventually
+from tests.support.docs import code_block_after
 from tests.support.earlier_parent import EarlierParent
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
@@ -393,12 +394,10 @@ async def test_a_tree_whose_runs_continue_as_new_ends_as_one_that_never_did(skip
     assert [e.tool for e in ledger.effects()] == ["open_ticket", "reserve_funds", "post_entry", "pay"]
 
 
-def test_the_readmes_delegation_lines_build_the_agent_they_describe():
-    from config.settings import ROOT
+def test_the_documented_delegation_lines_build_the_agent_they_describe():
     from examples import support
 
-    section = (ROOT / "README.md").read_text().split("### Agents that delegate", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code_block_after("docs/agents.md", "## Agents that delegate")
     namespace: dict[str, Any] = {
         "Agent": Agent,
         "Budget": Budget,

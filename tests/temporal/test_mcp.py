@@ -38,6 +38,7 @@ from ops.devstack.devserver import free_port, port_open
 from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually, new_worker, transcripts_next_to
 from tests.support import baseline_helpers, mcp_agents
+from tests.support.docs import code_block_after
 from tests.support.processes import descendants
 from workflows.agent import AgentWorkflow
 from workflows.inputs import Timeouts
@@ -492,11 +493,10 @@ def test_the_checkpoint_runner_fails_a_run_whose_server_is_unreachable_at_start(
 
 
 def mcp_snippet() -> str:
-    section = (ROOT / "README.md").read_text().split("### Tools from MCP servers", 1)[1]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
+    return code_block_after("docs/agents.md", "## Tools from MCP servers")
 
 
-def test_the_readmes_mcp_lines_build_the_agent_they_describe():
+def test_the_documented_mcp_lines_build_the_agent_they_describe():
     code = mcp_snippet()
     assert len([line for line in code.splitlines() if line.strip()]) <= 5
     namespace: dict[str, object] = {"sys": sys, "Agent": Agent, "Registry": Registry, "model": FakeModel(["ok"])}

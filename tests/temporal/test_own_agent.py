@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from examples import orders
 from ops.devstack.devserver import free_port, port_open
 from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually
+from tests.support.docs import code_block_after
 from workflows.inputs import Timeouts
 
 # Processes of its own: the orders service and workers.
@@ -135,11 +135,7 @@ async def test_the_same_agent_runs_durably_through_two_sigkills_and_refunds_once
 
 
 def readme_snippet() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Your own agent", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's 'Your own agent' section has no python snippet"
-    return match.group(1)
+    return code_block_after("README.md", "## Your own agent")
 
 
 def test_the_readme_snippet_is_short_and_runs_as_written(dev_env, tmp_path, service):

@@ -24,16 +24,14 @@ from durable_agents.testing import agent_server
 from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
+from tests.support.docs import code_block_after
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
 
 
 def readme_testing_example() -> str:
-    section = (ROOT / "README.md").read_text().split("## Testing your agent", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's 'Testing your agent' section has no python block"
-    return match.group(1)
+    return code_block_after("README.md", "## Testing your agent")
 
 
 def run_pytest(directory: Path) -> subprocess.CompletedProcess[str]:
