@@ -23,6 +23,7 @@ from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 from tests.conftest import agent_named, eventually
+from tests.support.docs import code_block_after
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -117,7 +118,7 @@ async def test_a_run_in_flight_survives_an_agent_edit_but_not_its_agent_or_tool_
         await run.cancel()
 
 
-async def test_saved_histories_of_a_delegating_run_replay_from_their_files(tmp_path):
+async def test_saved_histories_of_a_delegating_run_replay_from_their_files(tmp_path, monkeypatch):
     """`save_histories` writes the run and the run it delegated to, named after it; each file replays. A file
     without `workflowId` (a Web UI or `temporal workflow show` download) finds the run id from its children's
     ids, which the replay must match."""
@@ -126,8 +127,14 @@ async def test_saved_histories_of_a_delegating_run_replay_from_their_files(tmp_p
         run = await agents.start(support)
         result = await run.result()  # the desk's refund approval expires (24 h, skipped)
         paths = await save_histories(run, tmp_path / "histories", name="support")
+        # docs/testing.md's lines, as written: into ./histories, each file named after the run.
+        (tmp_path / "documented").mkdir()
+        monkeypatch.chdir(tmp_path / "documented")
+        documented = await run_documented(code_block_after("docs/testing.md", "Record histories of your runs"), run)
     assert result.status in ("completed", "compensated", "abandoned")
     assert [p.name for p in paths] == ["support.json", "support~2.1.json"]
+    assert [p.name for p in documented] == [f"{run.run_id}.json", f"{run.run_id}~2.1.json"]
+    assert all(p.parent == Path("histories") and (tmp_path / "documented" / p).is_file() for p in documented)
     report = await replay(load_histories(paths))
     assert report.ok, report
     assert [r.run_id for r in report.replayed] == [run.run_id, f"{run.run_id}~2.1"]
@@ -143,3 +150,11 @@ async def test_saved_histories_of_a_delegating_run_replay_from_their_files(tmp_p
 
 def _deps(tmp_path: Path) -> DemoDeps:
     return DemoDeps(ledger=EffectsLedger(tmp_path / "ledger.db"))
+
+
+async def run_documented(snippet: str, run: object) -> list[Path]:
+    """A documented snippet that awaits, run as a coroutine's body with `run` in scope; what it left in `paths`."""
+    body = "".join(f"    {line}\n" for line in snippet.splitlines())
+    scope: dict[str, object] = {"run": run}
+    exec(compile(f"async def documented():\n{body}    return paths\n", "docs/testing.md", "exec"), scope)
+    return [Path(p) for p in await scope["documented"]()]  # type: ignore[operator]
