@@ -394,7 +394,9 @@ def configure_report(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--from", dest="source", default=str(Path("results") / "bench.json"))
     sub.add_argument("--out", type=Path, default=Path("results"))
     sub.add_argument(
-        "--readme", action="store_true", help="print the README's comparison table from the results (nothing written)"
+        "--readme",
+        action="store_true",
+        help="print the comparison table of docs/benchmarks.md from the results (nothing written)",
     )
 
 

@@ -1,6 +1,6 @@
-"""The README's comparison table, rendered from one `python -m bench all` run (`python -m bench report --readme`):
-every row of it comes from the same results file, so the table is pasted, never pieced together by hand from
-several runs. A row whose section the run did not measure says so (—)."""
+"""The comparison table (docs/benchmarks.md, summarised in the README), rendered from one `python -m bench all`
+run (`python -m bench report --readme`): every row of it comes from the same results file, so the table is pasted,
+never pieced together by hand from several runs. A row whose section the run did not measure says so (—)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from bench.overhead import engine_name
 from bench.report import GOALS, throughput_ratios
 
-TIMES = "\u00d7"  # the multiplication sign the README writes ratios with
+TIMES = "\u00d7"  # the multiplication sign the documents write ratios with
 COLUMNS = ["", "in-process", "baseline (SQLite checkpoints)", "ours (Temporal)", "bare Temporal floor"]
 
 
