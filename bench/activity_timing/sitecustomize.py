@@ -79,7 +79,7 @@ def _timed(cls: type, attr: str, name: str) -> None:
 TIMED = {
     "activities.model": [
         ("ModelActivities", "call_model", "model activity"),
-        ("ModelActivities", "_by_reference", "model activity: in the thread"),
+        ("ModelActivities", "_call", "model activity: in the thread"),
         ("ModelActivities", "_ask", "model activity: the model"),
     ],
     "activities.tools": [

@@ -539,7 +539,7 @@ async def test_a_run_that_continued_as_new_is_archived_and_deleted_whole(
     visibility lists only the chain's last one as due."""
     stack = stack_on(Backend("sqlite", tmp_path), client, task_queue, tmp_path)
     often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))
-    async with serving(stack, task_queue, often):
+    async with serving(stack, task_queue, engine=often):
         handle = await stack.agents.start("migration", options={"records": 6})
         result = await handle.result()
     assert result.continued >= 2

@@ -86,7 +86,9 @@ async def test_one_fake_model_scripts_each_run_of_a_long_lived_worker_from_its_f
     """The script is per run (by the run's own model-call index), not a counter of the process: the fifth
     run on the same worker, and runs side by side, each get reply #1 then #2."""
     calls: list[str] = []
-    async with agent_server([SCRIPTED], deps=calls) as agents:
+    # Real time (the dev server): nothing here waits on a timer, and four runs at once on a loaded machine must not
+    # see the time-skipping server jump past their workflow tasks.
+    async with agent_server([SCRIPTED], deps=calls, time_skipping=False) as agents:
         first = await agents.start(SCRIPTED, "Where is A-1?")
         assert (await first.result()).output == "A-1 has shipped."
         together = [await agents.start(SCRIPTED, "Where is A-1?") for _ in range(4)]
