@@ -203,8 +203,10 @@ def main_foreground(
     def request_stop(signum: int, frame: object) -> None:
         stopping.set()
 
-    # Without these a SIGTERM would end us and leave the child (in its own session) running.
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    # Without these a SIGTERM would end us and leave the child (in its own session) running. SIGINT too, though
+    # Python turns it into KeyboardInterrupt: not when this process started with SIGINT ignored (a background job
+    # of a script, a pytest-xdist worker's child), which Python then leaves ignored, and Ctrl-C did nothing.
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, request_stop)
     try:
         server = start(port, n_ctx, model, threads=threads)

@@ -26,13 +26,16 @@ def needs_llm(test: Callable[..., None]) -> Callable[..., None]:
     return pytest.mark.llm(_llm_installed(test))
 
 
-def model_server_command(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+def model_server_command(tmp_path: Path, *args: str, sigint_ignored: bool = False) -> subprocess.Popen[str]:
+    """`sigint_ignored`: started as a shell script's background job is (`starter.py model-server &`), with
+    SIGINT ignored — which Python then leaves ignored instead of raising KeyboardInterrupt."""
     return subprocess.Popen(
         [sys.executable, str(ROOT / "starter.py"), "model-server", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "AGENT_DATA_DIR": str(tmp_path)},
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
     )
 
 
@@ -46,10 +49,16 @@ def listening() -> Iterator[int]:
 
 
 @needs_llm
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
-def test_the_command_serves_until_a_signal_then_stops_its_child(tmp_path: Path, signum: int) -> None:
+@pytest.mark.parametrize(
+    ("signum", "sigint_ignored"),
+    [(signal.SIGTERM, False), (signal.SIGHUP, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGINT-started-ignored"],
+)
+def test_the_command_serves_until_a_signal_then_stops_its_child(
+    tmp_path: Path, signum: int, sigint_ignored: bool
+) -> None:
     port = free_port()
-    command = model_server_command(tmp_path, "--port", str(port), "--n-ctx", "256")
+    command = model_server_command(tmp_path, "--port", str(port), "--n-ctx", "256", sigint_ignored=sigint_ignored)
     try:
         banner = command.stdout.readline()  # type: ignore[union-attr]
         assert f"Model server on http://127.0.0.1:{port}/v1" in banner, command.stderr.read()  # type: ignore[union-attr]
