@@ -24,15 +24,16 @@ TIMEOUT = timedelta(seconds=60)
 STATUS = SearchAttributeKey.for_keyword("AgentStatus")
 STEP = SearchAttributeKey.for_int("AgentStep")
 # The payload bytes ours carries beyond the floor's, per event, measured on `bench-noop` histories (2 steps,
-# `search_attributes=False`; `python -m bench throughput` prints them by event type): the start input +650
-# bytes, the recorded agent spec (a local-activity marker) 1.1 KB, each activity's input +370 and result +245,
-# the workflow's result +600 — 9.1 KB a run against the floor's 3.6. `BenchFloorPayloadWorkflow` carries
-# the same, so its cost over the floor is the price of the bytes alone (issue 20's price list).
-START_PAD = 600
-SPEC_PAD = 750
+# `search_attributes=False`; `python -m bench throughput` prints them by event type): the start input +380
+# bytes, the recorded agent spec (a local-activity marker) about 1 KB, each activity's input +370 and result
+# +245, the workflow's result +480 — 8.6 KB a run against the floor's 3.6 (since the worker's engine options
+# left the run input: 9.1 KB before). `BenchFloorPayloadWorkflow` carries the same, so its cost over the floor
+# is the price of the bytes alone (issue 20's price list).
+START_PAD = 332
+SPEC_PAD = 655
 INPUT_PAD = 340
 RESULT_PAD = 245
-OUTPUT_PAD = 600
+OUTPUT_PAD = 484
 
 
 @activity.defn(name=FLOOR_MODEL)
