@@ -3,6 +3,7 @@ stopped by pid on Ctrl-C, SIGTERM or SIGHUP; bad input refused with one clear li
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -59,6 +60,7 @@ def test_the_command_serves_until_a_signal_then_stops_its_child(
 ) -> None:
     port = free_port()
     command = model_server_command(tmp_path, "--port", str(port), "--n-ctx", "256", sigint_ignored=sigint_ignored)
+    child = None
     try:
         banner = command.stdout.readline()  # type: ignore[union-attr]
         assert f"Model server on http://127.0.0.1:{port}/v1" in banner, command.stderr.read()  # type: ignore[union-attr]
@@ -72,6 +74,9 @@ def test_the_command_serves_until_a_signal_then_stops_its_child(
         if command.poll() is None:
             command.kill()
             command.wait()
+            if child is not None:  # in its own session: the command's SIGKILL leaves it running, so stop it here
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
     assert not port_open("127.0.0.1", port)
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)  # reaped by the command, not left running in its own session
