@@ -320,8 +320,8 @@ def _guarded(item: pytest.Item) -> None:
         GUARD.watch(item, may_start_time_skipping=item.get_closest_marker("temporal") is not None)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+def _guarded_phase(item: pytest.Item) -> Iterator[None]:
+    """One phase of a test (its fixtures' setup, then its body) under the process guard."""
     _guarded(item)
     try:
         yield
@@ -329,17 +329,16 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
         why = GUARD.verdict()
     if why:
         pytest.fail(why, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _guarded_phase(item))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    _guarded(item)
-    try:
-        yield
-    finally:
-        why = GUARD.verdict()
-    if why:
-        pytest.fail(why, pytrace=False)
+    return (yield from _guarded_phase(item))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
