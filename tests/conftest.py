@@ -272,6 +272,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     its tests are set aside and the summary says so in ONE line (a skip per test would print a line per test),
     never silently."""
     cost_markers.apply(items)
+    cost_markers.heaviest_files_first(items)
     have_binaries = binaries() is not None
     have_url = bool(os.environ.get("AGENT_TEST_DATABASE_URL", "").strip())
     cannot = [

@@ -12,6 +12,9 @@ tests/support/process_guard.py checks the result: a `unit` or time-skipping test
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 # The session's shared fixtures, by what they start.
@@ -50,3 +53,30 @@ def apply(items: list[pytest.Item]) -> None:
 def in_inner_loop(item: pytest.Item) -> bool:
     """Whether `make test-fast` runs it: no process of its own (the time-skipping server is shared)."""
     return not any(item.get_closest_marker(kind) for kind in OWN_PROCESSES)
+
+
+# What a test of each kind takes, roughly (seconds: the mean per kind in a `--durations=0` run of the suite).
+# Used for a file tests/durations.json does not list yet (a new file).
+SECONDS_OF_KIND = {"llm": 26.0, "browser": 20.0, "postgres": 10.0, "system": 8.5, "temporal": 1.0, "unit": 0.1}
+# Seconds per test file, measured (`python -m tests.support.durations LOG`): the kinds alone are a poor guess
+# (a file of 170 one-second bad-input tests on a dev server against one of eight 40-second CLI sessions).
+DURATIONS = Path(__file__).parent.parent / "durations.json"
+
+
+def file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def heaviest_files_first(items: list[pytest.Item]) -> None:
+    """Order the files by what they are expected to take, heaviest first, each file's tests in their own
+    order. `make test` hands whole files to its workers (`--dist loadfile`) in this order: started last, a
+    file of slow system tests would run alone at the end while the other workers sit idle (xdist's own order,
+    by number of tests, put the many quick unit files first and the few slow ones last)."""
+    measured: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    guessed: dict[str, float] = {}
+    for item in items:
+        kinds = needs(item) or {"unit"}
+        guessed[file_of(item)] = guessed.get(file_of(item), 0.0) + max(SECONDS_OF_KIND[kind] for kind in kinds)
+    cost = guessed | {name: seconds for name, seconds in measured.items() if name in guessed}
+    position = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (-cost[file_of(item)], position[id(item)]))
