@@ -30,9 +30,18 @@ from config.observability import quiet_core_logs
 from config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
 from ops.cli import approvals, effects, prune, runs
 from ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
-from ops.cli.arguments import DEMO_AGENTS, Commands, add_run_id, port_number, positive_int
+from ops.cli.arguments import (
+    DEMO_AGENTS,
+    Commands,
+    add_agents_modules,
+    add_codec_server_arguments,
+    add_run_id,
+    add_serve_arguments,
+    handler_in,
+    port_number,
+    positive_int,
+)
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
-from ops.cli.codec_server import add_codec_server_arguments, cmd_codec_server
 from ops.cli.effects import cmd_effects
 from ops.cli.facts import add_facts_arguments, cmd_facts
 from ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
@@ -40,11 +49,8 @@ from ops.cli.migrate import cmd_migrate
 from ops.cli.prune import add_archive_arguments, cmd_archive, cmd_prune
 from ops.cli.replay import add_replay_arguments, cmd_replay
 from ops.cli.runs import cmd_result, cmd_run, cmd_status
-from ops.cli.serve import add_arguments as add_serve_arguments
-from ops.cli.serve import cmd_serve
 from ops.cli.waits import add_timeout
 from ops.cli.watch import add_watch_arguments, cmd_watch
-from ops.demo import cmd_demo
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
@@ -111,12 +117,25 @@ def parser() -> argparse.ArgumentParser:
     add_codec_key_arguments(command("codec-key", cmd_codec_key, "a new payload encryption key (AGENT_CODEC_KEYS)"))
     add_approver_key_arguments(command("approver-key", cmd_approver_key, "an approver's new key pair"))
     command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
-    demo = command("demo", cmd_demo, "server + worker + the demo agents, including a worker killed mid-run")
+    demo = command(
+        "demo",
+        handler_in("ops.demo", "cmd_demo"),
+        "server + worker + the demo agents, including a worker killed mid-run",
+    )
     demo.add_argument("--model", choices=["local"], help="answered by the real local model (starts a model server)")
     prune.add_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
     add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
-    add_serve_arguments(command("serve", cmd_serve, "the runs API over HTTP (SSE progress, approvals inbox)"))
-    add_codec_server_arguments(command("codec-server", cmd_codec_server, "the codec endpoint the Web UI decodes with"))
+    serve = command(
+        "serve", handler_in("ops.cli.serve", "cmd_serve"), "the runs API over HTTP (SSE progress, approvals inbox)"
+    )
+    add_serve_arguments(serve)
+    add_agents_modules(serve)
+    codec_server = command(
+        "codec-server",
+        handler_in("ops.cli.codec_server", "cmd_codec_server"),
+        "the codec endpoint the Web UI decodes with",
+    )
+    add_codec_server_arguments(codec_server)
     add_replay_arguments(
         command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -58,6 +57,10 @@ class WebhookActivities:
                 f"not sent to {where}: {SECRET_ENV} is not set on this worker, and deliveries are signed",
                 type="WebhookNotConfigured",
             )
+        # Imported where a delivery is made: httpx also loads its command line's libraries (rich, click,
+        # pygments), a fifth of a second at every start of every process that imports the workflows.
+        import httpx
+
         body = json.dumps(input.payload, sort_keys=True).encode()
         headers = {"content-type": "application/json"} | signed_headers(self.secret, input.event_id, body)
         try:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
@@ -30,6 +28,9 @@ from config.webhook_signing import (
     signed_headers,
     url_problem,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ def deliver_pending(
         for row in rows:  # stays pending: `job recover` with the secret delivers it
             _record(store, row, None, f"not sent: {SECRET_ENV} is not set here, and deliveries are signed")
         return 0
+    # Imported here, when there is something to send: httpx also loads its command line's libraries (rich,
+    # click, pygments), a fifth of a second at every start of `job`, whose runs mostly have no webhook.
+    import httpx
+
     delivered = 0
     with httpx.Client(timeout=timeout) as client:
         for row in rows:
@@ -109,6 +114,8 @@ def _claim(store: Store, webhook_id: int) -> bool:
 
 
 def _deliver(store: Store, client: httpx.Client, row: Any, sender: Sender, attempts: int, backoff: float) -> bool:
+    import httpx  # already loaded by deliver_pending, which made the client
+
     body = row["payload"].encode() if isinstance(row["payload"], str) else bytes(row["payload"])
     event_id = f"{row['run_id']}:{row['id']}"
     refused = _refusal(row["url"], sender.allow_loopback)

@@ -11,9 +11,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
-
 from agentic.mcp.server import SEPARATOR, MCPConfigError, MCPServer
 from agentic.messages import ToolCall, canonical_json
 from agentic.models.base import ToolSchema
@@ -81,6 +78,11 @@ def merged(own: Iterable[str], listings: Sequence[dict[str, ToolSpec]]) -> dict[
 
 def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
     """Why `arguments` do not fit the tool's input schema (the first few problems), or None."""
+    # Imported here, where an MCP tool's arguments are checked: jsonschema takes a tenth of a second to import,
+    # which every command line and worker would pay at its start whether it serves MCP tools or not.
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
     try:
         validator = validator_for(schema)(schema)
         problems = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))

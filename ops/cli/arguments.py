@@ -15,6 +15,7 @@ parser in ops/cli/boundary.py calls it); `resolve_agents` names the agents modul
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -130,6 +131,16 @@ class Commands:
         return sub
 
 
+def handler_in(module: str, name: str) -> Callable[[argparse.Namespace, Settings], object]:
+    """A command's handler, imported when that command runs: the demo's module brings the OpenAI client and
+    the HTTP servers bring FastAPI, a second of imports that every other command would pay at each start."""
+
+    def run(args: argparse.Namespace, settings: Settings) -> object:
+        return getattr(importlib.import_module(module), name)(args, settings)
+
+    return run
+
+
 def add_run_id(parser: argparse.ArgumentParser, *, help: str = "the run id", required: bool = True) -> None:
     """`RUN_ID` or `--id RUN_ID`: the same run, either way (the two command lines grew up with one each)."""
     parser.add_argument("run_id_positional", nargs="?", type=run_id, metavar="RUN_ID", help=help)
@@ -236,3 +247,15 @@ def add_serve_arguments(
         help=f"serve without {token_env}: {without_auth} (loopback only)",
     )
     parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")
+
+
+def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
+    add_serve_arguments(
+        parser, port=8081, token_env="AGENT_CODEC_AUTH_TOKEN", without_auth="anyone who reaches the port decrypts"
+    )
+    parser.add_argument(
+        "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
+    )
+    parser.add_argument(
+        "--namespace", help="the namespace of requests that name none (default: TEMPORAL_NAMESPACE, else default)"
+    )

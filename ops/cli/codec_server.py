@@ -10,22 +10,9 @@ import sys
 from config.codec import AesGcmCodec, KeyConfigError, load_keyring
 from config.secrets import value_or_file
 from config.settings import Settings
-from ops.cli.arguments import add_serve_arguments
 from ops.http.auth import AuthConfigError, check_startup
 from ops.http.codec import DEFAULT_ORIGINS, codec_auth, create_codec_app
 from ops.http.serve import listen, server
-
-
-def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
-    add_serve_arguments(
-        parser, port=8081, token_env="AGENT_CODEC_AUTH_TOKEN", without_auth="anyone who reaches the port decrypts"
-    )
-    parser.add_argument(
-        "--cors-origin", action="append", help="an origin the Web UI is served from (repeatable)", default=None
-    )
-    parser.add_argument(
-        "--namespace", help="the namespace of requests that name none (default: TEMPORAL_NAMESPACE, else default)"
-    )
 
 
 def cmd_codec_server(args: argparse.Namespace, settings: Settings) -> int:

@@ -14,7 +14,6 @@ import argparse
 from config.agent_modules import load_agents
 from config.approver_keys import api_signing_keys
 from config.settings import Settings
-from ops.cli.arguments import add_agents_modules, add_serve_arguments
 from ops.cli.connection import agent_client
 from ops.cli.output import CliError
 from ops.http.app import create_app
@@ -22,11 +21,6 @@ from ops.http.auth import AuthConfigError
 from ops.http.serve import auth_from, listen, listening_line, server
 from ops.http.temporal import TemporalEngine
 from stores import configured as stores
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_serve_arguments(parser)
-    add_agents_modules(parser)
 
 
 async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

@@ -346,7 +346,9 @@ async def test_a_worker_sigkilled_mid_call_and_the_server_makes_the_effect_once(
     assert result.status == "completed"
     assert result.output == f"Done: closed ada [{V1_TOOLS}]"  # the retry got the first answer back
     assert effects(crm_db, "close_account") == [key]  # once, by the server's own count
-    assert calls(crm_db, key) == 2  # though it was called twice, with the same key in `_meta`
+    # Though it was called again, with the same key in `_meta`: twice, or (a machine loaded past its cores can
+    # make the new worker miss its 2-s heartbeat too) three times; the effect above is once either way.
+    assert calls(crm_db, key) >= 2
 
 
 async def test_a_server_that_changes_its_tools_after_the_run_started_changes_nothing_in_it(
