@@ -1,0 +1,24 @@
+"""The command lines start on what their commands need: the demo's OpenAI client, FastAPI and httpx (with
+the libraries of its own command line) and jsonschema are imported by the commands that use them, not by
+every `starter.py status` or worker start (a second of CPU each; the suite starts hundreds of them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.system  # an interpreter of its own: the test's own has imported everything
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("openai", "fastapi", "httpx", "jsonschema", "rich")
+
+
+@pytest.mark.parametrize("entry", ["starter", "worker", "ops.cli.job"])
+def test_starting_a_command_line_imports_none_of_the_heavy_libraries(entry: str) -> None:
+    probe = f"import sys, {entry}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == []
