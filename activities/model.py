@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import activity
@@ -37,6 +38,8 @@ class ModelActivities:
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
         self._schemas: dict[str, list[ToolSchema]] = {}
+        # What each agent offers the model, by (agent, recorded MCP tools): the same on every call, built once.
+        self._offered: dict[tuple[str, str | None], tuple[ToolSchema, ...]] = {}
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
@@ -48,8 +51,7 @@ class ModelActivities:
         return await heartbeating(asyncio.to_thread(self._call, served.agent, model, input))
 
     def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
-        # The MCP tools are those the run recorded when it started, never what the servers list today.
-        schemas = agent.schemas(self._recorded(input.tools_ref) if input.tools_ref else [])
+        schemas = self._offered_by(agent, input.tools_ref)
         transcripts, limits = self.transcripts, self.limits
         with stored_here():
             # Written as the run's own rows: retention deletes them with the run, never while it is kept.
@@ -65,13 +67,15 @@ class ModelActivities:
             input.run_id,
         )
         head = transcripts.append(head, [stub], input.run_id)
-        return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
+        return ModelStep(
+            reply=reply if stub is reply.message else reply.model_copy(update={"message": stub}), head=head
+        )
 
     def _ask(
         self,
         model: Model,
         messages: list[Message],
-        schemas: list[ToolSchema],
+        schemas: Sequence[ToolSchema],
         call_index: int,
         settings: ModelSettings | None,
     ) -> ModelReply:
@@ -93,6 +97,14 @@ class ModelActivities:
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from None
+
+    def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:
+        key = (agent.name, tools_ref)
+        offered = self._offered.get(key)
+        if offered is None:
+            # The MCP tools are those the run recorded when it started, never what the servers list today.
+            offered = self._offered[key] = tuple(agent.schemas(self._recorded(tools_ref) if tools_ref else []))
+        return offered
 
     def _recorded(self, ref: str) -> list[ToolSchema]:
         # A ref names one immutable document, so a cached copy is never stale.
