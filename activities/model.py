@@ -1,9 +1,10 @@
 """The model activity: one model call, retried by Temporal (the provider's own retries are off).
 
 The model is the agent's own (any `Model`), or one the run chose by name among those the worker declares.
-The input is a transcript head plus the messages added since; this activity stores those, reads the whole
-transcript from the store, calls the model, stores the reply (claim-checked over the worker's limits) and
-returns the new head. Retries and replays hand it the same input, and every write is idempotent.
+The input is a transcript head plus the messages added since; this activity reads the stored transcript,
+calls the model on it and the messages added since, stores those messages and the reply (claim-checked over
+the worker's limits) in one transaction, and returns the new head. Retries and replays hand it the same
+input, and every write is idempotent.
 
 Any `AgentWorkflow` may schedule it — including one a stranger with frontend access runs on a queue of their
 own under that name: they get the worker's model, with its credentials, on messages of their choosing (the
@@ -53,10 +54,9 @@ class ModelActivities:
     def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
         schemas = self._offered_by(agent, input.tools_ref)
         transcripts, limits = self.transcripts, self.limits
+        stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
-            # Written as the run's own rows: retention deletes them with the run, never while it is kept.
-            head = transcripts.append(input.transcript.head, input.transcript.unsaved, input.run_id)
-            messages = transcripts.load(head)
+            messages = transcripts.load(stored) + transcripts.expanded(unsaved)
         reply = self._ask(model, messages, schemas, input.call_index, input.settings)
         stub = claim_checked(
             transcripts,
@@ -66,7 +66,9 @@ class ModelActivities:
             "the model's reply",
             input.run_id,
         )
-        head = transcripts.append(head, [stub], input.run_id)
+        # The unsaved messages and the reply in one store transaction, written as the run's own rows (retention
+        # deletes them with the run, never while it is kept), before the head naming them is returned.
+        head = transcripts.append(stored, [*unsaved, stub], input.run_id)
         return ModelStep(
             reply=reply if stub is reply.message else reply.model_copy(update={"message": stub}), head=head
         )
