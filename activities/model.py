@@ -1,9 +1,10 @@
 """The model activity: one model call, retried by Temporal (the provider's own retries are off).
 
 The model is the agent's own (any `Model`), or one the run chose by name among those the worker declares.
-The input is a transcript head plus the messages added since; this activity stores those, reads the whole
-transcript from the store, calls the model, stores the reply (claim-checked over the worker's limits) and
-returns the new head. Retries and replays hand it the same input, and every write is idempotent.
+The input is a transcript head plus the messages added since; this activity reads the stored transcript,
+calls the model on it and the messages added since, stores those messages and the reply (claim-checked over
+the worker's limits) in one transaction, and returns the new head. Retries and replays hand it the same
+input, and every write is idempotent.
 
 Any `AgentWorkflow` may schedule it — including one a stranger with frontend access runs on a queue of their
 own under that name: they get the worker's model, with its credentials, on messages of their choosing (the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 
 from temporalio import activity
@@ -37,6 +39,8 @@ class ModelActivities:
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
         self._schemas: dict[str, list[ToolSchema]] = {}
+        # What each agent offers the model, by (agent, recorded MCP tools): the same on every call, built once.
+        self._offered: dict[tuple[str, str | None], tuple[ToolSchema, ...]] = {}
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
@@ -48,13 +52,11 @@ class ModelActivities:
         return await heartbeating(asyncio.to_thread(self._call, served.agent, model, input))
 
     def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
-        # The MCP tools are those the run recorded when it started, never what the servers list today.
-        schemas = agent.schemas(self._recorded(input.tools_ref) if input.tools_ref else [])
+        schemas = self._offered_by(agent, input.tools_ref)
         transcripts, limits = self.transcripts, self.limits
+        stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
-            # Written as the run's own rows: retention deletes them with the run, never while it is kept.
-            head = transcripts.append(input.transcript.head, input.transcript.unsaved, input.run_id)
-            messages = transcripts.load(head)
+            messages = transcripts.load(stored) + transcripts.expanded(unsaved)
         reply = self._ask(model, messages, schemas, input.call_index, input.settings)
         stub = claim_checked(
             transcripts,
@@ -64,14 +66,18 @@ class ModelActivities:
             "the model's reply",
             input.run_id,
         )
-        head = transcripts.append(head, [stub], input.run_id)
-        return ModelStep(reply=reply.model_copy(update={"message": stub}), head=head)
+        # The unsaved messages and the reply in one store transaction, written as the run's own rows (retention
+        # deletes them with the run, never while it is kept), before the head naming them is returned.
+        head = transcripts.append(stored, [*unsaved, stub], input.run_id)
+        return ModelStep(
+            reply=reply if stub is reply.message else reply.model_copy(update={"message": stub}), head=head
+        )
 
     def _ask(
         self,
         model: Model,
         messages: list[Message],
-        schemas: list[ToolSchema],
+        schemas: Sequence[ToolSchema],
         call_index: int,
         settings: ModelSettings | None,
     ) -> ModelReply:
@@ -93,6 +99,14 @@ class ModelActivities:
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from None
+
+    def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:
+        key = (agent.name, tools_ref)
+        offered = self._offered.get(key)
+        if offered is None:
+            # The MCP tools are those the run recorded when it started, never what the servers list today.
+            offered = self._offered[key] = tuple(agent.schemas(self._recorded(tools_ref) if tools_ref else []))
+        return offered
 
     def _recorded(self, ref: str) -> list[ToolSchema]:
         # A ref names one immutable document, so a cached copy is never stale.

@@ -198,11 +198,13 @@ class Transcripts:
     def load(self, head: str, *, expand: bool = True) -> list[Message]:
         """The messages of `head`, oldest first; with `expand`, claim-checked contents restored."""
         messages = self._stubs(head)
-        if not expand:
-            return messages
+        return self.expanded(messages) if expand else messages
+
+    def expanded(self, messages: Sequence[Message]) -> list[Message]:
+        """`messages` with their claim-checked contents restored from the store."""
         refs = [m.content_ref for m in messages if m.content_ref]
         if not refs:
-            return messages
+            return list(messages)
         contents = self._checked_blobs(refs)
         return [
             m.model_copy(update={"content": contents[m.content_ref], "content_ref": None}) if m.content_ref else m
@@ -323,9 +325,9 @@ class SqliteTranscriptStore:
     ) -> None:
         with self.file.transaction() as db:
             db.executemany("INSERT OR IGNORE INTO blobs(ref, body) VALUES (?, ?)", blobs.items())
-            _own(db, blobs, owner)
             db.executemany("INSERT OR IGNORE INTO nodes(ref, previous, message) VALUES (?, ?, ?)", nodes)
-            _own(db, [node for node, _, _ in nodes], owner)
+            # The bodies' and the nodes' owner rows in one statement (the transaction makes them all or none).
+            _own(db, [*blobs, *(node for node, _, _ in nodes)], owner)
 
     def get_nodes(self, refs: Sequence[str]) -> dict[str, tuple[str, str]]:
         with self.file.connect() as db:

@@ -9,6 +9,7 @@ on a retry, after a replay, or in a new process.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,10 @@ Reply = str | ToolCall | Sequence[ToolCall]
 Script = Reply | Callable[[Sequence[Message]], Reply]
 
 DEFAULT_PRICING = Pricing(input_per_million=1.0, output_per_million=4.0)
+# Messages whose token count a model keeps: a runner hands every call the same message objects again (the
+# transcript so far), and counting one means encoding its tool calls' arguments — the whole transcript on
+# every call, quadratic in a run's length, where the count of a message, immutable, never changes.
+TOKENS_KEPT = 1024
 
 
 class FakeModel:
@@ -35,6 +40,8 @@ class FakeModel:
         self._calls = 0  # answered, however asked
         self._next = 0  # the index an implicit call (no `call_index`) gets
         self._lock = threading.Lock()
+        # id(message) -> (message, tokens): the message is held, so its id is not reused while it is kept.
+        self._tokens: OrderedDict[int, tuple[Message, int]] = OrderedDict()
 
     @classmethod
     def replying(
@@ -73,7 +80,7 @@ class FakeModel:
             )
         reply = script(messages) if callable(script) else script
         message = _to_message(reply, len(messages))
-        input_tokens = sum(_message_tokens(m) for m in messages)
+        input_tokens = self._input_tokens(messages)
         output_tokens = _message_tokens(message)
         return ModelReply(
             message=message,
@@ -81,6 +88,18 @@ class FakeModel:
             output_tokens=output_tokens,
             cost=self.pricing.cost(input_tokens, output_tokens),
         )
+
+    def _input_tokens(self, messages: Sequence[Message]) -> int:
+        total = 0
+        with self._lock:
+            for message in messages:
+                kept = self._tokens.get(id(message))
+                if kept is None or kept[0] is not message:
+                    kept = self._tokens[id(message)] = (message, _message_tokens(message))
+                    if len(self._tokens) > TOKENS_KEPT:
+                        self._tokens.popitem(last=False)
+                total += kept[1]
+        return total
 
 
 def _to_message(reply: Any, position: int) -> Message:

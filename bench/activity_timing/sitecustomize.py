@@ -41,9 +41,15 @@ def _flush() -> None:
             out.writelines(json.dumps(line) + "\n" for line in lines)
 
 
+def _process() -> str:
+    """The floor's worker (`python -m bench.floor_worker`) records under its own names, next to ours'. Asked
+    when recording: `-m` sets `sys.argv[0]` to the module's path only after this file has run."""
+    return "floor: " if sys.argv and "floor_worker" in sys.argv[0] else ""
+
+
 def _record(name: str, seconds: float) -> None:
     with _lock:
-        _pending.append((name, seconds))
+        _pending.append((_process() + name, seconds))
         full = len(_pending) >= FLUSH_EVERY
     if full:
         _flush()
@@ -86,6 +92,12 @@ TIMED = {
         ("ToolActivities", "run_tool", "tool activity"),
         ("ToolActivities", "_run_local", "tool activity: in the thread"),
         ("ToolActivities", "_finish", "tool activity: storing the result"),
+    ],
+    # The SDK's whole handling of an activity task (decode, interceptors, the activity, encode, the completion
+    # handed to the core) and its part up to the activity's result: in ours and in the floor's worker alike.
+    "temporalio.worker._activity": [
+        ("_ActivityWorker", "_handle_start_activity_task", "SDK: an activity task, start to completion sent"),
+        ("_ActivityWorker", "_execute_activity", "SDK: decode, interceptors, the activity"),
     ],
     "stores.transcripts": [
         ("Transcripts", "append", "transcript append (a store transaction when not empty)"),

@@ -21,6 +21,7 @@ from agentic import (
     Registry,
     RetryableModelError,
     Stop,
+    ToolCall,
     ToolContext,
     ToolRetry,
     ToolSchema,
@@ -365,6 +366,31 @@ def test_fake_model_token_counts_are_deterministic() -> None:
     assert a.output_tokens == 4 + 0 + 2 + 5
     longer = FakeModel(["x"]).complete([*transcript, Message("user", "one more thing, please")])
     assert longer.input_tokens > a.input_tokens
+
+
+def test_fake_model_counts_a_transcript_it_has_seen_as_it_counts_a_fresh_one() -> None:
+    """The model keeps each message's count (a runner hands it the same objects on every call): a transcript
+    counted again, grown, or past what it keeps, costs what a model that never saw it says."""
+    from agentic.models.fake import TOKENS_KEPT
+
+    def transcript(n: int) -> list[Message]:
+        return [
+            Message("assistant", "", tool_calls=[ToolCall(f"c{i}", "charge", {"invoice": f"inv-{i}" * (i % 7)})])
+            if i % 2
+            else Message("user", "x" * i)
+            for i in range(n)
+        ]
+
+    seen = FakeModel.replying(lambda messages: "done")
+    messages = transcript(40)
+    for n in (10, 25, 40, 40):
+        assert seen.complete(messages[:n]).input_tokens == FakeModel(["done"]).complete(messages[:n]).input_tokens
+    many = transcript(TOKENS_KEPT + 300)  # more than it keeps: the oldest are counted again, never wrongly
+    assert seen.complete(many).input_tokens == FakeModel(["done"]).complete(many).input_tokens
+    assert seen.complete(messages).input_tokens == FakeModel(["done"]).complete(list(messages)).input_tokens
+    # Equal messages that are other objects are counted as themselves (the same count: they are equal).
+    copies = [m.model_copy() for m in messages]
+    assert seen.complete(copies).input_tokens == seen.complete(messages).input_tokens
 
 
 def test_fake_model_cost_follows_its_pricing() -> None:

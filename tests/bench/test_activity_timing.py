@@ -62,3 +62,20 @@ def test_off_without_the_variable(tmp_path: Path) -> None:
 def test_summary_of_nothing_says_why(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="BENCH_ACTIVITY_TIMES"):
         summary(tmp_path)
+
+
+def test_the_floors_worker_records_under_its_own_names_and_the_sdk_is_timed(tmp_path: Path) -> None:
+    """A process started as the floor's worker (`python -m bench.floor_worker`) prefixes its records with
+    `floor: `, so one directory holds both workers' times; the SDK's handling of an activity task is wrapped."""
+    times = tmp_path / "times"
+    times.mkdir()
+    script = tmp_path / "floor_worker.py"  # the name `-m bench.floor_worker` leaves in sys.argv[0]
+    script.write_text(
+        "import sitecustomize, temporalio.worker._activity as sdk\n"
+        "assert hasattr(sdk._ActivityWorker._handle_start_activity_task, '__wrapped__')\n"
+        "sitecustomize._record('probe', 0.002)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "bench" / "activity_timing"), "BENCH_ACTIVITY_TIMES": str(times)}
+    done = subprocess.run([sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "| floor: probe | 1 | 2.000 |" in summary(times)

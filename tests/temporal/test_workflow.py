@@ -14,6 +14,7 @@ from activities.inputs import AgentResult
 from agentic import Budget, Stop, ToolStatus
 from examples.options import DemoDeps
 from stores.ledger import EffectsLedger
+from stores.transcripts import SqliteTranscriptStore, Transcripts
 from tests.conftest import agent_named, new_worker, transcripts_next_to
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
@@ -38,6 +39,42 @@ async def test_billing_answers_and_charges_once(skipping_env, ledger, task_queue
     effects = ledger.effects(result.run_id)
     assert [e.tool for e in effects] == ["charge"]
     assert result.status == "completed"
+
+
+class _CountedWrites:
+    """The worker's real SQLite transcript store, counting its write transactions."""
+
+    def __init__(self, store: SqliteTranscriptStore) -> None:
+        self.store = store
+        self.writes = 0
+
+    def put_blobs(self, blobs: dict[str, str], owner: str | None = None) -> None:
+        self.writes += 1
+        self.store.put_blobs(blobs, owner)
+
+    def put_messages(self, blobs: dict[str, str], nodes: list[tuple[str, str, str]], owner: str | None = None) -> None:
+        self.writes += 1
+        self.store.put_messages(blobs, nodes, owner)
+
+    def get_blobs(self, refs: list[str]) -> dict[str, str]:
+        return self.store.get_blobs(refs)
+
+    def get_nodes(self, refs: list[str]) -> dict[str, tuple[str, str]]:
+        return self.store.get_nodes(refs)
+
+
+async def test_each_activity_stores_its_messages_in_one_transaction(skipping_env, ledger, task_queue):
+    """The first model call stores the system and user messages with its reply, in one transaction: a
+    one-step run (model, tool, model) writes the store three times, and its transcript is whole."""
+    counted = _CountedWrites(SqliteTranscriptStore(ledger.path.parent / "transcripts.db"))
+    result = await execute(
+        skipping_env, ledger, task_queue, AgentInput(agent="billing"), transcripts=Transcripts(counted)
+    )
+    assert result.trajectory() == ["charge"]
+    assert counted.writes == 3
+    messages = result.transcript_messages(transcripts_next_to(ledger))
+    assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert messages[1].content == agent_named("billing").task
 
 
 async def test_workflow_and_in_process_agent_reach_the_same_run(skipping_env, ledger, task_queue, tmp_path):
