@@ -28,7 +28,7 @@ from pathlib import Path
 
 from config.observability import quiet_core_logs
 from config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
-from ops.cli import approvals, effects, prune, runs
+from ops.cli import approver, effects, prune, runs
 from ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from ops.cli.arguments import (
     DEMO_AGENTS,
@@ -108,8 +108,8 @@ def parser() -> argparse.ArgumentParser:
     effects.add_arguments(command("effects", cmd_effects, "rows of the effects ledger"))
     add_facts_arguments(command("facts", cmd_facts, "what agents remember: list, history, audit, forget a source"))
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
-    approvals.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
-    approvals.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
+    approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
     add_run_id(cancel)
     cancel.add_argument("--reason")

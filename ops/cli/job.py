@@ -38,8 +38,7 @@ from config.agent_modules import AgentModuleError, find, load_agents_and_deps
 from config.approver_keys import api_signing_keys, approver_public_keys
 from config.models import declared_models
 from config.settings import Settings
-from ops.cli import approvals as decisions
-from ops.cli import effects, facts
+from ops.cli import approver, effects, facts
 from ops.cli.arguments import (
     DEMO_AGENTS,
     Commands,
@@ -105,8 +104,8 @@ def parser() -> Parser:
     add_run_id(cancel)
     cancel.add_argument("--reason")
 
-    decisions.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))  # as starter.py's
-    decisions.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))  # as starter.py's
+    approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
     effects.add_arguments(command("effects", cmd_effects, "rows of the effects ledger"))
     facts.add_facts_arguments(command("facts", facts.cmd_facts, "what agents remember: list, history, audit, forget"))
     add_prune_arguments(command("prune", cmd_prune, "archive, then delete, finished runs past retention"))
@@ -272,7 +271,7 @@ def cmd_cancel(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
-    key = decisions.signer(
+    key = approver.signer(
         args, settings
     )  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
     store = _existing(args.db, args.run_id)
