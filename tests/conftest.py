@@ -272,7 +272,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     its tests are set aside and the summary says so in ONE line (a skip per test would print a line per test),
     never silently."""
     cost_markers.apply(items)
-    cost_markers.heaviest_files_first(items)
     have_binaries = binaries() is not None
     have_url = bool(os.environ.get("AGENT_TEST_DATABASE_URL", "").strip())
     cannot = [
@@ -304,6 +303,7 @@ def pytest_configure(config: pytest.Config) -> None:
     local state without naming a directory (the demo's worker log, a default transcript store) writes there, not
     into the work tree — and never into another xdist worker's files, nor a user's real AGENT_DATA_DIR."""
     GUARD.install()
+    config.pluginmanager.register(cost_markers.HeaviestFilesFirst(), "heaviest-files-first")
     config.stash[_data_dir] = tempfile.mkdtemp(prefix="agent-test-data-")
     os.environ["AGENT_DATA_DIR"] = config.stash[_data_dir]
 

@@ -12,13 +12,10 @@ from tests.support.cost_markers import DURATIONS, file_of
 from tests.support.durations import per_file
 
 
-def test_each_files_tests_stay_together_and_in_their_own_order(request: pytest.FixtureRequest) -> None:
-    items = request.session.items
-    files = [name for name, _ in groupby(items, key=file_of)]
+def test_each_files_tests_stay_together(request: pytest.FixtureRequest) -> None:
+    """(`--dist loadfile` hands out runs of consecutive tests of one file: a file split apart would be two.)"""
+    files = [name for name, _ in groupby(request.session.items, key=file_of)]
     assert len(files) == len(set(files)), "a file's tests were split apart"
-    for _, tests in groupby(items, key=file_of):
-        lines = [test.location[1] for test in tests]
-        assert lines == sorted(lines)  # (parametrized cases share a line)
 
 
 def test_the_measured_files_go_out_heaviest_first(request: pytest.FixtureRequest) -> None:

@@ -80,3 +80,13 @@ def heaviest_files_first(items: list[pytest.Item]) -> None:
     cost = guessed | {name: seconds for name, seconds in measured.items() if name in guessed}
     position = {id(item): index for index, item in enumerate(items)}
     items.sort(key=lambda item: (-cost[file_of(item)], position[id(item)]))
+
+
+class HeaviestFilesFirst:
+    """The plugin that orders the collected tests (registered by tests/conftest.py), after every other
+    plugin has reordered or deselected them: pytest groups the tests of a parametrized fixture wider than a
+    test, and that must not split a file again."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        heaviest_files_first(items)
