@@ -33,7 +33,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psycopg
@@ -48,11 +48,13 @@ from bench.stats import summarize
 from config.settings import Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
+from durable_agents.reported import decidable_pending
 from ops.devstack import devserver
 from ops.devstack.server_profile import TUNED
 from ops.devstack.worker_process import WorkerProcess
 from stores.configured import TRANSCRIPTS_FILE
 
+T = TypeVar("T")
 AGENT = "refund"
 CACHE_GAUGE = re.compile(r"^temporal_sticky_cache_size(?:\{[^}]*\})? (\S+)$", re.M)
 
@@ -204,11 +206,11 @@ class Watch:
 # -- one phase: park N runs, then drain them -----------------------------------------------------------------
 
 
-async def gated(items: list[str], in_flight: int, each: Callable[[str], Awaitable[float]]) -> list[float]:
-    """`each(item)` for every item, `in_flight` at once; what each returned (its latency)."""
+async def gated(items: list[str], in_flight: int, each: Callable[[str], Awaitable[T]]) -> list[T]:
+    """`each(item)` for every item, `in_flight` at once; what each returned (its latency, say)."""
     gate = asyncio.Semaphore(in_flight)
 
-    async def one(item: str) -> float:
+    async def one(item: str) -> T:
         async with gate:
             return await each(item)
 
@@ -255,8 +257,12 @@ async def drain(
             return await timed(approve())
 
     else:
-        # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts.
-        reviewed = dict(zip(ids, await asyncio.gather(*(_reviewed(agents, run_id) for run_id in ids)), strict=True))
+        # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts: as the
+        # runs published it (their histories), `in_flight` at once. Not by their `approvals` query: thousands of
+        # queries to runs the worker evicted, its cache full, can wedge it (docs/benchmarks.md, "A worker wedged
+        # on one run").
+        shown = await gated(ids, config.in_flight, lambda run_id: _reviewed(stack.client, run_id))
+        reviewed = dict(zip(ids, shown, strict=True))
         limits = httpx.Limits(max_connections=config.in_flight, max_keepalive_connections=config.in_flight)
         http = httpx.AsyncClient(base_url=api_url or "", headers=auth_headers(), limits=limits, timeout=120)
 
@@ -324,8 +330,8 @@ async def drain(
     }
 
 
-async def _reviewed(agents: AgentClient, run_id: str) -> tuple[str, str]:
-    [pending] = await agents.handle(run_id).pending()
+async def _reviewed(client: Client, run_id: str) -> tuple[str, str]:
+    [pending] = await decidable_pending(client, run_id, (await client.get_workflow_handle(run_id).describe()).run_id)
     return pending.call_id, pending.arguments_hash
 
 
