@@ -19,6 +19,11 @@ and left waiting. Measured:
 
 Then the same on the PostgreSQL stores (`--waiting-postgres-runs`, a worker with `AGENT_DATABASE_URL`), when a
 PostgreSQL is at hand (`--postgres-url`, or Debian's binaries).
+
+It never hangs: a drain in which no run closed for `--waiting-stall` seconds, with a run still open that long
+after its decision, stops and names those runs with what their histories show (bench/stalled.py); SIGTERM,
+SIGHUP or Ctrl-C stop it at any phase. Either way what was measured until then is reported, and the worker,
+server and runs API it started are stopped by pid. `--waiting-cache` sets the worker's `max_cached_workflows`.
 """
 
 from __future__ import annotations
