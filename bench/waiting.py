@@ -72,9 +72,7 @@ class WaitingConfig:
     start_in_flight: int = 200  # start requests at once
     timeout: float = 3600.0  # for each phase's parking and draining
     cache: int | None = None  # the worker's max_cached_workflows (AGENT_MAX_CACHED_WORKFLOWS); None: its default
-    stall: float = (
-        60.0  # a drain gives up when no run closed for this long and one is open this long after its decision
-    )
+    stall: float = 60.0  # a drain stops when no run closed for this long, one open this long after its decision
 
     @classmethod
     def quick(cls) -> WaitingConfig:
@@ -408,6 +406,7 @@ async def phase(
                 f" {done['closed_per_s'] or 0:.1f} runs closed/s"
             )
     row["after_drain"] = asdict(await watch.sample())
+    row["samples"] = [asdict(s) for s in watch.samples]
 
 
 def _rss_at(samples: list[Sample], n: int) -> dict[str, float | None]:
