@@ -23,11 +23,13 @@ from bench import loc, machine, report
 from bench.cli import Command, register
 from bench.overhead import OverheadConfig
 from bench.recovery import RecoveryConfig
+from bench.stalled import Unfinished
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
 from bench.waiting import WaitingConfig
 from config.settings import ROOT
 from ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
+from ops.devstack.signals import Stopped, until_signalled
 
 SECTIONS = ("overhead", "throughput", "recovery", "storage", "waiting")
 LAST_LINE = re.compile(
@@ -117,6 +119,19 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             help="runs parked on the PostgreSQL stores (0: none)",
         )
         sub.add_argument("--waiting-in-flight", type=int, default=defaults_w.in_flight, help="decisions at once")
+        sub.add_argument(
+            "--waiting-cache",
+            type=int,
+            default=defaults_w.cache,
+            help="the worker's max_cached_workflows (AGENT_MAX_CACHED_WORKFLOWS; default: the worker's, 1,000)",
+        )
+        sub.add_argument(
+            "--waiting-stall",
+            type=float,
+            default=defaults_w.stall,
+            help="seconds: a drain in which no run closed for this long, and a run is still open this long after its"
+            " decision, stops and names that run (the bench then exits 1)",
+        )
     if "recovery" in sections:
         sub.add_argument("--recovery-reps", type=int, default=RecoveryConfig.reps)
         sub.add_argument("--recovery-step-delay", type=float, default=RecoveryConfig.step_delay)
@@ -186,7 +201,11 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
             WaitingConfig.quick()
             if quick
             else WaitingConfig(
-                runs=args.waiting_runs, postgres_runs=args.waiting_postgres_runs, in_flight=args.waiting_in_flight
+                runs=args.waiting_runs,
+                postgres_runs=args.waiting_postgres_runs,
+                in_flight=args.waiting_in_flight,
+                cache=args.waiting_cache,
+                stall=args.waiting_stall,
             )
         )
     return out
@@ -203,14 +222,17 @@ async def measure(
     workdir: Path,
     profiles: list[ServerProfile],
     postgres_url: str | None = None,
+    results: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Each section in turn, into `results` (given: what was measured is kept when a section stops part-way;
+    the waiting runs' section fills it as it goes)."""
     from bench import overhead, recovery, storage, throughput, waiting
     from bench.postgres import bench_database
     from bench.stack import Stack, temporal_stacks
 
     # Overhead and throughput compare server profiles (interleaved); recovery and storage use the last one.
     single = {"recovery": recovery, "storage": storage}
-    results: dict[str, Any] = {}
+    results = {} if results is None else results
     floor = "overhead" in sections or "throughput" in sections
     # Throughput on fresh servers needs no long-lived stack, and the waiting runs start their own: none is started
     # for them alone, so no idle server and workers run beside their batches.
@@ -240,7 +262,8 @@ async def measure(
                 elif section == "throughput":
                     results[section] = await throughput.measure(targets, workdir, settings[section], say)
                 elif section == "waiting":
-                    results[section] = await waiting.measure(workdir / "waiting", settings[section], say, postgres_url)
+                    results[section] = {}
+                    await waiting.measure(workdir / "waiting", settings[section], say, postgres_url, results[section])
                 else:
                     primary = stacks[profiles[-1].name]
                     results[section] = await single[section].measure(primary, workdir, settings[section], say)
@@ -297,20 +320,28 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     results["quick"] = bool(args.quick)  # a smoke run: the report does not claim its goals
     workdir = Path(tempfile.mkdtemp(prefix="bench-"))
     ok = False
+    stopped: BaseException | None = None
+    measured: dict[str, Any] = {}
     try:
         settings = configs(args, sections)
         postgres_url = getattr(args, "postgres_url", None)
-        measured = asyncio.run(measure(sections, settings, workdir, profiles, postgres_url)) if sections else {}
+        try:
+            if sections:
+                asyncio.run(until_signalled(measure(sections, settings, workdir, profiles, postgres_url, measured)))
+        except (Stopped, Unfinished) as exc:  # what was measured until then is reported, then the reason
+            stopped = exc
         results["machine"]["temporal_server"] = measured.pop("temporal_server", None)
         results |= measured
-        if extra:
+        if stopped is not None:
+            results["stopped"] = f"{type(stopped).__name__}: {stopped}"
+        elif extra:
             results["loc"] = loc.count_sets()
             if args.chaos_runs:
                 results["chaos"] = {
                     engine: run_chaos(engine, args.chaos_runs, args.seed, args.out)
                     for engine in ("temporal", "baseline")
                 }
-        ok = True
+        ok = stopped is None
     finally:
         if ok and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -319,6 +350,12 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
     results["machine"]["load_average_end"] = machine.load()
     results["seconds"] = time.perf_counter() - started
     write(results, args.out, name)
+    if isinstance(stopped, Stopped):
+        print(f"bench {name}: NOT FINISHED — stopped by {stopped}; the figures above are those measured until then")
+        raise stopped  # bench/cli.py: says so on stderr, exit status 130
+    if stopped is not None:
+        print(f"bench {name}: NOT FINISHED — {stopped}")
+        return 1
     return 0
 
 

@@ -403,27 +403,43 @@ def storage_section(data: dict[str, Any]) -> list[str]:
 
 
 def waiting_section(data: dict[str, Any]) -> list[str]:
+    """A row per phase; a phase stopped part-way (interrupted, or a drain that stalled) shows what it measured."""
     c = data["config"]
-    rows = []
+    rows, stalled = [], []
     for p in data["phases"]:
-        rss = p["worker_rss_mb"]
-        cached = p["all_waiting"].get("cached")
-        drains = {d["via"]: d for d in p["drains"]}
+        rss = p.get("worker_rss_mb") or {}
+        cached = (p.get("all_waiting") or {}).get("cached")
+        drains = {d["via"]: d for d in p.get("drains", [])}
+        started = (
+            f"{_num(p['start_all_s'])} ({p['starts_per_s']:.0f}/s) / {_num(p.get('park_all_s'))}"
+            if "start_all_s" in p
+            else "—"
+        )
         rows.append(
             [
                 f"{p['runs']:,} ({p['stores']} stores)",
-                f"{_num(p['start_all_s'])} ({p['starts_per_s']:.0f}/s) / {_num(p['park_all_s'])}",
-                f"{_num(rss['tenth'], 0)} → {_num(rss['half'], 0)} → {_num(rss['all'], 0)} (max {_num(rss['max'], 0)})"
-                + (f"; {cached:.0f} cached" if cached is not None else ""),
-                f"{p['server_bytes_per_run'] / 1024:.1f}",
-                f"{p['stores_bytes_per_run'] / 1024:.1f}",
+                started,
+                f"{_num(rss.get('tenth'), 0)} → {_num(rss.get('half'), 0)} → {_num(rss.get('all'), 0)}"
+                f" (max {_num(rss.get('max'), 0)})" + (f"; {cached:.0f} cached" if cached is not None else ""),
+                f"{p['server_bytes_per_run'] / 1024:.1f}" if "server_bytes_per_run" in p else "—",
+                f"{p['stores_bytes_per_run'] / 1024:.1f}" if "stores_bytes_per_run" in p else "—",
                 _drain(drains.get("client")),
                 _drain(drains.get("http")),
             ]
         )
+        for d in drains.values():
+            if "stalled" in d:
+                stuck = d["stalled"]
+                named = (f"`{r['run_id']}`" + (f" ({r['history']})" if r["history"] else "") for r in stuck["runs"])
+                stalled.append(
+                    f"**Drain via {d['via']} ({p['stores']} stores) stalled**: no run closed for {stuck['stall_s']:g} s"
+                    f" ({stuck['closed']} of {d['runs']} closed); still open that long after their decision: "
+                    + "; ".join(named)
+                )
+    cache = f"; the worker's cache: {c['cache']} runs" if c.get("cache") is not None else ""
     return [
         f"### Waiting runs — `refund` runs parked on an approval, then approved ({c['in_flight']} decisions in flight; "
-        "half through `AgentClient`, half through the runs API)",
+        f"half through `AgentClient`, half through the runs API{cache})",
         "",
         *table(
             [
@@ -437,12 +453,15 @@ def waiting_section(data: dict[str, Any]) -> list[str]:
             ],
             rows,
         ),
+        *(["", *stalled] if stalled else []),
     ]
 
 
 def _drain(row: dict[str, Any] | None) -> str:
     if row is None:
         return "—"
+    if "stalled" in row:
+        return "stalled (below)"
     queued = f" ({row['queued']} queued: no worker answered within 10 s)" if row.get("queued") else ""
     return f"{_num(row['decisions_per_s'])} / {_num(row['closed_per_s'])}{queued}"
 
@@ -549,7 +568,8 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     for phase in (results.get("waiting") or {}).get("phases", []):
-        rss, cached = phase["worker_rss_mb"], max((s["cached"] or 0 for s in phase.get("samples", [])), default=0)
+        rss = phase.get("worker_rss_mb") or {}
+        cached = max((s["cached"] or 0 for s in phase.get("samples", [])), default=0)
         if not rss.get("half") or not rss.get("all") or phase["runs"] / 2 < cached:
             continue  # half of them still fit in the cache: memory is still expected to grow
         growth = rss["all"] / rss["half"]
@@ -591,6 +611,8 @@ def goals_section(results: dict[str, Any]) -> list[str]:
 
 def markdown(results: dict[str, Any]) -> str:
     lines = ["## Benchmark results", ""]
+    if results.get("stopped"):
+        lines += [f"**Not finished** — {results['stopped']}. What follows was measured until then.", ""]
     if "machine" in results:
         lines += [*machine_section(results["machine"]), ""]
     if "command" in results:

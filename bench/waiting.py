@@ -19,6 +19,11 @@ and left waiting. Measured:
 
 Then the same on the PostgreSQL stores (`--waiting-postgres-runs`, a worker with `AGENT_DATABASE_URL`), when a
 PostgreSQL is at hand (`--postgres-url`, or Debian's binaries).
+
+It never hangs: a drain in which no run closed for `--waiting-stall` seconds, with a run still open that long
+after its decision, stops and names those runs with what their histories show (bench/stalled.py); SIGTERM,
+SIGHUP or Ctrl-C stop it at any phase. Either way what was measured until then is reported, and the worker,
+server and runs API it started are stopped by pid. `--waiting-cache` sets the worker's `max_cached_workflows`.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psycopg
@@ -43,15 +48,18 @@ from temporalio.client import Client
 from bench.machine import cpu_seconds
 from bench.runs_api import APPROVER, auth_headers, runs_api
 from bench.stack import our_worker
+from bench.stalled import DrainStalled, until_closed
 from bench.stats import summarize
 from config.settings import Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
+from durable_agents.reported import decidable_pending
 from ops.devstack import devserver
 from ops.devstack.server_profile import TUNED
 from ops.devstack.worker_process import WorkerProcess
 from stores.configured import TRANSCRIPTS_FILE
 
+T = TypeVar("T")
 AGENT = "refund"
 CACHE_GAUGE = re.compile(r"^temporal_sticky_cache_size(?:\{[^}]*\})? (\S+)$", re.M)
 
@@ -63,6 +71,8 @@ class WaitingConfig:
     in_flight: int = 50  # decisions at once
     start_in_flight: int = 200  # start requests at once
     timeout: float = 3600.0  # for each phase's parking and draining
+    cache: int | None = None  # the worker's max_cached_workflows (AGENT_MAX_CACHED_WORKFLOWS); None: its default
+    stall: float = 60.0  # a drain stops when no run closed for this long, one open this long after its decision
 
     @classmethod
     def quick(cls) -> WaitingConfig:
@@ -108,7 +118,7 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def waiting_stack(workdir: Path, database_url: str | None) -> AsyncIterator[Stack]:
+async def waiting_stack(workdir: Path, database_url: str | None, cache: int | None = None) -> AsyncIterator[Stack]:
     workdir.mkdir(parents=True, exist_ok=True)
     server = devserver.start(devserver.free_port(), None, workdir / "dev.db", log=workdir / "server.log", profile=TUNED)
     worker: WorkerProcess | None = None
@@ -123,7 +133,10 @@ async def waiting_stack(workdir: Path, database_url: str | None) -> AsyncIterato
             database_url=database_url,
         )
         metrics = f"127.0.0.1:{devserver.free_port()}"
-        worker = our_worker(settings, workdir / "worker.log", {"AGENT_METRICS_ADDRESS": metrics}).wait_ready()
+        env = {"AGENT_METRICS_ADDRESS": metrics}
+        if cache is not None:
+            env["AGENT_MAX_CACHED_WORKFLOWS"] = str(cache)
+        worker = our_worker(settings, workdir / "worker.log", env).wait_ready()
         client = await connect(settings)
         version = (await client.workflow_service.get_system_info(GetSystemInfoRequest())).server_version
         agents = AgentClient(client)  # the settings of the plugin `connect` used
@@ -196,11 +209,11 @@ class Watch:
 # -- one phase: park N runs, then drain them -----------------------------------------------------------------
 
 
-async def gated(items: list[str], in_flight: int, each: Callable[[str], Awaitable[float]]) -> list[float]:
-    """`each(item)` for every item, `in_flight` at once; what each returned (its latency)."""
+async def gated(items: list[str], in_flight: int, each: Callable[[str], Awaitable[T]]) -> list[T]:
+    """`each(item)` for every item, `in_flight` at once; what each returned (its latency, say)."""
     gate = asyncio.Semaphore(in_flight)
 
-    async def one(item: str) -> float:
+    async def one(item: str) -> T:
         async with gate:
             return await each(item)
 
@@ -213,16 +226,10 @@ async def timed(work: Awaitable[object]) -> float:
     return time.perf_counter() - started
 
 
-async def drained(stack: Stack, prefix: str, n: int, timeout: float) -> dict[str, Any]:
-    """Wait until the `n` runs whose ids start with `prefix` are closed; their close times."""
-    query = f'WorkflowId STARTS_WITH "{prefix}"'
-    deadline = time.monotonic() + timeout
-    while (await stack.client.count_workflows(f'{query} AND ExecutionStatus != "Running"')).count < n:
-        if time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.25)
+async def close_times(stack: Stack, prefix: str) -> dict[str, Any]:
+    """The close times and statuses of the runs whose ids start with `prefix`."""
     closes, statuses = [], {}
-    async for execution in stack.client.list_workflows(query):
+    async for execution in stack.client.list_workflows(f'WorkflowId STARTS_WITH "{prefix}"'):
         status = execution.status.name if execution.status else "UNKNOWN"
         statuses[status] = statuses.get(status, 0) + 1
         if execution.close_time is not None:
@@ -240,6 +247,7 @@ async def drain(
 ) -> dict[str, Any]:
     api_url, api_pid = api if via == "http" and api else (None, None)
     queued: list[str] = []  # decisions sent as a signal because no worker answered the update in time
+    decided: dict[str, float] = {}  # run -> when its decision was answered (time.monotonic)
     if via == "client":
 
         async def decide(run_id: str) -> float:
@@ -247,12 +255,17 @@ async def drain(
                 outcome = await agents.handle(run_id).approve(by=APPROVER)
                 if outcome.via == "signal":  # no worker answered the update in time: queued, applied later
                     queued.append(run_id)
+                decided[run_id] = time.monotonic()
 
             return await timed(approve())
 
     else:
-        # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts.
-        reviewed = dict(zip(ids, await asyncio.gather(*(_reviewed(agents, run_id) for run_id in ids)), strict=True))
+        # What an approver reviewed (the call and its arguments' hash), fetched before the clock starts: as the
+        # runs published it (their histories), `in_flight` at once. Not by their `approvals` query: thousands of
+        # queries to runs the worker evicted, its cache full, can wedge it (docs/benchmarks.md, "A worker wedged
+        # on one run").
+        shown = await gated(ids, config.in_flight, lambda run_id: _reviewed(stack.client, run_id))
+        reviewed = dict(zip(ids, shown, strict=True))
         limits = httpx.Limits(max_connections=config.in_flight, max_keepalive_connections=config.in_flight)
         http = httpx.AsyncClient(base_url=api_url or "", headers=auth_headers(), limits=limits, timeout=120)
 
@@ -267,6 +280,7 @@ async def drain(
                     queued.append(run_id)
                 elif answer.status_code != 200:
                     raise RuntimeError(f"POST approval of {run_id}: {answer.status_code} {answer.text[:200]}")
+                decided[run_id] = time.monotonic()
 
             return await timed(post())
 
@@ -274,16 +288,27 @@ async def drain(
     if api_pid is not None:
         processes["runs API"] = api_pid
     cpu_before = {name: cpu_seconds(pid) for name, pid in processes.items()}
+    prefix = ids[0].rsplit("-", 1)[0] + "-"
     started_wall = time.time()
     started = time.perf_counter()
+    # The decisions go out while the closes are watched: a run that stops progressing ends the drain
+    # (DrainStalled, naming it), whether or not the other decisions are still going out.
+    deciding = asyncio.create_task(gated(ids, config.in_flight, decide))
+    watching = asyncio.create_task(until_closed(stack.client, prefix, len(ids), decided, config.stall))
     try:
-        latencies = await gated(ids, config.in_flight, decide)
+        await asyncio.wait({deciding, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done() and not deciding.done():
+            watching.result()  # DrainStalled; else every run closed while the last answers were on their way
+        latencies = await deciding  # a decision refused: its error
+        decisions_s = time.perf_counter() - started
+        await asyncio.wait_for(watching, config.timeout)
     finally:
+        for task in (deciding, watching):
+            task.cancel()
+        await asyncio.gather(deciding, watching, return_exceptions=True)
         if via != "client":
             await http.aclose()
-    decided = time.perf_counter() - started
-    prefix = ids[0].rsplit("-", 1)[0] + "-"
-    closed = await drained(stack, prefix, len(ids), config.timeout)
+    closed = await close_times(stack, prefix)
     cpu_after = {name: cpu_seconds(pid) for name, pid in processes.items()}
     # Where the drain's time went: each process's CPU from the first decision until every run closed, per run.
     cpu_ms = {
@@ -297,8 +322,8 @@ async def drain(
         "via": via,
         "runs": len(ids),
         "in_flight": config.in_flight,
-        "decisions_s": decided,
-        "decisions_per_s": len(ids) / decided if decided else None,
+        "decisions_s": decisions_s,
+        "decisions_per_s": len(ids) / decisions_s if decisions_s else None,
         "decision_latency": summarize(latencies),
         "queued": len(queued),
         "closed": len(closes),
@@ -308,20 +333,30 @@ async def drain(
     }
 
 
-async def _reviewed(agents: AgentClient, run_id: str) -> tuple[str, str]:
-    [pending] = await agents.handle(run_id).pending()
+async def _reviewed(client: Client, run_id: str) -> tuple[str, str]:
+    [pending] = await decidable_pending(client, run_id, (await client.get_workflow_handle(run_id).describe()).run_id)
     return pending.call_id, pending.arguments_hash
 
 
 async def phase(
-    stack: Stack, name: str, n: int, config: WaitingConfig, workdir: Path, say: Callable[[str], None]
-) -> dict[str, Any]:
+    stack: Stack,
+    name: str,
+    n: int,
+    config: WaitingConfig,
+    workdir: Path,
+    say: Callable[[str], None],
+    row: dict[str, Any],
+) -> None:
+    """Park `n` runs, then drain them; `row` fills as each figure is measured, so that what was measured before
+    an interruption or a stalled drain is kept."""
     agents = stack.agents
     batch = f"wait-{name}-{uuid.uuid4().hex[:6]}"
     half = n // 2  # the first half is approved through AgentClient, the rest through the runs API
     ids = [f"{batch}-{'client' if i < half else 'http'}-{i}" for i in range(n)]
     watch = Watch(stack, f'WorkflowId STARTS_WITH "{batch}-" AND AgentPendingApprovals > 0')
+    row |= {"stores": name, "runs": n, "samples": [], "drains": []}
     idle = await watch.sample()
+    row["idle"] = asdict(idle)
     server_before, stores_before = sqlite_bytes(stack.server.db), stores_bytes(stack)
 
     say(f"  waiting {name}: starting {n} runs")
@@ -329,48 +364,49 @@ async def phase(
     cpu_before = {name: cpu_seconds(pid) for name, pid in processes.items()}
     started = time.perf_counter()
     watching = asyncio.create_task(watch.until(lambda s: s.waiting >= n, config.timeout))
-    await gated(ids, config.start_in_flight, lambda run_id: timed(agents.start(AGENT, run_id=run_id)))
-    start_all = time.perf_counter() - started
-    all_waiting = await watching
+    try:
+        await gated(ids, config.start_in_flight, lambda run_id: timed(agents.start(AGENT, run_id=run_id)))
+        start_all = time.perf_counter() - started
+        row |= {"start_all_s": start_all, "starts_per_s": n / start_all}
+        all_waiting = await watching
+    finally:
+        watching.cancel()
+        row["samples"] = [asdict(s) for s in watch.samples]
+        row["worker_rss_mb"] = _rss_at(watch.samples, n)
     park_all = time.perf_counter() - started
     cpu_after = {name: cpu_seconds(pid) for name, pid in processes.items()}
-    park_cpu = {
-        name: 1000 * (cpu_after[name] - before) / n  # type: ignore[operator]
-        for name, before in cpu_before.items()
-        if before is not None and cpu_after[name] is not None
-    }
     server_after, stores_after = sqlite_bytes(stack.server.db), stores_bytes(stack)
+    row |= {
+        "park_all_s": park_all,
+        "park_cpu_ms_per_run": {
+            name: 1000 * (cpu_after[name] - before) / n  # type: ignore[operator]
+            for name, before in cpu_before.items()
+            if before is not None and cpu_after[name] is not None
+        },
+        "all_waiting": asdict(all_waiting),
+        "server_bytes_per_run": (server_after - server_before) / n,
+        "stores_bytes_per_run": (stores_after - stores_before) / n,
+        "server_db_bytes": server_after,
+    }
     say(f"  waiting {name}: {n} started in {start_all:.1f} s, all waiting after {park_all:.1f} s")
 
     api_log = workdir / f"api-{name}.log"
     async with runs_api(stack.settings, api_log) as api:
-        drains = []
         for via, part in (("client", ids[:half]), ("http", ids[half:])):
-            if part:
-                drains.append(await drain(stack, agents, part, via, api, config))
-                done = drains[-1]
-                say(
-                    f"  waiting {name}: drained {len(part)} via {via}: {done['decisions_per_s']:.1f} decisions/s,"
-                    f" {done['closed_per_s'] or 0:.1f} runs closed/s"
-                )
-    after_drain = await watch.sample()
-    return {
-        "stores": name,
-        "runs": n,
-        "start_all_s": start_all,
-        "starts_per_s": n / start_all,
-        "park_all_s": park_all,
-        "park_cpu_ms_per_run": park_cpu,
-        "idle": asdict(idle),
-        "all_waiting": asdict(all_waiting),
-        "after_drain": asdict(after_drain),
-        "samples": [asdict(s) for s in watch.samples],
-        "worker_rss_mb": _rss_at(watch.samples, n),
-        "server_bytes_per_run": (server_after - server_before) / n,
-        "stores_bytes_per_run": (stores_after - stores_before) / n,
-        "server_db_bytes": server_after,
-        "drains": drains,
-    }
+            if not part:
+                continue
+            try:
+                done = await drain(stack, agents, part, via, api, config)
+            except DrainStalled as stalled:
+                row["drains"].append({"via": via, "runs": len(part), "stalled": stalled.record()})
+                raise
+            row["drains"].append(done)
+            say(
+                f"  waiting {name}: drained {len(part)} via {via}: {done['decisions_per_s']:.1f} decisions/s,"
+                f" {done['closed_per_s'] or 0:.1f} runs closed/s"
+            )
+    row["after_drain"] = asdict(await watch.sample())
+    row["samples"] = [asdict(s) for s in watch.samples]
 
 
 def _rss_at(samples: list[Sample], n: int) -> dict[str, float | None]:
@@ -384,11 +420,17 @@ def _rss_at(samples: list[Sample], n: int) -> dict[str, float | None]:
 
 
 async def measure(
-    workdir: Path, config: WaitingConfig, say: Callable[[str], None], postgres_url: str | None = None
+    workdir: Path,
+    config: WaitingConfig,
+    say: Callable[[str], None],
+    postgres_url: str | None = None,
+    results: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Each phase in turn, into `results` (given: it holds what was measured even when this raises)."""
     from bench.postgres import bench_database
 
-    results: dict[str, Any] = {"config": asdict(config), "phases": []}
+    results = {} if results is None else results
+    results |= {"config": asdict(config), "phases": []}
     plans: list[tuple[str, int]] = [("sqlite", config.runs)]
     if config.postgres_runs:
         plans.append(("postgres", config.postgres_runs))
@@ -397,7 +439,9 @@ async def measure(
             url = resources.enter_context(bench_database(postgres_url, say)) if name == "postgres" else None
             if name == "postgres" and url is None:
                 continue
-            async with waiting_stack(workdir / name, url) as stack:
-                results["phases"].append(await phase(stack, name, n, config, workdir, say))
+            async with waiting_stack(workdir / name, url, config.cache) as stack:
                 results["temporal_server"] = stack.server_version
+                row: dict[str, Any] = {}
+                results["phases"].append(row)
+                await phase(stack, name, n, config, workdir, say, row)
     return results

@@ -76,6 +76,16 @@ def _env_list(name: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())
 
 
+def _env_count(name: str, default: int) -> int:
+    """A whole number >= 0 from `NAME`, `default` when unset; anything else: ValueError naming the variable."""
+    value = _env(name)
+    if value is None:
+        return default
+    if not value.isdigit():
+        raise ValueError(f"{name}={value!r}: expected a whole number (0 or more)")
+    return int(value)
+
+
 def _env_flag(name: str) -> bool | None:
     value = _env(name)
     if value is None:
@@ -190,6 +200,9 @@ class Settings:
     # false: it does not (each worker start then costs no list and no requests, and other workers keep their
     # runs' cache entries).
     release_sticky_runs: bool = field(default_factory=lambda: _env_flag("AGENT_RELEASE_STICKY_RUNS") is not False)
+    # The runs a worker keeps in memory between their workflow tasks (the SDK's sticky cache, `max_cached_workflows`):
+    # a run past it is evicted and replayed from its history when its next task comes (docs/operations.md).
+    max_cached_workflows: int = field(default_factory=lambda: _env_count("AGENT_MAX_CACHED_WORKFLOWS", 1000))
     # -- observability: see observability.py ------------------------------------------------------
     metrics_address: str | None = field(default_factory=lambda: _env("AGENT_METRICS_ADDRESS"))
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))

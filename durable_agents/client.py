@@ -56,7 +56,7 @@ from durable_agents.errors import (
     run_failed,
 )
 from durable_agents.plugin import plugin_of
-from durable_agents.reported import is_agents_run, reported_pending
+from durable_agents.reported import decidable_pending, is_agents_run, reported_pending
 from durable_agents.views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from workflows import search_attributes as sa
 from workflows.agent import AgentWorkflow
@@ -300,31 +300,36 @@ class RunHandle:
         children. Nothing, for a run that is not an agents' run on this client's task queue."""
         return await self._tree_pending(await self.describe())
 
-    async def _own_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        """What the described run reports waiting for, if it is an agents' run on this client's task queue."""
+    async def _own_pending(self, description: WorkflowExecutionDescription, live: bool = True) -> list[PendingApproval]:
+        """What the described run reports waiting for, if it is an agents' run on this client's task queue:
+        live (its query, or what it published when no worker answers), or, for a decision, what it published
+        (`decidable_pending`: no query before the update)."""
         if not is_agents_run(description, self.agents.task_queue):
             return []
-        return await reported_pending(self.agents.client, description.id, description.run_id)
+        source = reported_pending if live else decidable_pending
+        return await source(self.agents.client, description.id, description.run_id)
 
-    async def _tree_pending(self, description: WorkflowExecutionDescription) -> list[PendingApproval]:
-        found = await self._own_pending(description)
+    async def _tree_pending(
+        self, description: WorkflowExecutionDescription, live: bool = True
+    ) -> list[PendingApproval]:
+        found = await self._own_pending(description, live)
         children = [
             child.workflow_id
             for child in description.raw_description.pending_children
             if child.workflow_type_name == WORKFLOW_TYPE
         ]
-        for below in await asyncio.gather(*(self._child_pending(child) for child in children)):
+        for below in await asyncio.gather(*(self._child_pending(child, live) for child in children)):
             found += below
         return found
 
-    async def _child_pending(self, run_id: str) -> list[PendingApproval]:
+    async def _child_pending(self, run_id: str, live: bool) -> list[PendingApproval]:
         try:
             description = await self.agents.client.get_workflow_handle(run_id).describe()
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return []  # it closed (and was removed) since its parent was described
             raise from_rpc(exc, f"cannot look up run {run_id!r}") from exc
-        return await self._tree_pending(description)
+        return await self._tree_pending(description, live)
 
     async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
         """The approvals this run (or a run it delegated to) waits for, once there is at least one (polling
@@ -414,7 +419,9 @@ class RunHandle:
         description = await self.describe()
         if description.status != WorkflowExecutionStatus.RUNNING:
             raise closed(self.run_id, description)
-        target = choose(await self._tree_pending(description), self.run_id, call_id)
+        # From what the runs published, not their queries: a query just before the update can wedge a worker
+        # whose cache is full (durable_agents/reported.py, decidable_pending).
+        target = choose(await self._tree_pending(description, live=False), self.run_id, call_id)
         if target.run_id != self.run_id:  # routed by its path: the run that waits receives the decision
             waiting = self.agents.handle(target.run_id)
             return await waiting.decide(

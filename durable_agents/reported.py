@@ -51,6 +51,23 @@ async def reported_pending(client: Client, workflow_id: str, run_id: str | None)
     return [shown(p) for p in pending if p.run_id == workflow_id]
 
 
+async def decidable_pending(client: Client, workflow_id: str, run_id: str) -> list[PendingApproval]:
+    """What a decision picks its call from: the pending list the run last published (its history), so that the
+    decision sends the run one workflow task — the update — and no query before it; the query only for a run
+    that published none (it asks nothing, or started before runs published their list).
+
+    A query and an update for the same run, back to back, can wedge the worker in SDK core (temporalio 1.35)
+    when its cache is full: both tasks wait in its full-cache buffer, the query taking longer than the client
+    waits for it, and the buffered task core applies second may instantiate the run and produce an activation
+    that core then drops ("Extra buffered run should not have produced an activation"); the run then holds a
+    workflow task no one answers, and every later one times out (docs/benchmarks.md, "A worker wedged on one
+    run")."""
+    published = await published_pending(client, workflow_id, run_id)
+    if published:
+        return [shown(p) for p in published if p.run_id == workflow_id]
+    return await reported_pending(client, workflow_id, run_id)
+
+
 async def published_pending(client: Client, workflow_id: str, run_id: str) -> list[PendingApproval]:
     """The pending list the run's own workflow last upserted into its memo, looking back along its chain."""
     while run_id:

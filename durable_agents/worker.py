@@ -42,7 +42,7 @@ def build_worker(
     models: ModelCatalog | Mapping[str, Any] | None = None,
     transcripts: Transcripts | None = None,
     approver_keys: Mapping[str, str] | None = None,
-    max_cached_workflows: int = 1000,
+    max_cached_workflows: int | None = None,
     interceptors: Sequence[Interceptor] = (),
     sticky_timeout: timedelta = STICKY_TIMEOUT,
     webhook_secret: bytes | None = None,
@@ -66,6 +66,9 @@ def build_worker(
     `deployment` and `build_id` turn on Worker Versioning (durable_agents/versioning.py): the worker serves that
     build of that deployment, and each run stays on the build it started on (default: the settings'
     `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID`; neither: an unversioned worker, as before).
+
+    `max_cached_workflows` is how many runs the worker keeps in memory between their workflow tasks (default: the
+    settings', `AGENT_MAX_CACHED_WORKFLOWS`, 1,000).
 
     `settings` is the worker's configuration (docs/operations.md); `python worker.py` passes the one it read.
     A program that passes none gets those of the `DurableAgentsPlugin` its client was connected with (the
@@ -111,7 +114,7 @@ def build_worker(
             delegation.attach_delegate,
             webhooks.deliver_webhook,
         ],
-        max_cached_workflows=max_cached_workflows,
+        max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,
         interceptors=list(interceptors),
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),

@@ -4,6 +4,11 @@ The processes our commands start (the Temporal dev server, worker processes) run
 Ctrl-C in the terminal does not kill them before we drain them. The price: when *we* are killed with the
 default SIGTERM action (`kill PID`, a container stop) or lose our terminal (SIGHUP), they would outlive us,
 holding their ports and databases. Raising KeyboardInterrupt instead runs the same cleanup as Ctrl-C.
+
+In a long asyncio program, an exception raised by a signal handler lands wherever the main thread happens to
+be — inside the event loop's machinery or a library's callback — and may be swallowed or leave the cleanup
+half-done. `until_signalled` instead cancels the awaited work at its current `await`, as any cancellation does,
+so each `finally` and `async with` below it runs in order, and only then raises `Stopped`.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TypeVar
@@ -19,6 +24,7 @@ from typing import Any, TypeVar
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class Stopped(KeyboardInterrupt):
@@ -68,3 +74,31 @@ def stops_on_signals(function: F) -> F:
             return function(*args, **kwargs)
 
     return run  # type: ignore[return-value]
+
+
+async def until_signalled(work: Awaitable[T], signals: tuple[signal.Signals, ...] = (*SIGNALS, signal.SIGINT)) -> T:
+    """Await `work`; the first of `signals` cancels it — its cleanup runs as for any cancellation — and then
+    raises `Stopped`. Further signals are ignored while that cleanup runs (it stops processes by pid and must
+    not be cut short). The previous handlers are back once this returns."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[int] = []
+
+    def cancel(signum: int) -> None:
+        if not received and task is not None:
+            received.append(signum)
+            task.cancel()
+
+    previous = {sig: signal.getsignal(sig) for sig in signals}
+    for sig in signals:
+        loop.add_signal_handler(sig, cancel, sig)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if received:
+            raise Stopped(received[0]) from None
+        raise
+    finally:
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, handler)

@@ -203,6 +203,11 @@ CASES = [
     worker_case("AGENT_LOG_FORMAT=xml", says="AGENT_LOG_FORMAT='xml': expected json or text", AGENT_LOG_FORMAT="xml"),
     worker_case("LOG_LEVEL=LOUD", says="LOG_LEVEL='LOUD': expected DEBUG", LOG_LEVEL="LOUD"),
     worker_case("TEMPORAL_TLS=maybe", says="TEMPORAL_TLS='maybe'", TEMPORAL_TLS="maybe"),
+    worker_case(
+        "AGENT_MAX_CACHED_WORKFLOWS=-5",
+        says="AGENT_MAX_CACHED_WORKFLOWS='-5': expected a whole number",
+        AGENT_MAX_CACHED_WORKFLOWS="-5",
+    ),
     # Worker Versioning: half a version, or one the server would refuse every poll of — before connecting.
     worker_case(
         "deployment without build id", "--deployment", "agents", says="no build id (--build-id, TEMPORAL_WORKER"

@@ -6,81 +6,19 @@ checks that nothing it started is left running (and that its ports are free agai
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from config.settings import ROOT
 from ops.devstack.devserver import free_port, port_free
-from tests.support.processes import alive, descendants, kill_all, wait_gone
+from tests.support.processes import Command, alive, descendants, wait_gone
 
 # Processes of its own: servers and command lines, stopped by signals.
 pytestmark = pytest.mark.system
-
-
-class Command:
-    """A command line under test, its output collected line by line."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, *argv],
-            cwd=ROOT,
-            env=os.environ | env | {"PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self.seen: set[int] = set()  # every process ever seen below it
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(stream, lines), daemon=True)
-            for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err))
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    def _pump(self, stream: object, lines: list[str]) -> None:
-        for line in stream:  # type: ignore[attr-defined]
-            lines.append(line)
-
-    def wait_for(self, text: str, timeout: float = 120.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.seen |= descendants(self.process.pid)
-            for line in self.out:
-                if text in line:
-                    return line
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"no {text!r} in the output:\n{''.join(self.out)}{''.join(self.err)}")
-
-    def wait(self, timeout: float = 90.0) -> int:
-        """The exit code, once all output has been read."""
-        code = self.process.wait(timeout)
-        for pump in self._pumps:
-            pump.join(10)
-        return code
-
-    def signal_and_wait(self, sig: int, timeout: float = 90.0) -> int:
-        self.seen |= descendants(self.process.pid)
-        self.process.send_signal(sig)
-        return self.wait(timeout)
-
-    def cleanup(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        kill_all(self.seen)
 
 
 @pytest.fixture
