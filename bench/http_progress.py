@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-http-") as scratch:
         tmp = Path(scratch)
-        server = devserver.start(devserver.free_port(), None, tmp / "dev.db", log=tmp / "server.log")
+        server = devserver.start_on_free_ports(tmp / "dev.db", log=tmp / "server.log")
         worker: WorkerProcess | None = None
         try:
             await devserver.wait_until_serving(server.address)

@@ -31,7 +31,7 @@ STEP_SECONDS = 600  # each run's tool call: longer than the measurement, so ever
 async def measure(runs: int, reps: int) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-release-") as scratch:
         work = Path(scratch)
-        server = devserver.start(devserver.free_port(), None, work / "dev.db", log=work / "server.log", profile=TUNED)
+        server = devserver.start_on_free_ports(work / "dev.db", log=work / "server.log", profile=TUNED)
         worker = None
         try:
             await devserver.wait_until_serving(server.address)

@@ -14,6 +14,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
@@ -173,11 +174,17 @@ def start(
     server = DevServer(process, port, ui_port, db)
     try:
         deadline = time.monotonic() + timeout
-        while not port_open("127.0.0.1", port):
+        # Open, and by this process: a port found free a moment ago can be taken meanwhile (another program's
+        # server, or an outgoing connection's local port), and then the port answers while our server, unable to
+        # bind it, exits.
+        while not (port_open("127.0.0.1", port) and listens(process.pid, port) is not False):
             if process.poll() is not None:
+                why = last_error(log) if log else ""
+                if "address already in use" in why:
+                    raise PortInUse(f"port {port} was taken before the Temporal dev server could listen on it")
                 raise RuntimeError(
                     f"the Temporal dev server exited with code {process.returncode} before opening port {port}"
-                    + (f": {last_error(log)} (its log: {log})" if log else "")
+                    + (f": {why} (its log: {log})" if log else "")
                 )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the Temporal dev server did not open port {port} within {timeout:.0f}s")
@@ -186,6 +193,36 @@ def start(
         server.kill()
         raise
     return server
+
+
+def start_on_free_ports(db: Path, *, ui: bool = False, attempts: int = 3, **options: Any) -> DevServer:
+    """`start` on ports free right now (its Web UI too, with `ui`), on others if one is taken before the server
+    listens on it: for servers nobody has to find at a known port (tests, the bench)."""
+    for attempt in range(attempts):
+        try:
+            return start(free_port(), free_port() if ui else None, db, **options)
+        except PortInUse:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def listens(pid: int, port: int) -> bool | None:
+    """Whether process `pid` holds the listening socket on 127.0.0.1:`port`, from Linux's /proc (its sockets'
+    inodes against the kernel's table of listeners); None where /proc cannot say."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    inodes = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed since the listing (the listing's own descriptor, for one)
+            if (link := os.readlink(f"/proc/{pid}/fd/{fd}")).startswith("socket:["):
+                inodes.add(link.removeprefix("socket:[").removesuffix("]"))
+    wanted = f"0100007F:{port:04X}"  # 127.0.0.1, as the kernel writes it
+    # Columns: sl, local address, remote address, state (0A: listening), ..., inode (the tenth).
+    return any(fields[1] == wanted and fields[3] == "0A" and fields[9] in inodes for fields in map(str.split, table))
 
 
 def last_error(log: Path) -> str:

@@ -287,8 +287,7 @@ async def test_web_ui_links_follow_the_server_in_use(tmp_path):
 async def test_when_the_server_goes_away_watch_says_so_and_the_worker_log_stays_json(tmp_path):
     """H4, M18: the SDK core's Rust retry warnings were printed over `watch`'s bar, which then blamed the
     worker and ended in a traceback; the same warnings, coloured, were mixed into the worker's JSON log."""
-    port = free_port()
-    server = devserver.start(port, None, tmp_path / "dev.db", log=tmp_path / "server.log")
+    server = devserver.start_on_free_ports(tmp_path / "dev.db", log=tmp_path / "server.log")
     settings = Settings(
         address=server.address, task_queue="gone", ledger_path=tmp_path / "ledger.db", data_dir=tmp_path
     )

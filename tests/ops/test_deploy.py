@@ -57,9 +57,7 @@ WEBHOOK_SECRET = "deploy-test-webhook-secret"
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[devserver.DevServer]:
     """An embedded dev server of this test's own, with `starter.py server`'s Worker Versioning settings."""
-    started = devserver.start(
-        devserver.free_port(),
-        None,
+    started = devserver.start_on_free_ports(
         tmp_path / "temporal" / "dev.db",
         log=tmp_path / "temporal" / "server.log",
         extra=devserver.WORKER_VERSIONING.dev_server_flags(),

@@ -522,7 +522,7 @@ async def test_a_closed_run_is_kept_while_another_run_under_its_id_is_open(
 
 async def test_the_embedded_server_keeps_closed_runs_longer_than_any_policy(tmp_path: Path) -> None:
     """`starter.py server` (and the demo): the namespace retention is set once the server serves."""
-    server = devserver.start(devserver.free_port(), None, tmp_path / "dev.db", log=tmp_path / "server.log")
+    server = devserver.start_on_free_ports(tmp_path / "dev.db", log=tmp_path / "server.log")
     try:
         await devserver.wait_until_serving(server.address)
         client = await Client.connect(server.address)

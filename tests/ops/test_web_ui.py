@@ -80,8 +80,9 @@ async def ui_runs(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[UiR
     """A dev server with its Web UI on free ports, a worker, a finished `billing`, `trip` and `support` run (with
     its child, `billing-desk`) and a `refund` run waiting for its approval."""
     tmp = tmp_path_factory.mktemp("web-ui")
-    ui_port = devserver.free_port()
-    server = devserver.start(devserver.free_port(), ui_port, tmp / "dev.db", log=tmp / "server.log")
+    server = devserver.start_on_free_ports(tmp / "dev.db", ui=True, log=tmp / "server.log")
+    ui_port = server.ui_port
+    assert ui_port is not None
     try:
         await devserver.wait_until_serving(server.address)
         deadline = time.monotonic() + 30

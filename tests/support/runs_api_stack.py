@@ -118,7 +118,7 @@ def temporal_stack(
     tmp: Path, extra_env: dict[str, str] | None = None, worker_env: dict[str, str] | None = None
 ) -> ApiStack:
     stack = ApiStack("temporal", "", tmp / "ledger.db", tmp)
-    server = devserver.start(devserver.free_port(), devserver.free_port(), tmp / "dev.db", log=tmp / "server.log")
+    server = devserver.start_on_free_ports(tmp / "dev.db", ui=True, log=tmp / "server.log")
     stack.stops.append(server.stop)
     try:
         asyncio.run(devserver.wait_until_serving(server.address))
