@@ -41,19 +41,34 @@ IN_FLIGHT = 16  # reset requests at once: a restart with many stepping runs does
 RELEASE_FIRST = 2.0
 
 
-def stepping_runs(task_queue: str) -> str:
-    """The visibility query for the open runs on `task_queue` that may be stepping."""
-    if "'" in task_queue or "\\" in task_queue:
-        raise ValueError(f"not a task queue name visibility can filter on: {task_queue!r}")
+def stepping_runs(task_queue: str, version: str | None = None) -> str:
+    """The visibility query for the open runs on `task_queue` that may be stepping; with `version`
+    (`deployment:build_id`), only those of that build."""
+    for name in (task_queue, version or ""):
+        if "'" in name or "\\" in name:
+            raise ValueError(f"not a task queue or build visibility can filter on: {name!r}")
     statuses = ", ".join(f"'{status}'" for status in STEPPING)
-    return (
+    query = (
         f"TaskQueue = '{task_queue}' AND ExecutionStatus = 'Running'"
         f" AND (AgentStatus IN ({statuses}) OR AgentStatus IS NULL)"
     )
+    return query + (f" AND TemporalWorkerDeploymentVersion = '{version}'" if version else "")
 
 
-async def release_sticky_runs(client: Client, task_queue: str) -> int:
-    """Reset the sticky queue of every open run on `task_queue` that may be stepping; how many were reset."""
+def own_build(worker: temporal_worker.Worker) -> str | None:
+    """The build a versioned worker serves (`deployment:build_id`), None for an unversioned worker. A versioned
+    worker releases only its own build's runs: a new build's worker, started next to the old build's live
+    workers during a deploy, must not reset the sticky queues of their runs — a pinned run's next workflow task
+    then reached the new build's worker (seen on the dev server, 1.32), which cannot replay it."""
+    deployment = worker.config().get("deployment_config")
+    if deployment is None or not deployment.use_worker_versioning:
+        return None
+    return f"{deployment.version.deployment_name}:{deployment.version.build_id}"
+
+
+async def release_sticky_runs(client: Client, task_queue: str, version: str | None = None) -> int:
+    """Reset the sticky queue of every open run on `task_queue` (of build `version`, when given) that may be
+    stepping; how many were reset."""
     gate = asyncio.Semaphore(IN_FLIGHT)
 
     async def release(workflow_id: str, run_id: str) -> bool:
@@ -72,7 +87,7 @@ async def release_sticky_runs(client: Client, task_queue: str) -> int:
 
     pending: set[asyncio.Task[bool]] = set()
     released = 0
-    async for execution in client.list_workflows(stepping_runs(task_queue)):
+    async for execution in client.list_workflows(stepping_runs(task_queue, version)):
         if len(pending) >= IN_FLIGHT * 4:  # keep the listing ahead of the resets, but not the whole list in memory
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             released += sum(task.result() for task in done)
@@ -93,17 +108,17 @@ class ReleaseStickyRuns(temporal_worker.Plugin):
     async def run_worker(
         self, worker: temporal_worker.Worker, next: Callable[[temporal_worker.Worker], Awaitable[None]]
     ) -> None:
-        releasing = asyncio.create_task(self._release(worker.client, worker.task_queue))
+        releasing = asyncio.create_task(self._release(worker.client, worker.task_queue, own_build(worker)))
         await asyncio.wait({releasing}, timeout=RELEASE_FIRST)
         try:
             await next(worker)
         finally:
             releasing.cancel()
 
-    async def _release(self, client: Client, task_queue: str) -> None:
+    async def _release(self, client: Client, task_queue: str, version: str | None) -> None:
         started = time.monotonic()
         try:
-            released = await release_sticky_runs(client, task_queue)
+            released = await release_sticky_runs(client, task_queue, version)
         except RPCError as exc:
             log.info("could not release stepping runs from sticky queues on %s: %s", task_queue, exc.message)
             return
