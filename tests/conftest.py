@@ -35,6 +35,7 @@ from durable_agents.worker import build_worker
 from examples.options import DemoDeps
 from ops.devstack import modelserver
 from ops.devstack.devserver import free_port
+from ops.devstack.signals import stop_on_signals
 from stores.facts import SqliteFactStore
 from stores.ledger import EffectsLedger
 from stores.transcripts import SqliteTranscriptStore, Transcripts
@@ -303,17 +304,25 @@ def pytest_configure(config: pytest.Config) -> None:
     local state without naming a directory (the demo's worker log, a default transcript store) writes there, not
     into the work tree — and never into another xdist worker's files, nor a user's real AGENT_DATA_DIR."""
     GUARD.install()
+    # SIGTERM or SIGHUP (a CI timeout, `kill` of a `make test`) ends the session as Ctrl-C does, so the session's
+    # fixtures stop the servers they started in sessions of their own (PostgreSQL, the model server, dev servers):
+    # with the default action each worker died at once and left them running.
+    config.stash[_stop_on_signals] = contextlib.ExitStack()
+    config.stash[_stop_on_signals].enter_context(stop_on_signals())
     config.pluginmanager.register(cost_markers.HeaviestFilesFirst(), "heaviest-files-first")
     config.stash[_data_dir] = tempfile.mkdtemp(prefix="agent-test-data-")
     os.environ["AGENT_DATA_DIR"] = config.stash[_data_dir]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if signals := config.stash.get(_stop_on_signals, None):
+        signals.close()
     if directory := config.stash.get(_data_dir, None):
         shutil.rmtree(directory, ignore_errors=True)
 
 
 _data_dir = pytest.StashKey[str]()
+_stop_on_signals = pytest.StashKey[contextlib.ExitStack]()
 
 
 def _guarded(item: pytest.Item) -> None:
