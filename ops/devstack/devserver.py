@@ -198,13 +198,10 @@ def start(
 def start_on_free_ports(db: Path, *, ui: bool = False, attempts: int = 3, **options: Any) -> DevServer:
     """`start` on ports free right now (its Web UI too, with `ui`), on others if one is taken before the server
     listens on it: for servers nobody has to find at a known port (tests, the bench)."""
-    for attempt in range(attempts):
-        try:
+    for _ in range(attempts - 1):
+        with contextlib.suppress(PortInUse):
             return start(free_port(), free_port() if ui else None, db, **options)
-        except PortInUse:
-            if attempt == attempts - 1:
-                raise
-    raise AssertionError("unreachable")
+    return start(free_port(), free_port() if ui else None, db, **options)
 
 
 def listens(pid: int, port: int) -> bool | None:
