@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowExecutionStatus
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Worker
 
@@ -237,31 +236,6 @@ async def test_a_grandchilds_approval_through_the_roots_pending_list(skipping_en
     assert [(e.event, e.approver) for e in paid.audit] == [("approved", "maria")]  # decided in the grandchild
     assert result.audit == []
     assert [e.key for e in ledger.effects() if e.tool == "pay"] == [f"{grandchild}:2.1"]
-
-
-async def test_cancelling_the_root_while_a_grandchild_waits_undoes_everything_children_first(
-    skipping_env, ledger, task_queue
-):
-    root = run_id("cancel")
-    child, grandchild = f"{root}~2.1", f"{root}~2.1~2.1"
-    async with worker(skipping_env, task_queue, ledger):
-        agents = AgentClient(skipping_env.client, task_queue=task_queue)
-        handle = await agents.start("d-desk-gated", run_id=root)
-        await wait_for_pending(handle)
-        await handle.cancel("the customer hung up")
-        result = await handle.result()
-        below = [await child_result(agents, child), await child_result(agents, grandchild)]
-        statuses = [(await agents.handle(r).describe()).status for r in (root, child, grandchild)]
-
-    assert result.stop is Stop.CANCELLED and result.status == "compensated"
-    assert [(r.stop, r.status) for r in below] == [(Stop.CANCELLED, "compensated")] * 2
-    assert statuses == [WorkflowExecutionStatus.COMPLETED] * 3  # nothing left running
-    effects = ledger.effects()
-    assert forward(effects) == [(root, "open_ticket"), (child, "reserve_funds"), (grandchild, "post_entry")]
-    # Newest first, each agent its own, children before their parent's earlier effects; the payment waiting
-    # for approval never happened, so there is nothing to refund.
-    assert undone(effects) == [(grandchild, "reverse_entry"), (child, "release_funds"), (root, "close_ticket")]
-    assert all(e.tool != "pay" for e in effects)
 
 
 async def test_a_child_that_answered_is_undone_as_a_unit_at_the_position_of_its_call(skipping_env, ledger, task_queue):

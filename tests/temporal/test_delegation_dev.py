@@ -1,6 +1,7 @@
 """Delegation on the real dev server: kill -9 of the worker while a delegated child runs (a new worker
 finishes the tree with one child — never a second — and each effect exactly once in the ledger), and a
-child's approval found and decided from the command line through its root."""
+child's approval found and decided from the command line through its root, and a root cancelled while its
+grandchild waits undoing the tree children first."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import uuid
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
 
 from agentic import Stop
 from durable_agents.client import AgentClient
@@ -17,6 +19,7 @@ from ops.devstack.worker_process import WorkerProcess
 from stores.ledger import EffectsLedger
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import starter
+from tests.temporal.test_delegation import child_result, forward, run_id, undone, wait_for_pending, worker
 from workflows.inputs import Timeouts
 
 MODULES = {"AGENT_MODULES": "examples,tests.support.delegation_agents"}
@@ -100,3 +103,32 @@ async def test_a_childs_approval_is_listed_with_its_root_and_approved_through_th
         code, out, _ = await starter("result", root, "--json", settings=settings)
         assert json.loads(out)["output"].startswith("Ticket opened; the billing desk says: Refunded order 4471")
     assert [(e.run_id, e.tool) for e in ledger.effects()] == [(root, "open_ticket"), (child, "refund_payment")]
+
+
+async def test_cancelling_the_root_while_a_grandchild_waits_undoes_everything_children_first(
+    dev_env, ledger, task_queue
+):
+    """On the real dev server. On the time-skipping server this run once never ended (one full run in about
+    eight): the grandchild's workflow task was refused with "ACTIVITY_UNKNOWN for scheduledEventId=37" — a cancel
+    of its compensation activity reaching that server after the activity had completed, which it refuses
+    (temporalio/sdk-java#2391) where the real server accepts it — and the run never moved again."""
+    root = run_id("cancel")
+    child, grandchild = f"{root}~2.1", f"{root}~2.1~2.1"
+    async with worker(dev_env, task_queue, ledger):
+        agents = AgentClient(dev_env.client, task_queue=task_queue)
+        handle = await agents.start("d-desk-gated", run_id=root)
+        await wait_for_pending(handle)
+        await handle.cancel("the customer hung up")
+        result = await handle.result()
+        below = [await child_result(agents, child), await child_result(agents, grandchild)]
+        statuses = [(await agents.handle(r).describe()).status for r in (root, child, grandchild)]
+
+    assert result.stop is Stop.CANCELLED and result.status == "compensated"
+    assert [(r.stop, r.status) for r in below] == [(Stop.CANCELLED, "compensated")] * 2
+    assert statuses == [WorkflowExecutionStatus.COMPLETED] * 3  # nothing left running
+    effects = ledger.effects()
+    assert forward(effects) == [(root, "open_ticket"), (child, "reserve_funds"), (grandchild, "post_entry")]
+    # Newest first, each agent its own, children before their parent's earlier effects; the payment waiting
+    # for approval never happened, so there is nothing to refund.
+    assert undone(effects) == [(grandchild, "reverse_entry"), (child, "release_funds"), (root, "close_ticket")]
+    assert all(e.tool != "pay" for e in effects)
