@@ -6,7 +6,7 @@ status, cancel, approve/deny, effects, facts, prune, recover, serve.
     job approve RUN_ID --key-file KEY --hash H | deny RUN_ID --by NAME
     job prune [--yes] | recover | serve [--port 8765]
 
-Made of the same arguments as starter.py (ops/cli/arguments.py, run_options.py, prune.py), so a flag means
+Made of the same arguments as starter.py (ops/cli/arguments.py, run_options.py, retention_flags.py), so a flag means
 the same thing in both: an agent as AGENT or --agent AGENT, a run id as RUN_ID or --id RUN_ID, --json and
 --debug on every command. Every command also takes --db (the checkpoint store; default
 AGENT_DATA_DIR/baseline.db), --ledger (default AGENT_LEDGER, else AGENT_DATA_DIR/ledger.db: the ledger
@@ -50,7 +50,7 @@ from ops.cli.arguments import (
 )
 from ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from ops.cli.output import CliError, emit, fail, printable
-from ops.cli.prune import add_prune_arguments, prune_request
+from ops.cli.retention_flags import add_prune_arguments, prune_request
 from ops.cli.run_options import add_run_arguments, run_request
 from ops.devstack.signals import stop_on_signals
 from ops.retention import checkpoints as retention

@@ -1,0 +1,46 @@
+"""`durable_agents`, the package a program imports, loads each public name where it lives on first use
+(durable_agents/__init__.py): every name in `__all__` resolves to the object its home module defines, the table
+of homes says what the imports for type checkers say, and a name it does not have is an AttributeError."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import durable_agents
+
+pytestmark = pytest.mark.unit
+
+SOURCE = Path(durable_agents.__file__).read_text()
+
+
+def imports_for_type_checkers() -> dict[str, str]:
+    block = next(n for n in ast.parse(SOURCE).body if isinstance(n, ast.If))  # `if TYPE_CHECKING:`
+    return {alias.asname or alias.name: node.module for node in block.body for alias in node.names}  # type: ignore[attr-defined]
+
+
+def test_every_public_name_resolves_to_the_object_its_home_defines() -> None:
+    homes = durable_agents._HOMES
+    assert sorted(durable_agents.__all__) == sorted(homes)
+    for name in durable_agents.__all__:
+        assert getattr(durable_agents, name) is getattr(importlib.import_module(homes[name]), name), name
+
+
+def test_the_table_of_homes_is_what_the_type_checkers_read() -> None:
+    assert imports_for_type_checkers() == durable_agents._HOMES
+
+
+def test_a_name_the_package_does_not_have_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'Agnet'"):
+        durable_agents.Agnet  # noqa: B018
+    with pytest.raises(ImportError):
+        from durable_agents import Agnet  # noqa: F401
+
+
+def test_star_import_and_dir_list_the_public_names() -> None:
+    namespace: dict[str, object] = {}
+    exec("from durable_agents import *", namespace)
+    assert set(durable_agents.__all__) <= set(namespace) and set(durable_agents.__all__) <= set(dir(durable_agents))
