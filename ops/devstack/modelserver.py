@@ -31,6 +31,12 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # arguments with a grammar built from its JSON schema.
 CHAT_FORMAT = "chatml-function-calling"
 INSTALL_HINT = "make llm (pip install -r requirements-llm.lock; about 8 minutes: it compiles llama.cpp)"
+# One thread, for generation and for reading the prompt. llama.cpp's own default (half the CPUs to generate, all
+# of them for prompts) spins its threads waiting for each other; beside other busy processes — a worker, a dev
+# server, a test suite — a thread that lost its CPU keeps the others spinning. Measured on 2 cores beside two
+# busy processes, 6 calls of 48 tokens: 4.9, 34.3, 7.8 and 20.1 s of the server's CPU with the default, 3.5-4.6 s
+# with one thread (and less wall time). A 135M model needs no more.
+DEFAULT_THREADS = 1
 
 
 class ModelServerError(RuntimeError):
@@ -68,7 +74,7 @@ def default_log(port: int) -> Path:
 
 
 def server_command(
-    model: Path, port: int, n_ctx: int = LOCAL_MODEL_N_CTX, *, threads: int | None = None, host: str = "127.0.0.1"
+    model: Path, port: int, n_ctx: int = LOCAL_MODEL_N_CTX, *, threads: int = DEFAULT_THREADS, host: str = "127.0.0.1"
 ) -> list[str]:
     command = [
         sys.executable,
@@ -87,9 +93,7 @@ def server_command(
         "--verbose",
         "false",  # per-request timings on every call otherwise
     ]
-    if threads is not None:
-        command += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
-    return command
+    return [*command, "--n_threads", str(threads), "--n_threads_batch", str(threads)]
 
 
 def healthy(base_url: str, timeout: float = 2.0) -> bool:
@@ -143,7 +147,7 @@ def start(
     n_ctx: int = LOCAL_MODEL_N_CTX,
     model: Path | None = None,
     *,
-    threads: int | None = None,
+    threads: int = DEFAULT_THREADS,
     log: Path | None = None,
     timeout: float = 120.0,
 ) -> ModelServer:
@@ -195,7 +199,10 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def main_foreground(
-    port: int = LOCAL_MODEL_PORT, n_ctx: int = LOCAL_MODEL_N_CTX, model: Path | None = None, threads: int | None = None
+    port: int = LOCAL_MODEL_PORT,
+    n_ctx: int = LOCAL_MODEL_N_CTX,
+    model: Path | None = None,
+    threads: int = DEFAULT_THREADS,
 ) -> int:
     """`starter.py model-server`: serve until Ctrl-C, SIGTERM or SIGHUP, then stop the child and exit 0."""
     stopping = threading.Event()

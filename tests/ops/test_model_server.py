@@ -66,6 +66,11 @@ def test_the_command_serves_until_a_signal_then_stops_its_child(
         assert f"Model server on http://127.0.0.1:{port}/v1" in banner, command.stderr.read()  # type: ignore[union-attr]
         child = int(banner.split("(pid ")[1].split(")")[0])
         assert modelserver.healthy(f"http://127.0.0.1:{port}/v1")
+        # One thread to generate and to read prompts unless told otherwise (DEFAULT_THREADS: llama.cpp's own
+        # default spins its threads against busy neighbours, many times the CPU for the same tokens).
+        arguments = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        threads = [arguments[arguments.index(flag) + 1] for flag in (b"--n_threads", b"--n_threads_batch")]
+        assert threads == [b"1", b"1"]
 
         command.send_signal(signum)
 

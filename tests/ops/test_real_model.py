@@ -43,7 +43,7 @@ from ops.devstack import modelserver
 from ops.devstack.modelserver import ModelServer
 
 ADDITIONS: list[tuple[int, int]] = []
-SERVER_INFO = {"model": modelserver.MODEL_FILE, "llama_cpp_python": "0.3.36", "n_ctx": 4096, "threads": None}
+SERVER_INFO = {"model": modelserver.MODEL_FILE, "llama_cpp_python": "0.3.36", "n_ctx": 4096, "threads": 1}
 
 
 @tool("Add two integers and return their sum.", a="the first integer", b="the second integer")
