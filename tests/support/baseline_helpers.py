@@ -1,7 +1,11 @@
-"""Helpers for the baseline tests: real SQLite files, real `job` subprocesses, polling instead of sleeps."""
+"""Helpers for the baseline tests: real SQLite files, the real `job` command line — in this process where the
+process boundary does not matter, a subprocess where it does (a crash, a kill, a server) — and polling instead
+of sleeps."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import socket
@@ -96,11 +100,19 @@ class Job:
         return process
 
     def run(
-        self, command: str, *args: str, crash: str | None = None, timeout: float = 60
+        self, command: str, *args: str, crash: str | None = None, timeout: float = 60, process: bool = False
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(command, *args), cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout
-        )
+        """One `job` command to its end: its exit code and what it printed. A command told to crash (it kills
+        its own process) or asked for a `process` runs as `python -m ops.cli.job`; any other runs `main` here,
+        with the same environment and arguments (a subprocess costs about a second of CPU, mostly imports;
+        tests/ops/test_cli_bad_input.py holds the two paths to the same messages and exit codes)."""
+        argv = self.argv(command, *args)
+        if crash is not None or process:
+            return subprocess.run(argv, cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout)
+        out, err = io.StringIO(), io.StringIO()
+        with environment(self.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(argv[3:])
+        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
     def cli(self, command: str, *args: str) -> int:
         """The command line in this process: for quick commands whose process boundary does not matter."""
@@ -132,6 +144,19 @@ class Job:
                     stream.close()
         if self._store is not None:
             self._store.close()
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """This process's environment is `env` until the block ends, then what it was."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def open_job(tmp_path: Path) -> Iterator[Job]:
