@@ -100,14 +100,16 @@ class Job:
         return process
 
     def run(
-        self, command: str, *args: str, crash: str | None = None, timeout: float = 60, process: bool = False
+        self, command: str, *args: str, crash: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         """One `job` command to its end: its exit code and what it printed. A command told to crash (it kills
-        its own process) or asked for a `process` runs as `python -m ops.cli.job`; any other runs `main` here,
-        with the same environment and arguments (a subprocess costs about a second of CPU, mostly imports;
-        tests/ops/test_cli_bad_input.py holds the two paths to the same messages and exit codes)."""
+        its own process) runs as `python -m ops.cli.job`; any other runs `main` in this process,
+        with the same environment and arguments: a subprocess costs about a second of CPU, mostly imports, and
+        `make test` ran about 180 of them. The process path stays covered by every `spawn` (the crash, kill,
+        lease and `serve` tests), the installed script's test (tests/baseline/test_baseline_cli.py) and the
+        spawned bad-input cases (tests/ops/test_cli_bad_input.py)."""
         argv = self.argv(command, *args)
-        if crash is not None or process:
+        if crash is not None:
             return subprocess.run(argv, cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout)
         out, err = io.StringIO(), io.StringIO()
         with environment(self.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
