@@ -39,6 +39,7 @@ from bench.temporal_runs import step_intervals
 from config.settings import ROOT
 from ops.devstack.local_postgres import LocalPostgres
 from tests.support.postgres_server import binaries
+from tests.support.processes import run_to_end
 
 # -- statistics ---------------------------------------------------------------------------------------
 
@@ -513,7 +514,6 @@ def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
     """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
     import json
-    import subprocess
     import sys
 
     saved = tmp_path / "overhead.json"
@@ -548,7 +548,7 @@ def _overhead_for_report() -> dict:
 def bench(*arguments: str, out: Path) -> None:
     """`python -m bench ARGUMENTS --out OUT`, as a person would run it; it must succeed."""
     command = [sys.executable, "-m", "bench", *arguments, "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = run_to_end(command, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 
 import pytest
 
-from config.settings import ROOT
+from tests.support.processes import run_to_end
 
 # Processes of its own: the benchmark, run as a command line.
 pytestmark = pytest.mark.system
@@ -23,7 +22,7 @@ LAST = re.compile(
 
 def test_bench_delegation_reports_a_child_next_to_an_inline_call(tmp_path):
     command = [sys.executable, "-m", "bench", "delegation", "--reps", "2", "--warmup", "0", "--out", str(tmp_path)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    done = run_to_end(command, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     last = LAST.match(done.stdout.strip().splitlines()[-1])
     assert last, done.stdout[-1000:]

@@ -4,12 +4,11 @@ summary line the issue specifies; by reference the history stays within 3x the t
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import pytest
 
-from config.settings import ROOT
+from tests.support.processes import run_to_end
 
 # Processes of its own: the benchmark, run as a command line.
 pytestmark = pytest.mark.system
@@ -38,7 +37,7 @@ def test_bench_history_bounded(tmp_path):
         "--out",
         str(tmp_path),
     ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    done = run_to_end(command, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     last = LAST.match(done.stdout.strip().splitlines()[-1])
     assert last, done.stdout[-1000:]

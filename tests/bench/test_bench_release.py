@@ -4,12 +4,11 @@ sticky queues as a starting worker releases them, and the command says how many 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import pytest
 
-from config.settings import ROOT
+from tests.support.processes import run_to_end
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -20,7 +19,7 @@ LINE = re.compile(r"^release: runs=(\d+) released=(\d+) seconds=([\d.]+) server_
 
 def test_bench_release_releases_every_stepping_run():
     command = [sys.executable, "-m", "bench", "release", "--runs", "5", "--reps", "2"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    done = run_to_end(command, timeout=240)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     measured = [m for line in done.stdout.splitlines() if (m := LINE.match(line))]
     assert len(measured) == 2

@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from config.settings import ROOT
 from ops.devstack.local_postgres import find_binaries
-from tests.support.processes import Command, alive, descendants, wait_gone
+from tests.support.processes import Command, alive, descendants, run_to_end, wait_gone
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -26,7 +24,7 @@ pytestmark = pytest.mark.system
 
 def test_bench_waiting_parks_runs_and_drains_them_both_ways(tmp_path):
     command = [sys.executable, "-m", "bench", "waiting", "--quick", "--out", str(tmp_path)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = run_to_end(command, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     results = json.loads((tmp_path / "waiting.json").read_text())["waiting"]
     expected = ["sqlite", "postgres"] if find_binaries() else ["sqlite"]

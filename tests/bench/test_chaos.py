@@ -4,28 +4,24 @@ random, then no run lost and no effect made twice. Bounded here; `-m slow` runs 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from bench.commands import LAST_LINE
-from config.settings import ROOT
+from tests.support.processes import run_to_end
 
 # Processes of its own: the chaos benchmark's servers and workers, SIGKILLed.
 pytestmark = pytest.mark.system
 
 
 def chaos(engine: str, runs: int, seed: int, out: Path, *extra: str, timeout: float) -> dict[str, object]:
-    done = subprocess.run(
+    done = run_to_end(
         [
             *(sys.executable, "-m", "bench", "chaos", "--engine", engine),
             *("--runs", str(runs), "--seed", str(seed), "--out", str(out), *extra),
         ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=timeout,
     )
     lines = done.stdout.strip().splitlines()

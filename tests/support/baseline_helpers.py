@@ -5,12 +5,12 @@ of sleeps."""
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -111,10 +111,13 @@ class Job:
         argv = self.argv(command, *args)
         if crash is not None:
             return subprocess.run(argv, cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout)
-        out, err = io.StringIO(), io.StringIO()
-        with environment(self.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(argv[3:])
-        return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+        # Files, not StringIO: what the command starts (an MCP server on stdio) inherits `sys.stderr` by its fd.
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            with environment(self.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(argv[3:])
+            out.seek(0)
+            err.seek(0)
+            return subprocess.CompletedProcess(argv, code, out.read(), err.read())
 
     def cli(self, command: str, *args: str) -> int:
         """The command line in this process: for quick commands whose process boundary does not matter."""

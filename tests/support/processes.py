@@ -1,4 +1,5 @@
-"""What a command started, read from /proc: for tests that check nothing outlives a stopped command."""
+"""What a command started, read from /proc: for tests that check nothing outlives a stopped command; and
+running a command that starts processes of its own so that an interrupted test stops them too."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from config.settings import ROOT
+
+# How long an interrupted command gets to stop what it started (a bench's dev servers and workers) before SIGKILL.
+GRACE = 30.0
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -118,3 +122,33 @@ class Command:
             self.process.kill()
             self.process.wait()
         kill_all(self.seen)
+
+
+def run_to_end(
+    argv: Sequence[str], *, timeout: float, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(argv, capture_output=True, text=True)` for a command that starts processes in sessions of
+    their own (dev servers, workers: the bench, a user's test run). When the test is interrupted (Ctrl-C, or the
+    session's SIGTERM or SIGHUP: tests/conftest.py) or the command outlives `timeout`, it gets SIGTERM and `GRACE`
+    seconds to stop them, as a user's Ctrl-C gives it, and only then SIGKILL: `subprocess.run` SIGKILLs it a
+    quarter of a second after an interrupt, and a bench's two dev servers and four workers were left running."""
+    with subprocess.Popen(
+        list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            stop_gracefully(process)
+            raise
+    return subprocess.CompletedProcess(list(argv), process.returncode, out, err)
+
+
+def stop_gracefully(process: subprocess.Popen[str]) -> None:
+    """SIGTERM, up to `GRACE` seconds for the process to stop what it started, then SIGKILL."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.communicate(timeout=GRACE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()

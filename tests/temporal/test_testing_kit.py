@@ -25,6 +25,7 @@ from examples.refund import agent as refund_agent
 from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 from tests.support.docs import code_block_after
+from tests.support.processes import run_to_end
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -37,9 +38,7 @@ def readme_testing_example() -> str:
 def run_pytest(directory: Path) -> subprocess.CompletedProcess[str]:
     """`python -m pytest` in `directory`, as a user runs their tests: no arguments, outside this project."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AGENT_", "TEMPORAL_"))}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest"], cwd=directory, env=env, capture_output=True, text=True, timeout=120
-    )
+    return run_to_end([sys.executable, "-m", "pytest"], cwd=directory, env=env, timeout=120)
 
 
 def test_the_readmes_testing_example_passes_as_a_users_own_test_file(tmp_path):
