@@ -13,7 +13,7 @@ from types import FrameType
 
 import pytest
 
-from tests.support.processes import alive, kill_all, run_to_end, wait_gone
+from tests.support.processes import alive, kill_all, run_to_end, run_to_end_async, wait_gone
 
 pytestmark = pytest.mark.system
 
@@ -22,7 +22,7 @@ TIMEOUT = 5  # seconds: the command starts its child in a fraction of one, under
 # Starts a child in a session of its own (as the bench starts a dev server), writes its pid, and on SIGTERM
 # stops it before exiting — what our commands do.
 COMMAND = """
-import signal, subprocess, sys, time
+import os, signal, subprocess, sys, time
 from pathlib import Path
 def stop(signum, frame):
     child.terminate()
@@ -31,7 +31,7 @@ def stop(signum, frame):
 signal.signal(signal.SIGTERM, stop)  # before the pid is written: the test signals only once it is
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
 written = Path(sys.argv[1] + ".tmp")
-written.write_text(str(child.pid))
+written.write_text(f"{os.getpid()} {child.pid}")
 written.rename(sys.argv[1])  # whole when it appears
 time.sleep(600)
 """
@@ -42,12 +42,12 @@ def child_pid_file(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "child.pid"
     yield path
     if path.exists():
-        kill_all([int(path.read_text())])  # the control's survivor, or what a failed test left
+        kill_all(int(pid) for pid in path.read_text().split())  # the control's survivor, or what a failed test left
 
 
 def started_child(path: Path) -> int:
     assert path.exists(), f"the command did not start its child within {TIMEOUT} s"
-    return int(path.read_text())
+    return int(path.read_text().split()[1])
 
 
 def test_a_command_past_its_timeout_stops_what_it_started(child_pid_file: Path) -> None:
@@ -72,6 +72,13 @@ def test_an_interrupted_test_lets_the_command_stop_what_it_started(child_pid_fil
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    assert wait_gone([started_child(child_pid_file)], timeout=10) == set()
+
+
+async def test_an_async_test_s_command_past_its_timeout_stops_what_it_started(child_pid_file: Path) -> None:
+    """The same for async tests (`tests/ops/test_cli.py`'s `starter`: the demo starts a server and a worker)."""
+    with pytest.raises(TimeoutError):
+        await run_to_end_async([sys.executable, "-c", COMMAND, str(child_pid_file)], timeout=TIMEOUT)
     assert wait_gone([started_child(child_pid_file)], timeout=10) == set()
 
 

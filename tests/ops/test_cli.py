@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -13,6 +12,7 @@ import pytest
 from config.settings import ROOT, Settings
 from ops.devstack.devserver import free_port
 from tests.conftest import dev_settings, eventually, new_worker
+from tests.support.processes import run_to_end_async
 
 # Processes of its own: the command lines.
 pytestmark = pytest.mark.system
@@ -22,7 +22,8 @@ async def starter(
     *args: str, settings: Settings | None = None, timeout: float = 120, env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
     """`starter.py` in a subprocess: (exit code, stdout, stderr). `env`: its whole environment (default ours,
-    with `settings` on top)."""
+    with `settings` on top). Interrupted or past `timeout`, it gets time to stop what it started (the demo's
+    server and worker): tests/support/processes.py."""
     env = dict(os.environ) if env is None else env
     if settings is not None:
         env |= {
@@ -31,17 +32,7 @@ async def starter(
             "TEMPORAL_TASK_QUEUE": settings.task_queue,
             "AGENT_LEDGER": str(settings.ledger_path),
         }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(ROOT / "starter.py"),
-        *args,
-        env=env,
-        cwd=ROOT,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout)
-    return process.returncode or 0, out.decode(), err.decode()
+    return await run_to_end_async([sys.executable, str(ROOT / "starter.py"), *args], timeout=timeout, env=env)
 
 
 def assert_one_clear_line(err: str, expected: str) -> None:

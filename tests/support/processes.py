@@ -3,6 +3,7 @@ running a command that starts processes of its own so that an interrupted test s
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -152,3 +153,26 @@ def stop_gracefully(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
+
+
+async def run_to_end_async(
+    argv: Sequence[str], *, timeout: float, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """`run_to_end` for async tests: (exit code, stdout, stderr). Cancelled (the test interrupted, its loop
+    closing) or past `timeout`, the command gets SIGTERM and `GRACE` seconds before SIGKILL; asyncio's subprocess
+    transport would otherwise SIGKILL it when the loop closes."""
+    process = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except BaseException:
+        if process.returncode is None:
+            process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), GRACE)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        raise
+    return process.returncode or 0, out.decode(), err.decode()
