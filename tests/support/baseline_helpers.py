@@ -107,7 +107,8 @@ class Job:
         with the same environment and arguments: a subprocess costs about a second of CPU, mostly imports, and
         `make test` ran about 180 of them. The process path stays covered by every `spawn` (the crash, kill,
         lease and `serve` tests), the installed script's test (tests/baseline/test_baseline_cli.py) and the
-        spawned bad-input cases (tests/ops/test_cli_bad_input.py)."""
+        spawned bad-input cases (tests/ops/test_cli_bad_input.py). `timeout` bounds a subprocess; in this process
+        pytest-timeout bounds the command with its test."""
         argv = self.argv(command, *args)
         if crash is not None:
             return subprocess.run(argv, cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout)

@@ -132,7 +132,7 @@ def run_to_end(
     their own (dev servers, workers: the bench, a user's test run). When the test is interrupted (Ctrl-C, or the
     session's SIGTERM or SIGHUP: tests/conftest.py) or the command outlives `timeout`, it gets SIGTERM and `GRACE`
     seconds to stop them, as a user's Ctrl-C gives it, and only then SIGKILL: `subprocess.run` SIGKILLs it a
-    quarter of a second after an interrupt, and a bench's two dev servers and four workers were left running."""
+    quarter of a second after an interrupt, and a bench's two dev servers and three workers were left running."""
     with subprocess.Popen(
         list(argv), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as process:
