@@ -67,7 +67,9 @@ class SkippingServer:
     completes or fails. Terminate a run while its activity task is out (what this file does to a run a test
     left open) and that release never comes — the run is closed — so the lock stays held and every later test
     that waits on a timer hangs (on CI, four tests failed after one such leak). Reproduced in
-    tests/temporal/test_workflow_hygiene.py."""
+    tests/temporal/test_workflow_hygiene.py. A continue-as-new can leak it too: under load the server started
+    the new run yet refused the old run's completion, leaving the old run open with its workflow task out (the
+    crossing-approval test in tests/temporal/test_long_runs.py, which now runs on a dev server for it)."""
 
     def __init__(self, env: WorkflowEnvironment) -> None:
         self.env = env

@@ -193,7 +193,8 @@ async def test_a_pending_approval_crosses_the_boundary_with_its_deadline(suggest
     atomic. Under load it started the new run yet refused the old run's completion ("workflow execution already
     completed"), leaving that run open with its workflow task out, and so time skipping locked for good: the
     next `sleep` timed out (8 of 40 runs of this test beside six busy loops on 2 cores; 0 of 40 on an idle
-    machine)."""
+    machine). The same shape as temporalio/sdk-java#3088: the test server changes a run's state before it knows
+    the completion succeeded."""
     client = suggesting_env.client
     input = AgentInput(scenario="t-pay-sequence", approvals=ApprovalPolicy(timeout_seconds=3600))
     often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
