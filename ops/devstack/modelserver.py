@@ -37,6 +37,13 @@ INSTALL_HINT = "make llm (pip install -r requirements-llm.lock; about 8 minutes:
 # busy processes, 6 calls of 48 tokens: 4.9, 34.3, 7.8 and 20.1 s of the server's CPU with the default, 3.5-4.6 s
 # with one thread (and less wall time). A 135M model needs no more.
 DEFAULT_THREADS = 1
+# Reading a prompt is most of a small model's work on one thread (about 7 ms a token: 2 s for the billing agent's
+# first request), and an agent re-sends the same system prompt and tools at every step of every run. llama.cpp
+# reuses only the prefix of the request just before; with several runs interleaved, or a step whose tool_choice
+# renders another prompt, that prefix is gone. A RAM cache of the states after recent prompts (the longest
+# matching prefix is loaded, the rest read) took repeated two-step billing runs from 3.0-3.9 to 1.0-1.2 s of the
+# server's CPU. Each state is about 30 MB; the cache drops the least recently used beyond this size.
+PROMPT_CACHE_BYTES = 256 << 20
 
 
 class ModelServerError(RuntimeError):
@@ -93,6 +100,7 @@ def server_command(
         "--verbose",
         "false",  # per-request timings on every call otherwise
     ]
+    command += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(PROMPT_CACHE_BYTES)]
     return [*command, "--n_threads", str(threads), "--n_threads_batch", str(threads)]
 
 

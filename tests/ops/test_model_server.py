@@ -132,3 +132,12 @@ def test_the_workers_local_model_url(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings().local_model_url == "http://127.0.0.1:8088/v1"
     monkeypatch.setenv("AGENT_LOCAL_MODEL_URL", "http://models.internal:9000/v1")
     assert Settings().local_model_url == "http://models.internal:9000/v1"
+
+
+def test_the_prompt_cache_is_on_and_bounded():
+    """The RAM cache of prompt states is what makes repeated prompts cheap (docs/local-model.md); llama-cpp's
+    own default size is 2 GiB, about 70 states of 30 MB held for the server's life: ours stays far below."""
+    command = modelserver.server_command(Path("m.gguf"), 8088)
+    flags = dict(zip(command[3::2], command[4::2], strict=False))
+    assert flags["--cache"] == "true" and flags["--cache_type"] == "ram"
+    assert int(flags["--cache_size"]) == modelserver.PROMPT_CACHE_BYTES <= 512 << 20
