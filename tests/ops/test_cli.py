@@ -1,7 +1,9 @@
-"""`starter.py` as users run it: a real subprocess, real exit codes, against the real dev server."""
+"""`starter.py` as users run it, against the real dev server: the client commands' `main` in this process (see
+`starter`), the commands that serve or start servers, and a few others on purpose, as real subprocesses."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -11,19 +13,36 @@ import pytest
 
 from config.settings import ROOT, Settings
 from ops.devstack.devserver import free_port
+from ops.retention.temporal import CRASH_ENV as PRUNE_CRASH_ENV
+from starter import main as starter_main
 from tests.conftest import dev_settings, eventually, new_worker
+from tests.support.in_process import run_main
 from tests.support.processes import run_to_end_async
 
 # Processes of its own: the command lines.
 pytestmark = pytest.mark.system
 
 
+# The commands a test may run in its own process (tests/support/in_process.py): clients of a server or of the
+# stores, which start nothing and install no signal handler. Those that serve, start servers or stop on signals
+# (`server`, `serve`, `demo`, `model-server`, `codec-server`) always run as processes.
+IN_PROCESS = frozenset(
+    {"run", "status", "result", "effects", "pending", "approve", "deny", "cancel", "facts", "prune", "archive"}
+)
+
+
 async def starter(
-    *args: str, settings: Settings | None = None, timeout: float = 120, env: dict[str, str] | None = None
+    *args: str,
+    settings: Settings | None = None,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    process: bool = False,
 ) -> tuple[int, str, str]:
-    """`starter.py` in a subprocess: (exit code, stdout, stderr). `env`: its whole environment (default ours,
-    with `settings` on top). Interrupted or past `timeout`, it gets time to stop what it started (the demo's
-    server and worker): tests/support/processes.py."""
+    """`starter.py ARGS`: (exit code, stdout, stderr). `env`: its whole environment (default ours, with
+    `settings` on top). A client command (`IN_PROCESS`) runs its `main` in this process, in a thread (it runs
+    its own event loop), unless `process` asks for the real subprocess — a test that kills it or checks what
+    only a process shows; others always run as `python starter.py`, and interrupted or past `timeout` they get
+    time to stop what they started (the demo's server and worker): tests/support/processes.py."""
     env = dict(os.environ) if env is None else env
     if settings is not None:
         env |= {
@@ -32,6 +51,9 @@ async def starter(
             "TEMPORAL_TASK_QUEUE": settings.task_queue,
             "AGENT_LEDGER": str(settings.ledger_path),
         }
+    crashes = PRUNE_CRASH_ENV in env  # the command SIGKILLs itself: never this process
+    if args and args[0] in IN_PROCESS and not (process or crashes):
+        return await asyncio.to_thread(run_main, starter_main, args, env)
     return await run_to_end_async([sys.executable, str(ROOT / "starter.py"), *args], timeout=timeout, env=env)
 
 
@@ -43,7 +65,7 @@ def assert_one_clear_line(err: str, expected: str) -> None:
 
 
 async def test_unknown_agent_is_one_line_and_exit_2():
-    code, _, err = await starter("run", "no-such-agent")
+    code, _, err = await starter("run", "no-such-agent", process=True)  # the exit code of a real process
     assert code == 2
     assert_one_clear_line(
         err, "unknown agent 'no-such-agent'; known: billing, billing-desk, courier, migration, refund, support, trip"

@@ -4,13 +4,11 @@ of sleeps."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from baseline.store import StepRow, Store
 from config.settings import ROOT
 from ops.cli import job as cli
 from stores.ledger import Effect, EffectsLedger
+from tests.support.in_process import run_main
 
 
 def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "", interval: float = 0.05) -> Any:
@@ -112,13 +111,8 @@ class Job:
         argv = self.argv(command, *args)
         if crash is not None:
             return subprocess.run(argv, cwd=ROOT, env=self.env(crash), capture_output=True, text=True, timeout=timeout)
-        # Files, not StringIO: what the command starts (an MCP server on stdio) inherits `sys.stderr` by its fd.
-        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-            with environment(self.env()), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = cli.main(argv[3:])
-            out.seek(0)
-            err.seek(0)
-            return subprocess.CompletedProcess(argv, code, out.read(), err.read())
+        code, out, err = run_main(cli.main, argv[3:], self.env())
+        return subprocess.CompletedProcess(argv, code, out, err)
 
     def cli(self, command: str, *args: str) -> int:
         """The command line in this process: for quick commands whose process boundary does not matter."""
@@ -150,19 +144,6 @@ class Job:
                     stream.close()
         if self._store is not None:
             self._store.close()
-
-
-@contextlib.contextmanager
-def environment(env: dict[str, str]) -> Iterator[None]:
-    """This process's environment is `env` until the block ends, then what it was."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def open_job(tmp_path: Path) -> Iterator[Job]:

@@ -8,18 +8,18 @@ import asyncio
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 from agentic import Stop
-from config.settings import ROOT, Settings
+from config.settings import Settings
 from durable_agents import AgentClient
+from ops.cli.job import main as job_main
 from ops.devstack.worker_process import WorkerProcess
+from starter import main as starter_main
 from stores.facts import SqliteFactStore
 from stores.postgres import Database, PostgresFactStore
 from tests.conftest import dev_settings, eventually
+from tests.support.in_process import run_main
 from workflows.inputs import Timeouts
 
 TICKET = "Ticket T-1: customer C-7 prefers BlueDart"
@@ -115,7 +115,8 @@ async def test_a_worker_killed_between_the_write_and_the_answer_leaves_one_versi
 
 
 def command(program: str, *args: str, settings: Settings) -> tuple[int, str, str]:
-    """`starter.py ...` or `job ...` as a user runs it, configured like the worker by the environment."""
+    """`starter.py ...` or `job ...` as a user runs it, configured like the worker by the environment: its `main`
+    in this process with that environment (tests/support/in_process.py; the worker is the process here)."""
     env = {k: v for k, v in os.environ.items() if k != "AGENT_DATABASE_URL"} | {
         "TEMPORAL_ADDRESS": settings.address,
         "TEMPORAL_NAMESPACE": settings.namespace,
@@ -125,13 +126,7 @@ def command(program: str, *args: str, settings: Settings) -> tuple[int, str, str
     }
     if settings.database_url:
         env["AGENT_DATABASE_URL"] = settings.database_url
-    argv = (
-        [sys.executable, str(ROOT / "starter.py")]
-        if program == "starter"
-        else [str(Path(sys.executable).parent / "job")]
-    )
-    done = subprocess.run([*argv, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
-    return done.returncode, done.stdout, done.stderr
+    return run_main(starter_main if program == "starter" else job_main, args, env)
 
 
 async def test_the_courier_example_from_the_command_line(dev_env, task_queue, tmp_path, backend):
