@@ -100,8 +100,8 @@ def server_command(
         "--verbose",
         "false",  # per-request timings on every call otherwise
     ]
-    command += ["--cache", "true", "--cache_type", "ram", "--cache_size", str(PROMPT_CACHE_BYTES)]
-    return [*command, "--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    cache = ["--cache", "true", "--cache_type", "ram", "--cache_size", str(PROMPT_CACHE_BYTES)]
+    return [*command, *cache, "--n_threads", str(threads), "--n_threads_batch", str(threads)]
 
 
 def healthy(base_url: str, timeout: float = 2.0) -> bool:

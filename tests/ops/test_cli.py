@@ -13,7 +13,6 @@ import pytest
 
 from config.settings import ROOT, Settings
 from ops.devstack.devserver import free_port
-from ops.retention.temporal import CRASH_ENV as PRUNE_CRASH_ENV
 from starter import main as starter_main
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.support.in_process import run_main
@@ -40,9 +39,10 @@ async def starter(
 ) -> tuple[int, str, str]:
     """`starter.py ARGS`: (exit code, stdout, stderr). `env`: its whole environment (default ours, with
     `settings` on top). A client command (`IN_PROCESS`) runs its `main` in this process, in a thread (it runs
-    its own event loop), unless `process` asks for the real subprocess — a test that kills it or checks what
-    only a process shows; others always run as `python starter.py`, and interrupted or past `timeout` they get
-    time to stop what they started (the demo's server and worker): tests/support/processes.py."""
+    its own event loop), unless `process` asks for the real subprocess: a test that kills it, one told to
+    SIGKILL itself, or one checking what only a process shows. The others always run as `python starter.py`;
+    interrupted or past `timeout`, they get time to stop what they started (the demo's server and worker):
+    tests/support/processes.py."""
     env = dict(os.environ) if env is None else env
     if settings is not None:
         env |= {
@@ -51,8 +51,7 @@ async def starter(
             "TEMPORAL_TASK_QUEUE": settings.task_queue,
             "AGENT_LEDGER": str(settings.ledger_path),
         }
-    crashes = PRUNE_CRASH_ENV in env  # the command SIGKILLs itself: never this process
-    if args and args[0] in IN_PROCESS and not (process or crashes):
+    if args and args[0] in IN_PROCESS and not process:
         return await asyncio.to_thread(run_main, starter_main, args, env)
     return await run_to_end_async([sys.executable, str(ROOT / "starter.py"), *args], timeout=timeout, env=env)
 

@@ -371,7 +371,8 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
         assert code == 0 and out.startswith("would archive and delete 1 run(s) (a dry run: add --yes to do it):")
         assert not stack.archive_dir.exists() and not await gone(client, run_id)
 
-    code, _, _ = await starter(*prune_yes, env=cli_env(client, backend, AGENT_PRUNE_CRASH_AT=point))
+    # A process: the command SIGKILLs itself at `point`.
+    code, _, _ = await starter(*prune_yes, env=cli_env(client, backend, AGENT_PRUNE_CRASH_AT=point), process=True)
     assert code == -signal.SIGKILL
     [first] = sorted(stack.archive_dir.glob("*.jsonl.gz"))
     assert not list(stack.archive_dir.glob("*.partial"))
