@@ -305,6 +305,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """The guard, and a data directory of this process's own: a test or a command line it starts that writes
     local state without naming a directory (the demo's worker log, a default transcript store) writes there, not
     into the work tree — and never into another xdist worker's files, nor a user's real AGENT_DATA_DIR."""
+    if not hasattr(config, "workerinput"):  # the controller (or a run without -n), before any worker starts
+        # matplotlib (bench/report.py's plots) builds its font list once per machine, running `fc-list`: on a
+        # fresh machine whichever test imported it first started that process and broke the guard below. Built
+        # here (0.3 s; a file in matplotlib's cache directory afterwards), no test pays for it.
+        import matplotlib.font_manager  # noqa: F401
     GUARD.install()
     # SIGTERM or SIGHUP (a CI timeout, `kill` of a `make test`) ends the session as Ctrl-C does, so the session's
     # fixtures stop the servers they started in sessions of their own (PostgreSQL, the model server, dev servers):
