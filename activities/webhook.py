@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.caller import agent_run_execution, calling_run, describe, refused
 from activities.inputs import WebhookDelivered, WebhookInput
+from config.http_clients import tls_context
 from config.webhook_signing import (
     SECRET_ENV,
     host_addresses,
@@ -64,7 +65,7 @@ class WebhookActivities:
         body = json.dumps(input.payload, sort_keys=True).encode()
         headers = {"content-type": "application/json"} | signed_headers(self.secret, input.event_id, body)
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
+            async with httpx.AsyncClient(timeout=self.timeout, verify=tls_context()) as client:
                 response = await client.post(input.url, content=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ApplicationError(f"webhook {where}: {type(exc).__name__}", type="WebhookFailed") from None

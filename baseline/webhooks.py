@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from baseline.errors import BadInput
 from baseline.store import Store, iso
+from config.http_clients import tls_context
 from config.settings import Settings
 from config.webhook_signing import (
     SECRET_ENV,
@@ -72,7 +73,7 @@ def deliver_pending(
     import httpx
 
     delivered = 0
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, verify=tls_context()) as client:
         for row in rows:
             if _claim(store, row["id"]) and _deliver(store, client, row, sender, attempts, backoff):
                 delivered += 1

@@ -27,6 +27,7 @@ import uvicorn
 from temporalio.api.enums.v1 import EventType
 
 from bench.cli import Command, register
+from config.http_clients import tls_context
 from config.settings import Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
@@ -97,7 +98,9 @@ async def _measure(args: argparse.Namespace, agents: AgentClient) -> dict[str, A
         await asyncio.sleep(0.05)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     limits = httpx.Limits(max_connections=args.runs + 10)
-    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=None, limits=limits)
+    client = httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=None, limits=limits, verify=tls_context()
+    )
     streams: list[asyncio.Task[None]] = []
     try:
         handles = [await agents.start("refund", run_id=f"idle-{i}-{uuid.uuid4().hex[:4]}") for i in range(args.runs)]

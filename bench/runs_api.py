@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from config.http_clients import tls_context
 from config.settings import ROOT, Settings
 from ops.devstack import devserver
 
@@ -48,7 +49,7 @@ async def runs_api(settings: Settings, log: Path) -> AsyncIterator[tuple[str, in
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
-        async with httpx.AsyncClient(base_url=url, headers=auth_headers()) as client:
+        async with httpx.AsyncClient(base_url=url, headers=auth_headers(), verify=tls_context()) as client:
             while True:
                 with contextlib.suppress(httpx.HTTPError):
                     if (await client.get("/runs", params={"limit": 1})).status_code == 200:

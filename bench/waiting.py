@@ -50,6 +50,7 @@ from bench.runs_api import APPROVER, auth_headers, runs_api
 from bench.stack import our_worker
 from bench.stalled import DrainStalled, until_closed
 from bench.stats import summarize
+from config.http_clients import tls_context
 from config.settings import Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
@@ -158,7 +159,7 @@ def stores_bytes(stack: Stack) -> int:
 
 async def cache_size(metrics_url: str) -> float | None:
     try:
-        async with httpx.AsyncClient(timeout=5) as client:
+        async with httpx.AsyncClient(timeout=5, verify=tls_context()) as client:
             text = (await client.get(metrics_url)).text
     except httpx.HTTPError:
         return None
@@ -267,7 +268,9 @@ async def drain(
         shown = await gated(ids, config.in_flight, lambda run_id: _reviewed(stack.client, run_id))
         reviewed = dict(zip(ids, shown, strict=True))
         limits = httpx.Limits(max_connections=config.in_flight, max_keepalive_connections=config.in_flight)
-        http = httpx.AsyncClient(base_url=api_url or "", headers=auth_headers(), limits=limits, timeout=120)
+        http = httpx.AsyncClient(
+            base_url=api_url or "", headers=auth_headers(), limits=limits, timeout=120, verify=tls_context()
+        )
 
         async def decide(run_id: str) -> float:
             call_id, arguments_hash = reviewed[run_id]

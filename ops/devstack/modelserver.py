@@ -21,6 +21,7 @@ import httpx
 from agentic.models.base import ModelSettings
 from agentic.models.local import local_model
 from agentic.models.openai_chat import OpenAIChatModel
+from config.http_clients import tls_context
 from config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, data_dir
 from ops.devstack import child_process
 from ops.devstack.devserver import port_open
@@ -107,7 +108,7 @@ def server_command(
 def healthy(base_url: str, timeout: float = 2.0) -> bool:
     """The server answers `GET /models`: its model is loaded and it accepts requests."""
     try:
-        return httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout).status_code == 200
+        return httpx.get(f"{base_url.rstrip('/')}/models", timeout=timeout, verify=tls_context()).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from config.http_clients import tls_context
 from config.webhook_signing import TIMESTAMP_HEADER, verify
 from tests.support.baseline_helpers import Job, eventually, finish, free_port, one_line_error, open_job
 from tests.support.runs_api_stack import read_events
@@ -41,7 +42,7 @@ def api(job: Job) -> Iterator[httpx.Client]:
     port = free_port()
     server = job.spawn("serve", "--port", str(port))
     headers = {"Authorization": f"Bearer {APPROVER}"}
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, headers=headers) as client:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, headers=headers, verify=tls_context()) as client:
 
         def ready() -> bool:
             assert server.poll() is None, server.stderr.read() if server.stderr else ""
@@ -71,7 +72,7 @@ def test_every_route_needs_a_token_and_a_viewer_may_only_read(job: Job, api: htt
     is what the cancellation records."""
     worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("x"), what="the first record")
-    bare = httpx.Client(base_url=str(api.base_url), timeout=10)
+    bare = httpx.Client(base_url=str(api.base_url), timeout=10, verify=tls_context())
     for method, path in (("GET", "/runs/x"), ("GET", "/runs/x/events"), ("POST", "/runs/x/cancel")):
         for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": f"Basic {APPROVER}"}):
             response = bare.request(method, path, headers=headers, json={} if method == "POST" else None)
@@ -136,7 +137,7 @@ def test_serve_refuses_to_start_without_tokens_unless_insecure_on_loopback(job: 
 
         def answered() -> httpx.Response | None:  # the line is printed just before the port is bound
             try:
-                return httpx.get(f"http://127.0.0.1:{port}/runs/none", timeout=10)
+                return httpx.get(f"http://127.0.0.1:{port}/runs/none", timeout=10, verify=tls_context())
             except httpx.ConnectError:
                 return None
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from config.http_clients import tls_context
 from tests.support.baseline_helpers import Job, eventually, free_port, open_job
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
@@ -52,7 +53,7 @@ def test_job_serve_runs_at_most_max_runs_worker_processes(job: Job) -> None:
     port = free_port()
     server = job.spawn("serve", "--port", str(port), "--max-runs", "2")
     headers = {"Authorization": f"Bearer {APPROVER}"}
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, headers=headers) as api:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30, headers=headers, verify=tls_context()) as api:
 
         def ready() -> bool:
             assert server.poll() is None, server.stderr.read() if server.stderr else ""

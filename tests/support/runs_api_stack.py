@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from config.http_clients import tls_context
 from config.settings import ROOT, Settings
 from ops.devstack import devserver
 from ops.devstack.worker_process import WorkerProcess
@@ -50,7 +51,7 @@ class ApiStack:
 
     def client(self, token: str | None = APPROVER) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, verify=tls_context())
 
     def effects(self, run_id: str) -> list[Effect]:
         # One ledger object for the stack's life: opening the file anew in this process each time (its
@@ -87,7 +88,7 @@ def _serve(stack: ApiStack, command: list[str], env: dict[str, str]) -> None:
         log.close()
 
     stack.stops.append(stop)
-    with httpx.Client(base_url=stack.url, timeout=5) as client:
+    with httpx.Client(base_url=stack.url, timeout=5, verify=tls_context()) as client:
 
         def ready() -> bool:
             assert process.poll() is None, (stack.tmp / "serve.log").read_text()
