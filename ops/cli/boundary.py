@@ -21,7 +21,6 @@ A known error is one whose class says what it is: `CliError` (with its code), an
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sqlite3
 import sys
@@ -38,6 +37,7 @@ from config.codec.keys import KeyConfigError
 from config.connection import ConnectionSettingsError
 from config.settings import Settings
 from durable_agents.clean_exit import release_runtimes
+from durable_agents.clean_exit import run as run_to_completion
 from durable_agents.errors import AgentClientError, AmbiguousApproval
 from ops.cli.arguments import resolve, resolve_agents, unrecognized
 from ops.cli.output import CliError, fail, printable
@@ -90,9 +90,7 @@ def run_command(handler: Callable[..., Any], *args: Any, debug: bool = False) ->
     try:
         outcome = handler(*args)
         if isinstance(outcome, Awaitable):
-            # The runtimes are released once, by `exit_now` as the process ends, not here: a full collection
-            # costs a command line 40 ms, and a test that runs commands in its own process 0.2 s a command.
-            outcome = asyncio.run(outcome)  # type: ignore[arg-type]
+            outcome = run_to_completion(outcome)  # type: ignore[arg-type]  # asyncio.run, runtimes released
         return int(outcome)  # type: ignore[call-overload]
     except KeyboardInterrupt:
         return 130

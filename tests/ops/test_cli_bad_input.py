@@ -24,6 +24,7 @@ import worker
 from config.settings import ROOT
 from ops.cli import job as job_cli
 from ops.devstack.devserver import free_port
+from tests.support.in_process import runtimes_kept
 
 # Processes of its own: about 95 command lines.
 pytestmark = pytest.mark.system
@@ -263,7 +264,8 @@ def in_process(case: Case, tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys) -
         monkeypatch.setenv(name, value)
     argv = [os.fsdecode(arg) if isinstance(arg, bytes) else arg for arg in argv_of(case, tmp)]  # as Python gets them
     capsys.readouterr()
-    code = MAINS[case.cli](argv)
+    with runtimes_kept():
+        code = MAINS[case.cli](argv)
     return code, capsys.readouterr().err
 
 
