@@ -189,7 +189,11 @@ def quiet_core_logs(show: bool = False) -> None:
     for old in list(logger.handlers):
         logger.removeHandler(old)
     logger.addHandler(logging.StreamHandler(sys.stderr) if show else logging.NullHandler())
-    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=_core_logging(logger))), error_if_already_set=False)
+    # Not shown, not made: forwarding hands each line to Python from a thread of the core's, which takes the
+    # GIL to do it — and a server that went away makes retry warnings until the end, interpreter shutdown
+    # included, which is where a thread taking the GIL aborts the process (sdk-python issue 300).
+    logging_config = _core_logging(logger) if show else None
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logging_config)), error_if_already_set=False)
 
 
 # -- traces ---------------------------------------------------------------------------------------
