@@ -308,8 +308,11 @@ def _foreground(port: int, ui_port: int, db: Path, as_json: bool) -> int:
                 )
                 if port != 7233:
                     print(f"  other shells: export TEMPORAL_ADDRESS=127.0.0.1:{port}", flush=True)
-            while server.process.poll() is None:
-                time.sleep(0.5)
+            # A blocking wait, not a loop of poll(): the signal handler raises wherever the main thread is, and
+            # raised inside poll() between its lock's acquire and its `try` it left Popen's lock held, so the
+            # stop() that followed waited on that lock forever (a SIGTERM'd `starter.py server` hung, its server
+            # a zombie). Raised in wait(), it leaves through a `with` that releases the lock.
+            server.process.wait()
         except KeyboardInterrupt:
             server.stop()
             print("Temporal dev server stopped", flush=True)

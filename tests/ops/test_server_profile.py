@@ -96,4 +96,9 @@ def test_starter_server_runs_the_embedded_server_with_them(tmp_path: Path) -> No
         assert all(flag in flags for flag in devserver.WORKER_VERSIONING.dev_server_flags())
     finally:
         server.terminate()
-        assert server.wait(60) == 0
+        try:
+            code = server.wait(60)
+        except subprocess.TimeoutExpired:  # hung on its way out: stopped here, not left behind the suite
+            server.kill()
+            raise
+    assert code == 0
