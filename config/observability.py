@@ -184,15 +184,17 @@ def quiet_core_logs(show: bool = False) -> None:
     """For a command line, before its first client: the core's log lines go nowhere (or, with `show`, to
     stderr as plain lines). A retry warning printed over a progress bar tells a person nothing the command's
     own message does not say better."""
-    logger = logging.getLogger(CORE_LOGGER)
-    logger.propagate = False
-    for old in list(logger.handlers):
-        logger.removeHandler(old)
-    logger.addHandler(logging.StreamHandler(sys.stderr) if show else logging.NullHandler())
     # Not shown, not made: forwarding hands each line to Python from a thread of the core's, which takes the
     # GIL to do it — and a server that went away makes retry warnings until the end, interpreter shutdown
     # included, which is where a thread taking the GIL aborts the process (sdk-python issue 300).
-    logging_config = _core_logging(logger) if show else None
+    logging_config = None
+    if show:
+        logger = logging.getLogger(CORE_LOGGER)
+        logger.propagate = False
+        for old in list(logger.handlers):
+            logger.removeHandler(old)
+        logger.addHandler(logging.StreamHandler(sys.stderr))
+        logging_config = _core_logging(logger)
     Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logging_config)), error_if_already_set=False)
 
 
