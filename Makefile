@@ -49,9 +49,11 @@ demo-llm: setup llm
 	$(BIN)/python starter.py demo --model local
 
 # The whole suite, in parallel (pytest-xdist): each worker starts its own servers (dev server, time-skipping
-# server, PostgreSQL, model server); most tests wait on them, so more workers than the 2 cores pay off.
+# server, PostgreSQL, model server); most tests wait on them, so more workers than the 2 cores pay off. Five,
+# measured back to back on 2 cores (docs/testing.md, "How many workers"): with four the cores sat idle a third
+# of the first two minutes, while the heaviest files waited on their servers; six saturate them for no gain.
 # The 25 slowest tests are printed at the end. TEST_WORKERS=0 runs it in one process.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 5
 test: setup llm
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
 

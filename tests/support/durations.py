@@ -1,7 +1,7 @@
 """Write tests/durations.json from a `pytest --durations=0` log: each test file's seconds (setup, call and
 teardown of its tests), which orders the files of `make test` heaviest first (tests/support/cost_markers.py).
 
-    .venv/bin/python -m pytest -n 4 --durations=0 | tee /tmp/full.log
+    .venv/bin/python -m pytest -n 5 --durations=0 | tee /tmp/full.log
     .venv/bin/python -m tests.support.durations /tmp/full.log
 
 Only the ratios matter, so a run on a loaded machine serves; refresh it when a file's weight changes a lot.
