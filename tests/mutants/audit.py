@@ -160,8 +160,11 @@ AUDIT_2 = [
         "workflows/agent.py",
         "carry.spec if carry else None",
         "None",
-        "a continuation keeps the spec and MCP tool list recorded at start",
-        _t("temporal/mcp", "temporal/long_runs"),
+        # Since the gate (GATE_PATCH) a continuation asks for its spec again and keeps only the recorded MCP
+        # tools, so this line now decides what a continuation from before the gate replays: its history has no
+        # describe, and the recorded continued migration fails to replay with the mutant.
+        "a continuation from before the gate keeps the spec and MCP tool list recorded at start (replays as run)",
+        _t("temporal/replay", "temporal/mcp", "temporal/long_runs"),
     ),
     AuditMutant(
         "N15",
