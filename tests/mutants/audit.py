@@ -323,7 +323,7 @@ AUDIT_2 = [
         "durable_agents/client.py",
         "approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key",
         "approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait",
-        "a decision routed down a delegation tree is still signed (its test: branch sec-gate)",
+        "a decision routed down a delegation tree is still signed",
         _t("temporal/signed_decisions", "temporal/delegation", "ops/runs_api_temporal"),
     ),
     AuditMutant(

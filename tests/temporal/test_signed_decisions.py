@@ -22,7 +22,8 @@ from agentic.signing import ApproverKey, ApproverKeyError, parse_public_keys
 from config.settings import ROOT
 from durable_agents.client import AgentClient
 from durable_agents.errors import ApprovalRejected
-from tests.conftest import dev_settings, new_worker
+from tests.conftest import TEST_AGENTS, dev_settings, new_worker
+from tests.support import delegation_agents
 from workflows.agent import AgentWorkflow
 
 MARIA = ApproverKey.generate("maria")
@@ -104,6 +105,25 @@ async def test_the_workflow_applies_only_signed_decisions(skipping_env, ledger, 
     assert [e.tool for e in ledger.effects(run.run_id)] == ["refund"]
     [entry] = [a for a in result.audit if a.event == "approved"]
     assert (entry.approver, entry.signed) == ("maria", True)
+
+
+async def test_a_signed_decision_routed_down_a_delegation_tree_stays_signed(skipping_env, ledger, task_queue) -> None:
+    """Approved through the root, a grandchild's call is decided by the grandchild (the client routes the decision
+    to the run that waits): the signature must travel with it, or keys on the workers refuse it there."""
+    agents_served = [*TEST_AGENTS, *delegation_agents.agents]
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=agents_served, approver_keys=KEYS):
+        agents = AgentClient(skipping_env.client, task_queue=task_queue)
+        root = await agents.start("d-desk-gated", run_id=f"signed-tree-{uuid.uuid4().hex[:8]}")
+        [waiting] = await root.wait_for_approval(timeout=60)
+        assert waiting.run_id == f"{root.run_id}~2.1~2.1"  # the grandchild's call, seen from the root
+        with pytest.raises(ApprovalRejected, match="not signed"):
+            await root.approve(waiting.address, by="maria", arguments_hash=waiting.arguments_hash)
+        outcome = await root.approve(waiting.address, by="maria", arguments_hash=waiting.arguments_hash, key=MARIA)
+        assert (outcome.run_id, outcome.decision) == (waiting.run_id, "approved")
+        assert outcome.entry is not None and outcome.entry.signed
+        result = await root.result()
+    assert result.output == "Desk: Accounts: Payer: paid acme."
+    assert [e.key for e in ledger.effects() if e.tool == "pay"] == [f"{waiting.run_id}:2.1"]
 
 
 async def test_the_cli_signs_with_the_approvers_key_file(dev_env, task_queue, tmp_path, ledger) -> None:
