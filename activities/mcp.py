@@ -13,13 +13,11 @@ calling run's own id, as the server reports it.
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.caller import calling_run
-from activities.heartbeat import heartbeating
+from activities.heartbeat import heartbeating, in_thread
 from activities.inputs import MCPListing, MCPListInput
 from activities.served import ServedAgents
 from agentic.mcp import MCPConfigError, MCPUnavailable
@@ -43,5 +41,5 @@ class MCPActivities:
         except MCPUnavailable as exc:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
         # The model activity reads them by this document's hash, which the workflow computes itself.
-        await asyncio.to_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
+        await in_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
         return MCPListing(tools=tools)

@@ -14,7 +14,6 @@ server reports it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from datetime import timedelta
@@ -23,7 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.caller import calling_run
-from activities.heartbeat import heartbeating
+from activities.heartbeat import heartbeating, in_thread
 from activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from activities.served import ServedAgents
 from activities.transcripts import claim_checked, stored_here
@@ -49,7 +48,7 @@ class ModelActivities:
         model = self.served.model(served, input.model)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
-        return await heartbeating(asyncio.to_thread(self._call, served.agent, model, input))
+        return await heartbeating(in_thread(self._call, served.agent, model, input))
 
     def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
         schemas = self._offered_by(agent, input.tools_ref)

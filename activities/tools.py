@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
-from activities.heartbeat import heartbeating
+from activities.heartbeat import heartbeating, in_thread
 from activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
 from activities.recorded import recorded_tool_call
 from activities.served import ServedAgent, ServedAgents
@@ -67,13 +67,13 @@ class ToolActivities:
         context = self._context(served, run_id, call.identity, key, input.options)
         if mcp is not None:
             # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
-            await asyncio.to_thread(self._require_transcript, input)
+            await in_thread(self._require_transcript, input)
             dispatched = asyncio.ensure_future(served.agent.dispatch_mcp(call, context, mcp, approved=approved))
             result = await heartbeating(dispatched, dispatched.cancel)
-            return await asyncio.to_thread(self._finish, input, result)
+            return await in_thread(self._finish, input, result)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
-        return await heartbeating(asyncio.to_thread(self._run_local, served, input, context, approved), context.cancel)
+        return await heartbeating(in_thread(self._run_local, served, input, context, approved), context.cancel)
 
     def _run_local(
         self, served: ServedAgent, input: ToolCallInput, context: ToolContext, approved: bool | None
@@ -155,10 +155,8 @@ class ToolActivities:
         original = step.result
         if step.result_ref is not None:
             with stored_here():
-                original = await asyncio.to_thread(self.transcripts.resolve, step.result, step.result_ref)
-        result = await heartbeating(
-            asyncio.to_thread(registry.compensate, recorded.call, original, context), context.cancel
-        )
+                original = await in_thread(self.transcripts.resolve, step.result, step.result_ref)
+        result = await heartbeating(in_thread(registry.compensate, recorded.call, original, context), context.cancel)
         if result.status is ToolStatus.RETRYABLE:
             raise ApplicationError(result.content, type="CompensationRetry")
         if not result.ok:

@@ -13,13 +13,13 @@ a payload of its choosing (security review 2).
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.caller import agent_run_execution, calling_run, describe, refused
+from activities.heartbeat import in_thread
 from activities.inputs import WebhookDelivered, WebhookInput
 from config.http_clients import tls_context
 from config.webhook_signing import (
@@ -77,7 +77,7 @@ class WebhookActivities:
 async def _addresses(url: str) -> list[str]:
     """What the URL's host resolves to now (none when it does not resolve: the POST then fails, retryably)."""
     try:
-        return await asyncio.to_thread(host_addresses, url)
+        return await in_thread(host_addresses, url)
     except OSError:
         return []
 
