@@ -13,6 +13,8 @@ last profile's server, ours and the floor: a step that costs more as the run gro
 
 from __future__ import annotations
 
+import random
+import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -120,22 +122,33 @@ class Samples:
     steps: dict[str, list[float]]  # engine -> step durations
     per_run: dict[str, list[float]]  # engine -> each run's wall time ÷ its steps
     phases: dict[str, dict[str, list[float]]]  # engine -> phase -> durations (Temporal engines)
+    rep_medians: dict[str, list[float]]  # engine -> its median step in each rep, rep by rep
 
 
 async def interleaved(
-    runs: dict[str, Run], steps: int, reps: int, warmup: int, say: Callable[[str], None], what: str
+    runs: dict[str, Run], steps: int, reps: int, warmup: int, say: Callable[[str], None], what: str, seed: int = 0
 ) -> Samples:
-    """Every engine once per rep, the order rotated each rep."""
+    """Every engine once per rep, in an order drawn afresh for each rep (seeded, so a rerun repeats it).
+
+    A fixed rotation would give each engine the same predecessor in every rep — `temporal (tuned)` would
+    always run right after `floor+sa (default)` on the other server — so whatever one run leaves behind (a
+    server still writing visibility, a worker's caches) would always land on the same neighbour."""
     engines = list(runs)
-    out = Samples({e: [] for e in engines}, {e: [] for e in engines}, {e: {} for e in engines})
+    order = random.Random(seed)
+    out = Samples(
+        steps={e: [] for e in engines},
+        per_run={e: [] for e in engines},
+        phases={e: {} for e in engines},
+        rep_medians={e: [] for e in engines},
+    )
     for rep in range(warmup + reps):
-        shift = rep % len(engines)
-        for engine in engines[shift:] + engines[:shift]:
+        for engine in order.sample(engines, len(engines)):
             step_times, wall, phases = await runs[engine](steps)
             if len(step_times) != steps:
                 raise RuntimeError(f"{engine}: expected {steps} step timings, got {len(step_times)}")
             if rep >= warmup:
                 out.steps[engine] += step_times
+                out.rep_medians[engine].append(statistics.median(step_times))
                 out.per_run[engine].append(wall / steps)
                 for phase, durations in phases.items():
                     out.phases[engine].setdefault(phase, []).extend(durations)
@@ -181,13 +194,19 @@ async def measure(
     }
     for engine in runs:
         profile = profile_of.get(engine)
-        floor = medians[engine_name("floor", profile or primary, profiles)]
+        floor_engine = engine_name("floor", profile or primary, profiles)
+        floor = medians[floor_engine]
+        # Rep by rep, each engine's median step ÷ the floor's in the same rep (run minutes apart at most, so
+        # a drift in the machine's speed cancels); their median is the ratio the goal is judged by.
+        by_rep = [ratio(a, b) for a, b in zip(short.rep_medians[engine], short.rep_medians[floor_engine], strict=True)]
         result["engines"][engine] = {
             "profile": profile,
             "step": summarize(short.steps[engine]),
             "run_per_step": summarize(short.per_run[engine]),
             "phases": {phase: summarize(durations) for phase, durations in short.phases[engine].items()},
             "x_floor": ratio(medians[engine], floor),
+            "x_floor_reps": by_rep,
+            "x_floor_by_rep": statistics.median(r for r in by_rep if r is not None) if any(by_rep) else None,
             "x_in_process": ratio(medians[engine], in_process),
         }
     if long is not None:

@@ -27,6 +27,13 @@ COMPARED = {
 }
 
 
+def step_x_floor(engine: dict[str, Any]) -> float | None:
+    """The per-step ratio to the floor that the goal is judged by: the median of the repetitions' ratios
+    (issue 36; each rep's pair ran minutes apart at most, so a drift in the machine's speed cancels), or, in a
+    results file written before those were recorded, the ratio of the medians of all steps."""
+    return engine.get("x_floor_by_rep", engine["x_floor"])
+
+
 def _ms(seconds: float | None) -> str:
     return "n/a" if seconds is None else f"{seconds * 1000:.2f}"
 
@@ -72,6 +79,7 @@ def overhead_section(data: dict[str, Any]) -> list[str]:
                 engine,
                 _ms(e["step"]["median"]),
                 _ms(e["step"]["p99"]),
+                _x(step_x_floor(e)),
                 _x(e["x_floor"]),
                 _x(e["x_in_process"]),
                 _ms(e["run_per_step"]["median"]),
@@ -83,14 +91,28 @@ def overhead_section(data: dict[str, Any]) -> list[str]:
         f"(after {data['warmup']} warm-up), {samples} step samples each",
         "",
     ]
+    lines += [
+        "Every engine runs once per rep, in a seeded random order drawn afresh each rep. x floor (median of reps):"
+        " each rep's median step ÷ the floor's in the same rep, the median of those (the goal's figure); x floor"
+        " (all steps): the median of all the engine's steps ÷ the floor's.",
+        "",
+    ]
     if len(data.get("profiles", [])) > 1:
         lines += [
-            f"Temporal engines on each server profile ({', '.join(data['profiles'])}), runs interleaved; "
+            f"Temporal engines on each server profile ({', '.join(data['profiles'])}); "
             "x floor is to the floor on the same server (in-process and baseline: to the last profile's).",
             "",
         ]
     lines += table(
-        ["engine", "step median (ms)", "step p99 (ms)", "x floor", "x in-process", "whole run ÷ steps (ms)"],
+        [
+            "engine",
+            "step median (ms)",
+            "step p99 (ms)",
+            "x floor (median of reps)",
+            "x floor (all steps)",
+            "x in-process",
+            "whole run ÷ steps (ms)",
+        ],
         rows,
     )
     phased = {engine: e["phases"] for engine, e in data["engines"].items() if e.get("phases")}
@@ -503,7 +525,9 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         ours = engines[engine_name("temporal", primary, profiles)]
         # The price of visibility per step, next to the goal: what the switch a user has moves it to.
         without = engines.get(engine_name("temporal-no-sa", primary, profiles))
-        switch = f" (started with search_attributes=False: {_x(without['x_floor'])})" if without else ""
+        switch = f" (started with search_attributes=False: {_x(step_x_floor(without))})" if without else ""
+        x = step_x_floor(ours)
+        pooled = f"; all steps' medians: {_x(ours['x_floor'])}" if "x_floor_by_rep" in ours else ""
         where = f" on the {primary} server" if primary else ""
         step = ours["step"]["median"]
         out.append(
@@ -516,8 +540,8 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {
                 "goal": f"our agent step within {GOALS['step_x_floor']}x the bare Temporal floor{where}",
-                "measured": _x(ours["x_floor"]) + switch,
-                "met": ours["x_floor"] is not None and ours["x_floor"] <= GOALS["step_x_floor"],
+                "measured": f"{_x(x)}{switch}" + (f" (median of the reps' ratios{pooled})" if pooled else ""),
+                "met": x is not None and x <= GOALS["step_x_floor"],
             }
         )
     throughput = results.get("throughput")

@@ -435,7 +435,7 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
     assert "1000 concurrent runs" in goals[2]["goal"] and "90%" in goals[2]["measured"]
     assert goals[3]["measured"] == "999/1000 completed, 1 locked"
     text = report.markdown(results)
-    assert "| temporal | 150.00 | 150.00 | 1.50x | 150x | 150.00 |" in text
+    assert "| temporal | 150.00 | 150.00 | 1.50x | 1.50x | 150x | 150.00 |" in text
     assert "| temporal | 1000 | 45.0 | 90% |" in text
     assert "| our agent step ≤ 50 ms median | 150.00 ms | **no** |" in text
     assert "| our agent step within 1.05x the bare Temporal floor | 1.50x | **no** |" in text
@@ -568,6 +568,8 @@ def test_bench_overhead_runs_every_engine_end_to_end(tmp_path: Path):
     assert set(engines) == {"in-process", "baseline"} | temporal
     assert all(e["step"]["n"] == 6 for e in engines.values())  # 2 runs x 3 steps each
     assert engines["floor (default)"]["x_floor"] == engines["floor (tuned)"]["x_floor"] == 1.0
+    assert engines["floor (tuned)"]["x_floor_reps"] == [1.0, 1.0]  # each rep's ratio, and the goal's median
+    assert engines["temporal (tuned)"]["x_floor_by_rep"] > 0 and len(engines["temporal (tuned)"]["x_floor_reps"]) == 2
     assert engines["in-process"]["x_in_process"] == 1.0
     assert engines["temporal (tuned)"]["step"]["median"] > engines["in-process"]["step"]["median"]
     long = results["overhead"]["long"]["engines"]
