@@ -5,14 +5,14 @@
 Variants: the dev server as it comes (`default`), as we ship it (`tuned`), `tuned` without each of its knobs
 in turn, and `tuned` plus each candidate we measured and left out (`CANDIDATES`). All servers run at once,
 each with the bare floor's worker (and ours, idle); every measurement is taken on each server in turn
-(rotated), so load from elsewhere hits all alike:
+(in an order drawn afresh each rep: `bench.turns`), so load from elsewhere hits all alike:
 
 - idle: the server's CPU (% of one core) and its database requests per second (the server's own
   `persistence_requests` metric), with the worker polling and nothing to do;
 - latency: the floor's step median and its workflow tasks' dispatch (median and p90: a rate-limited queue
   shows in the p90 — its limiter lets an idle server's saved-up tokens through first, so runs are long,
   `--steps` 50), and how late a 100 ms durable timer fires (median);
-- load: N concurrent 2-step floor runs, `--load-reps` batches per server in rotated order — medians of
+- load: N concurrent 2-step floor runs, `--load-reps` batches per server, turns drawn the same way — medians of
   runs/s, and per run the server's CPU ms and database requests.
 
 Writes results/knobs.json and results/knobs.md.
@@ -45,6 +45,7 @@ from bench.stack import Stack, temporal_stack
 from bench.stats import percentile, summarize
 from bench.temporal_runs import run_floor
 from bench.throughput import temporal_batch
+from bench.turns import turns
 from ops.devstack import devserver
 from ops.devstack.server_profile import DEFAULT, TUNED, ServerProfile
 
@@ -133,9 +134,8 @@ async def measure(
     steps: dict[str, list[float]] = {s.profile.name: [] for s in servers}
     dispatch: dict[str, list[float]] = {s.profile.name: [] for s in servers}
     late: dict[str, list[float]] = {s.profile.name: [] for s in servers}
-    for rep in range(reps):
-        shift = rep % len(servers)
-        for s in servers[shift:] + servers[:shift]:
+    for rep, order in turns(servers, reps):
+        for s in order:
             run = await run_floor(s.client, s.queue, f"f-{uuid.uuid4().hex[:8]}", steps_per_run)
             steps[s.profile.name] += run.step_seconds
             dispatch[s.profile.name] += run.phases["workflow task dispatch"]
@@ -150,9 +150,8 @@ async def measure(
         rows[s.profile.name]["timer_late"] = summarize(late[s.profile.name])
     if n:
         load: dict[str, dict[str, list[float]]] = {s.profile.name: {} for s in servers}
-        for rep in range(load_reps):
-            shift = rep % len(servers)
-            for s in servers[shift:] + servers[:shift]:
+        for _, order in turns(servers, load_reps):
+            for s in order:
                 await asyncio.sleep(2)  # the previous server's batch settles
                 cpu, requests = s.cpu(), s.database_requests()
                 batch = await temporal_batch(s.stack, "floor", n, 2, 600)
@@ -197,7 +196,7 @@ def markdown(results: dict[str, Any]) -> str:
 
     lines = [
         "### Server knobs, one server per variant (`python -m bench knobs`; load: medians of"
-        f" {results['rows'][0].get('load_reps', 1)} rotated batches)",
+        f" {results['rows'][0].get('load_reps', 1)} batches)",
         "",
         "| variant | idle CPU (% of a core) | idle DB requests/s | floor step median (ms) |"
         " workflow task dispatch, median / p90 (ms) |"
@@ -244,7 +243,7 @@ def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--n", type=int, default=100, help="concurrent runs in the load measurement (0: skip it)")
     sub.add_argument("--reps", type=int, default=3, help="latency rounds (each: one floor run, 5 timers)")
     sub.add_argument("--steps", type=int, default=50, help="steps of each floor run in the latency rounds")
-    sub.add_argument("--load-reps", type=int, default=3, help="load batches per server, rotated (medians shown)")
+    sub.add_argument("--load-reps", type=int, default=3, help="load batches per server (medians shown)")
     sub.add_argument("--idle-seconds", type=float, default=60.0)
     sub.add_argument("--out", type=Path, default=Path("results"))
 

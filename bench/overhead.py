@@ -13,7 +13,6 @@ last profile's server, ours and the floor: a step that costs more as the run gro
 
 from __future__ import annotations
 
-import random
 import statistics
 import time
 import uuid
@@ -32,6 +31,7 @@ from bench.served import agent_set
 from bench.stack import Stack
 from bench.stats import intervals, ratio, summarize
 from bench.temporal_runs import run_floor, run_ours
+from bench.turns import turns
 
 LOCAL_ENGINES = ("in-process", "baseline")
 # floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility;
@@ -128,21 +128,16 @@ class Samples:
 async def interleaved(
     runs: dict[str, Run], steps: int, reps: int, warmup: int, say: Callable[[str], None], what: str, seed: int = 0
 ) -> Samples:
-    """Every engine once per rep, in an order drawn afresh for each rep (seeded, so a rerun repeats it).
-
-    A fixed rotation would give each engine the same predecessor in every rep — `temporal (tuned)` would
-    always run right after `floor+sa (default)` on the other server — so whatever one run leaves behind (a
-    server still writing visibility, a worker's caches) would always land on the same neighbour."""
+    """Every engine once per rep, in the order `bench.turns` draws for that rep."""
     engines = list(runs)
-    order = random.Random(seed)
     out = Samples(
         steps={e: [] for e in engines},
         per_run={e: [] for e in engines},
         phases={e: {} for e in engines},
         rep_medians={e: [] for e in engines},
     )
-    for rep in range(warmup + reps):
-        for engine in order.sample(engines, len(engines)):
+    for rep, order in turns(engines, warmup + reps, seed):
+        for engine in order:
             step_times, wall, phases = await runs[engine](steps)
             if len(step_times) != steps:
                 raise RuntimeError(f"{engine}: expected {steps} step timings, got {len(step_times)}")

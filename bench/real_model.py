@@ -8,7 +8,7 @@ answer of at most `max_tokens`. Every runner takes the model by name (`local`) f
 model times each `Model.complete` (HTTP and parsing included, as every runner pays them) on one clock: the
 Temporal worker runs in this process for that reason. A runner's overhead per step is a run's wall time
 (start to result, as its caller sees it) minus the time inside its model calls, divided by its model calls.
-Engines take turns rep by rep, in a rotating order, so background load hits them alike; within a rep each
+Engines take turns rep by rep (`bench.turns`), so background load hits them alike; within a rep each
 gets the same task (the same prompts: the server's prompt cache treats them alike), and the task varies per
 rep so the cache only ever holds what a real agent's would: the shared system prompt and tools.
 """
@@ -40,6 +40,7 @@ from baseline.store import Store
 from bench import machine
 from bench.cli import Command, register
 from bench.stats import ratio, summarize
+from bench.turns import turns
 from config.settings import LOCAL_MODEL_N_CTX, Settings
 from durable_agents.client import AgentClient
 from durable_agents.connection import connect
@@ -152,9 +153,8 @@ async def measure_runners(
     samples: list[Sample] = []
     try:
         async with runners.worker:
-            for rep in range(warmup + reps):
-                shift = rep % len(ENGINES)
-                for engine in ENGINES[shift:] + ENGINES[:shift]:
+            for rep, order in turns(ENGINES, warmup + reps):
+                for engine in order:
                     sample = await runners.run(engine, f"What is {rep} plus {rep + 7}?")
                     if rep >= warmup:
                         samples.append(sample)
