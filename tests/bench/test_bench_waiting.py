@@ -48,7 +48,9 @@ def test_bench_waiting_parks_runs_and_drains_them_both_ways(tmp_path):
 def _bench_waiting(tmp_path: Path, *flags: str) -> Command:
     """`python -m bench waiting` on 20 runs, the SQLite stores alone, as a subprocess whose processes are seen."""
     argv = ["-m", "bench", "waiting", "--waiting-runs", "20", "--waiting-postgres-runs", "0", *flags]
-    return Command([*argv, "--out", str(tmp_path / "out")], {})
+    # A bench that does not finish keeps its scratch directory for the logs: in the test's own directory, not
+    # in the machine's /tmp, where two of them (5 MB each) were left by every `make test`.
+    return Command([*argv, "--out", str(tmp_path / "out")], {"TMPDIR": str(tmp_path)})
 
 
 def _started(bench: Command, name: str) -> int:
@@ -76,6 +78,7 @@ def test_bench_waiting_stops_on_sigterm_once_parked_and_keeps_what_it_measured(t
         assert not alive(worker) and not alive(server)
         out = "".join(bench.out)
         assert "bench waiting: NOT FINISHED — stopped by SIGTERM" in out
+        assert f"scratch directory (logs): {tmp_path}/bench-" in out  # kept, with its logs, where the test can see
         results = json.loads((tmp_path / "out" / "waiting.json").read_text())
         assert results["stopped"].startswith("Stopped: SIGTERM")
         [phase] = results["waiting"]["phases"]  # parked and measured before the signal; the drain did not end

@@ -4,6 +4,7 @@ random, then no run lost and no effect made twice. Bounded here; `-m slow` runs 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ def chaos(engine: str, runs: int, seed: int, out: Path, *extra: str, timeout: fl
             *("--runs", str(runs), "--seed", str(seed), "--out", str(out), *extra),
         ],
         timeout=timeout,
+        env=os.environ | {"TMPDIR": str(out)},  # should a failed run keep its scratch directory, it is the test's
     )
     lines = done.stdout.strip().splitlines()
     assert lines, done.stderr[-3000:]

@@ -27,7 +27,10 @@ def run(tmp_path: Path) -> Iterator[type[Command]]:
 
     class Tracked(Command):
         def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-            super().__init__(argv, {"AGENT_DATA_DIR": str(tmp_path / "data")} | (env or {}))
+            # TMPDIR: a command stopped by a signal keeps its scratch directory for its logs (bench, chaos);
+            # under the test's own directory, not left in the machine's /tmp by every `make test`.
+            own = {"AGENT_DATA_DIR": str(tmp_path / "data"), "TMPDIR": str(tmp_path)}
+            super().__init__(argv, own | (env or {}))
             started.append(self)
 
     yield Tracked
