@@ -192,7 +192,8 @@ async def measure(
         floor_engine = engine_name("floor", profile or primary, profiles)
         floor = medians[floor_engine]
         # Rep by rep, each engine's median step ÷ the floor's in the same rep (run minutes apart at most, so
-        # a drift in the machine's speed cancels); their median is the ratio the goal is judged by.
+        # a drift in the machine's speed cancels); their median is the ratio the goal is judged by
+        # (`bench.report.step_x_floor`).
         by_rep = [ratio(a, b) for a, b in zip(short.rep_medians[engine], short.rep_medians[floor_engine], strict=True)]
         result["engines"][engine] = {
             "profile": profile,
@@ -201,7 +202,6 @@ async def measure(
             "phases": {phase: summarize(durations) for phase, durations in short.phases[engine].items()},
             "x_floor": ratio(medians[engine], floor),
             "x_floor_reps": by_rep,
-            "x_floor_by_rep": statistics.median(r for r in by_rep if r is not None) if any(by_rep) else None,
             "x_in_process": ratio(medians[engine], in_process),
         }
     if long is not None:

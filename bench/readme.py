@@ -58,7 +58,7 @@ def _overhead_rows(data: dict[str, Any]) -> list[list[str]]:
             ]
         )
     x = step_x_floor(engines[ours])
-    pooled, by_rep = engines[ours]["x_floor"], "x_floor_by_rep" in engines[ours]
+    pooled, by_rep = engines[ours]["x_floor"], "x_floor_reps" in engines[ours]
     without = engines.get(engine_name("temporal-no-sa", primary, profiles))
     rows.append(
         [

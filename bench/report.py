@@ -3,6 +3,7 @@ numbers (reported, never assumed), and PNG plots drawn with matplotlib's Agg bac
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ def step_x_floor(engine: dict[str, Any]) -> float | None:
     """The per-step ratio to the floor that the goal is judged by: the median of the repetitions' ratios
     (issue 36; each rep's pair ran minutes apart at most, so a drift in the machine's speed cancels), or, in a
     results file written before those were recorded, the ratio of the medians of all steps."""
-    return engine.get("x_floor_by_rep", engine["x_floor"])
+    reps = [r for r in engine.get("x_floor_reps", []) if r is not None]
+    return statistics.median(reps) if reps else engine["x_floor"]
 
 
 def _ms(seconds: float | None) -> str:
@@ -527,7 +529,7 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         without = engines.get(engine_name("temporal-no-sa", primary, profiles))
         switch = f" (started with search_attributes=False: {_x(step_x_floor(without))})" if without else ""
         x = step_x_floor(ours)
-        pooled = f"; all steps' medians: {_x(ours['x_floor'])}" if "x_floor_by_rep" in ours else ""
+        pooled = f"; all steps' medians: {_x(ours['x_floor'])}" if "x_floor_reps" in ours else ""
         where = f" on the {primary} server" if primary else ""
         step = ours["step"]["median"]
         out.append(
