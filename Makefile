@@ -23,10 +23,10 @@ $(STAMP): pyproject.toml requirements.lock
 
 # The secrets docker-compose.yml mounts, made once into secrets/ (never committed, never in an image): passwords,
 # codec keys and token, the webhook secret, and a key pair per approver (`make secrets APPROVERS="maria ops"`).
-# Re-running keeps what exists and adds what is missing (ops/devstack/compose_secrets.py).
+# Re-running keeps what exists and adds what is missing (duragent/ops/devstack/compose_secrets.py).
 APPROVERS ?= approver
 secrets: setup
-	$(BIN)/python -m ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
+	$(BIN)/python -m duragent.ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
 
 # The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
@@ -91,10 +91,14 @@ chaos: setup
 	$(BIN)/python -m bench chaos --engine baseline
 	$(BIN)/python -m bench chaos --engine temporal
 
-# ruff, then the architecture's import contracts (pyproject.toml [tool.importlinter]).
+# ruff; the architecture's import contracts (pyproject.toml [tool.importlinter]) and the type check of the public
+# surface (mypy, strict on what `duragent` exports), both on the packages as the wheel lays them out: installed into
+# .lint/ (`workflows/` and `activities/` are mapped into the root there, as in a user's site-packages).
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	rm -rf .lint && $(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation --target .lint/site .
+	cd .lint && PYTHONPATH=site:.. ../$(BIN)/lint-imports ../pyproject.toml
+	cd .lint && MYPYPATH=site ../$(BIN)/mypy --config-file ../pyproject.toml site/duragent/__init__.py site/duragent/testing.py ../tests/typing/public_surface.py
 
 clean:
-	rm -rf $(VENV) .temporal .data results
+	rm -rf $(VENV) .temporal .data results .lint

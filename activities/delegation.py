@@ -17,10 +17,10 @@ from temporalio import activity
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.caller import calling_run, describe
-from activities.heartbeat import heartbeating
-from activities.inputs import AgentResult, AttachInput
 from agentic.delegation import child_run_id
+from duragent.activities.caller import calling_run, describe
+from duragent.activities.heartbeat import heartbeating
+from duragent.activities.inputs import AgentResult, AttachInput
 
 DELEGATED_BY = "delegated_by"
 """The memo key a child run carries from its start: the parent run and call that started it (for people

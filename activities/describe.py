@@ -18,9 +18,9 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 
-from activities.caller import agent_run_execution, describe, refused
-from activities.inputs import DescribedAgent, DescribeInput, EngineOptions
-from activities.served import ServedAgents
+from duragent.activities.caller import agent_run_execution, describe, refused
+from duragent.activities.inputs import DescribedAgent, DescribeInput, EngineOptions
+from duragent.activities.served import ServedAgents
 
 
 class DescribeActivities:

@@ -17,7 +17,7 @@ from agentic.approvals import AuditEntry, Decision
 from agentic.omit_defaults import OmitDefaults
 from agentic.saga import CompensationStep
 from agentic.spec import AgentSpec
-from stores.transcripts import Transcripts
+from duragent.stores.transcripts import Transcripts
 
 # completed: answered. abandoned: stopped without an answer, nothing to undo. compensated: stopped
 # without an answer, effects undone. compensation_failed: an undo kept failing (the run fails, visibly).
@@ -62,7 +62,7 @@ class ContinueAsNewPolicy(OmitDefaults):
 
 class EngineOptions(OmitDefaults):
     """How a worker executes the runs it serves, whatever each run asks: its configuration
-    (`durable_agents.build_worker(engine=...)`), never a run's input. The activities apply `limits`; the
+    (`duragent.build_worker(engine=...)`), never a run's input. The activities apply `limits`; the
     describe activity records the whole with the agent's spec, so a run decides when to hand over from that
     record (on replay too), not from whichever worker replays it."""
 

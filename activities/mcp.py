@@ -16,13 +16,13 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.caller import calling_run
-from activities.heartbeat import heartbeating, in_thread
-from activities.inputs import MCPListing, MCPListInput
-from activities.served import ServedAgents
 from agentic.mcp import MCPConfigError, MCPUnavailable
 from agentic.mcp.toolset import schemas_document, schemas_of
-from stores.transcripts import Transcripts
+from duragent.activities.caller import calling_run
+from duragent.activities.heartbeat import heartbeating, in_thread
+from duragent.activities.inputs import MCPListing, MCPListInput
+from duragent.activities.served import ServedAgents
+from duragent.stores.transcripts import Transcripts
 
 
 class MCPActivities:

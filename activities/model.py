@@ -21,15 +21,15 @@ from datetime import timedelta
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.caller import calling_run
-from activities.heartbeat import heartbeating, in_thread
-from activities.inputs import ModelCallInput, ModelStep, PayloadLimits
-from activities.served import ServedAgents
-from activities.transcripts import claim_checked, stored_here
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.loop import admitted
 from agentic.models.base import ask
-from stores.transcripts import Transcripts
+from duragent.activities.caller import calling_run
+from duragent.activities.heartbeat import heartbeating, in_thread
+from duragent.activities.inputs import ModelCallInput, ModelStep, PayloadLimits
+from duragent.activities.served import ServedAgents
+from duragent.activities.transcripts import claim_checked, stored_here
+from duragent.stores.transcripts import Transcripts
 
 
 class ModelActivities:

@@ -3,7 +3,7 @@ it — the record a compensation checks before it undoes anything (security revi
 
 A workflow's `ActivityTaskScheduled` events are commands its own code issued; no client can add one to
 another workflow's history. So "run R called tool T with arguments A as call U" is a fact the server
-vouches for, once R is known to be an agents' run (`activities.caller`). The walk goes back along the
+vouches for, once R is known to be an agents' run (`duragent.activities.caller`). The walk goes back along the
 run's continue-as-new chain (each run's start event names the one before it) until the call is found.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 
-from activities.inputs import ToolCallInput
+from duragent.activities.inputs import ToolCallInput
 
 RUN_TOOL = "run_tool"
 

@@ -15,17 +15,17 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
-from activities.heartbeat import heartbeating, in_thread
-from activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
-from activities.recorded import recorded_tool_call
-from activities.served import ServedAgent, ServedAgents
-from activities.transcripts import claim_checked, stored_here
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.approvals import effect_refusal
 from agentic.loop import idempotency_key
 from agentic.undo import undo_key
-from stores.transcripts import Transcripts
+from duragent.activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
+from duragent.activities.heartbeat import heartbeating, in_thread
+from duragent.activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
+from duragent.activities.recorded import recorded_tool_call
+from duragent.activities.served import ServedAgent, ServedAgents
+from duragent.activities.transcripts import claim_checked, stored_here
+from duragent.stores.transcripts import Transcripts
 
 NOT_APPROVED = "NotApproved"  # a tool that requires confirmation was not shown a valid approval: nothing was done
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 from temporalio.exceptions import ApplicationError
 
 from agentic import Message, ToolResult
-from stores.transcripts import PayloadTooLarge, TranscriptNotFound, Transcripts
+from duragent.stores.transcripts import PayloadTooLarge, TranscriptNotFound, Transcripts
 
 # The ApplicationError type: non-retryable, and a tool activity failing with it fails the run (workflows/agent.py).
 NOT_IN_THIS_STORE = "TranscriptNotFound"

@@ -1,7 +1,7 @@
 """The webhook activity: POST one signed terminal-state event to a run's webhook URL.
 
 Delivery is at least once: every attempt carries the same event id (receivers de-duplicate on it) and is
-signed afresh (config/webhook_signing.py), so its timestamp is current. The secret is worker configuration
+signed afresh (duragent/config/webhook_signing.py), so its timestamp is current. The secret is worker configuration
 (`AGENT_WEBHOOK_SECRET`), never run input: a worker without it keeps retrying — an unsigned delivery is
 never sent — until one with it picks the attempt up.
 
@@ -18,11 +18,11 @@ import json
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.caller import agent_run_execution, calling_run, describe, refused
-from activities.heartbeat import in_thread
-from activities.inputs import WebhookDelivered, WebhookInput
-from config.http_clients import tls_context
-from config.webhook_signing import (
+from duragent.activities.caller import agent_run_execution, calling_run, describe, refused
+from duragent.activities.heartbeat import in_thread
+from duragent.activities.inputs import WebhookDelivered, WebhookInput
+from duragent.config.http_clients import tls_context
+from duragent.config.webhook_signing import (
     SECRET_ENV,
     host_addresses,
     redact_url,

@@ -1,7 +1,7 @@
 """`Agent`: one agent definition — model, tools, instructions, budget, policies — and the in-process
 runner, which executes the loop directly with no durability of its own.
 
-The same object runs durably: a worker serves it (`durable_agents.build_worker(agents=[agent])`) and a client
+The same object runs durably: a worker serves it (`duragent.build_worker(agents=[agent])`) and a client
 starts runs of it by name. Resumption in-process is the caller's: pass the saved transcript as `history=`
 and the saved consumption as `consumed=`, so the budget continues counting instead of granting a fresh
 allowance.

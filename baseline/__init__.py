@@ -1,6 +1,7 @@
-"""The hand-rolled alternative to Temporal: the same agent loop and agents, checkpointed in SQLite.
+"""Moved: `baseline` is `duragent.baseline` since 0.2; this name works from a source checkout until 0.3 (CHANGELOG.md).
 
-One loop action is one step row; outputs are stored by reference; a resume rebuilds the loop by feeding
-the stored outputs back in order (like Temporal replay) and checks each step against what the loop asks
-now. See docs/baseline.md.
-"""
+Not in the wheel: it adds only `duragent` and `agentic`."""
+
+from duragent._moved import moved_package
+
+moved_package(__name__, "duragent.baseline")

@@ -1,5 +1,5 @@
 """The bare floor's worker, in its own process: `python -m bench.floor_worker` (TEMPORAL_ADDRESS,
-TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE), with the same worker settings as `durable_agents.build_worker`."""
+TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE), with the same worker settings as `duragent.build_worker`."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from bench.floor import (
     floor_spec,
     floor_tool,
 )
-from config.settings import STICKY_TIMEOUT, Settings
-from durable_agents.connection import connect
+from duragent.config.settings import STICKY_TIMEOUT, Settings
+from duragent.connection import connect
 
 
 async def main() -> None:

@@ -28,16 +28,16 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from bench.cli import Command, register
 from bench.naive import NaiveActivities, NaiveAgentWorkflow, NaiveInput
-from durable_agents.client import AgentClient
-from durable_agents.errors import RunFailed
-from durable_agents.testing import start_dev_server
-from durable_agents.worker import build_worker
+from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent.client import AgentClient
+from duragent.errors import RunFailed
+from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts, encode
+from duragent.testing import start_dev_server
+from duragent.worker import build_worker
 from examples.effects import tool_results
-from stores.transcripts import SqliteTranscriptStore, Transcripts, encode
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240
 _PAGE = re.compile(r"^page (\d+) of (\d+):")

@@ -1,7 +1,7 @@
 """`python -m bench http-progress`: what streaming the progress of idle Temporal runs costs (issue 15).
 
 N runs wait for an approval (the demo `refund` agent: the 24 h wait of a real approval), each with one
-open SSE stream from the runs API (`ops/http/`, in this process, on loopback). Over `--idle-seconds` it
+open SSE stream from the runs API (`duragent/ops/http/`, in this process, on loopback). Over `--idle-seconds` it
 counts the calls the API made to the Temporal server (history long polls and queries, from the feeds'
 own counters) and the events added to those runs' histories (`history_length` before and after). Then a
 `migration` run with one stream measures, for each finished action, the delay from the server's
@@ -27,15 +27,15 @@ import uvicorn
 from temporalio.api.enums.v1 import EventType
 
 from bench.cli import Command, register
-from config.http_clients import tls_context
-from config.settings import Settings
-from durable_agents.client import AgentClient
-from durable_agents.connection import connect
-from ops.devstack import devserver
-from ops.devstack.worker_process import WorkerProcess
-from ops.http.app import create_app
-from ops.http.auth import HttpAuth, TokenTable
-from ops.http.temporal import TemporalEngine
+from duragent.client import AgentClient
+from duragent.config.http_clients import tls_context
+from duragent.config.settings import Settings
+from duragent.connection import connect
+from duragent.ops.devstack import devserver
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.ops.http.app import create_app
+from duragent.ops.http.auth import HttpAuth, TokenTable
+from duragent.ops.http.temporal import TemporalEngine
 
 TOKEN = "bench-token-0123456789abcdef"
 POLL_ALTERNATIVE_MS = 200  # what "re-query every run every 200 ms" would cost, per stream

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from config.settings import ROOT
+from duragent.config.settings import ROOT
 
 SHARED = "shared"
 
@@ -35,39 +35,50 @@ _LAYOUT = {
 FILE_SETS: dict[str, dict[str, list[str]]] = {
     "temporal": {
         # The workflow and its activities (workflows/agent.py, activities/*), the worker, the Python client
-        # that starts, approves, cancels and awaits runs (durable_agents/client.py, durable_agents/errors.py), the
-        # plugin wiring a client or worker (durable_agents/plugin.py), the connection and its settings.
-        "durability": ["workflows/*.py", "activities/*.py", "worker.py", "config/connection.py", "config/settings.py"],
-        # Not listed: the payload codec and observability (ops/codec, config/observability.py), which the
+        # that starts, approves, cancels and awaits runs (duragent/client.py, duragent/errors.py), the
+        # plugin wiring a client or worker (duragent/plugin.py), the connection and its settings.
+        "durability": [
+            "workflows/*.py",
+            "activities/*.py",
+            "worker.py",
+            "duragent/config/connection.py",
+            "duragent/config/settings.py",
+        ],
+        # Not listed: the payload codec and observability (ops/codec, duragent/config/observability.py), which the
         # baseline has no counterpart of.
-        "operations": ["ops/devstack/devserver.py", "ops/devstack/worker_process.py", "starter.py", "ops/cli/*.py"],
+        "operations": [
+            "duragent/ops/devstack/devserver.py",
+            "duragent/ops/devstack/worker_process.py",
+            "starter.py",
+            "duragent/ops/cli/*.py",
+        ],
     },
     "baseline": {
         "durability": [
-            "baseline/__init__.py",
-            "baseline/store.py",
-            "baseline/schema.py",
-            "baseline/lease.py",
-            "baseline/journal.py",
-            "baseline/steps.py",
-            "baseline/runner.py",
-            "baseline/compensation.py",
-            "baseline/approvals.py",
-            "baseline/jobs.py",
-            "baseline/options.py",
-            "baseline/errors.py",
+            "duragent/baseline/__init__.py",
+            "duragent/baseline/store.py",
+            "duragent/baseline/schema.py",
+            "duragent/baseline/lease.py",
+            "duragent/baseline/journal.py",
+            "duragent/baseline/steps.py",
+            "duragent/baseline/runner.py",
+            "duragent/baseline/compensation.py",
+            "duragent/baseline/approvals.py",
+            "duragent/baseline/jobs.py",
+            "duragent/baseline/options.py",
+            "duragent/baseline/errors.py",
             "agentic/progress.py",
         ],
         # Everything else in baseline/ (so a new file is never silently left out).
-        "operations": ["baseline/*.py"],
+        "operations": ["duragent/baseline/*.py"],
     },
     SHARED: {
         "not counted": [
             "agentic/**/*.py",  # the loop, Agent, AgentSet, AgentSpec, tools, models, ledger, stores
             "examples/*.py",  # the demo agents both engines run
-            "config/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
-            "config/models.py",  # the models a worker or a `job` process declares
-            "ops/cli/run_options.py",  # the run flags of `starter.py run` and `job run`
+            "duragent/config/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
+            "duragent/config/models.py",  # the models a worker or a `job` process declares
+            "duragent/ops/cli/run_options.py",  # the run flags of `starter.py run` and `job run`
         ]
     },
 }

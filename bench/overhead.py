@@ -22,9 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from agentic.agent_set import AgentSet
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.store import Store
 from bench import agents as noop
 from bench.agents import StepClock
 from bench.served import agent_set
@@ -32,6 +29,9 @@ from bench.stack import Stack
 from bench.stats import intervals, ratio, summarize
 from bench.temporal_runs import run_floor, run_ours
 from bench.turns import turns
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
 
 LOCAL_ENGINES = ("in-process", "baseline")
 # floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility;

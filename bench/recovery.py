@@ -30,19 +30,19 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
-from baseline.store import Store
 from bench.served import JOB_AGENTS
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
-from config.settings import ROOT, STICKY_TIMEOUT, Settings
+from duragent.baseline.store import Store
+from duragent.config.settings import ROOT, STICKY_TIMEOUT, Settings
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.inputs import Timeouts
+from duragent.workflows.policies import TOOL_RETRY
 from examples import migration
-from stores.ledger import EffectsLedger
-from workflows.inputs import Timeouts
-from workflows.policies import TOOL_RETRY
 
 # The wait of the run's next workflow task on the dead worker's sticky queue (`STICKY_TIMEOUT`): none when the
-# new worker released the run first (durable_agents/sticky.py).
+# new worker released the run first (duragent/sticky.py).
 STICKY_WAIT = "sticky queue of the dead worker (next workflow task)"
 
 
@@ -139,7 +139,7 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
     db, ledger_path = directory / "baseline.db", directory / "ledger.db"
     run_id = f"rec-b-{rep}"
     common = [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger_path)]
-    job = [sys.executable, "-m", "ops.cli.job"]
+    job = [sys.executable, "-m", "duragent.ops.cli.job"]
     first = subprocess.Popen(
         [
             *job,

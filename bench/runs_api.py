@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from config.http_clients import tls_context
-from config.settings import ROOT, Settings
-from ops.devstack import devserver
+from duragent.config.http_clients import tls_context
+from duragent.config.settings import ROOT, Settings
+from duragent.ops.devstack import devserver
 
 APPROVER = "bench-approver"
 TOKEN = "bench-api-token-0123456789abcdef"

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.schema import RUN_TABLES
-from baseline.store import Store
 from bench.served import agent_set
 from bench.stack import Stack
 from bench.temporal_runs import history_bytes, model_input_bytes, run_ours
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.schema import RUN_TABLES
+from duragent.baseline.store import Store
 from examples import migration
 
 AGENT = migration.agent

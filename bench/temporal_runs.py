@@ -12,9 +12,9 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
-from activities.inputs import AgentResult
 from agentic import Agent
-from durable_agents.client import AgentClient
+from duragent.activities.inputs import AgentResult
+from duragent.client import AgentClient
 
 
 @dataclass

@@ -43,9 +43,6 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.store import Store
 from bench import agents as noop
 from bench.floor import START_PAD
 from bench.machine import cpu_seconds
@@ -53,10 +50,13 @@ from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack, temporal_stack
 from bench.stats import summarize
 from bench.store_rows import StoreCount, postgres_count, sqlite_count
-from config.settings import ROOT
-from ops.devstack.server_profile import ServerProfile
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import EffectsLedger
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
+from duragent.config.settings import ROOT
+from duragent.ops.devstack.server_profile import ServerProfile
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import EffectsLedger
 
 LOCKED = "database is locked"
 
@@ -188,7 +188,16 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     db, ledger = directory / "baseline.db", directory / "ledger.db"
     Store(db).close()  # the schema exists before the herd arrives, as it would in production
     EffectsLedger(ledger)
-    command = [sys.executable, "-m", "ops.cli.job", "run", "--agent", noop.NAME, "--option", f"records={steps}"]
+    command = [
+        sys.executable,
+        "-m",
+        "duragent.ops.cli.job",
+        "run",
+        "--agent",
+        noop.NAME,
+        "--option",
+        f"records={steps}",
+    ]
     command += [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger)]
     started = time.perf_counter()
     processes = []

@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
+from duragent.stores.memory_tools import MemoryOptions, memory_tools
 from examples.effects import tool_results
-from stores.memory_tools import MemoryOptions, memory_tools
 
 KEY = "preferred_courier"
 _TICKET = re.compile(

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentic import ToolContext, ToolRetry
+from duragent.stores.errors import StoreUnavailable
 from examples.options import DemoDeps, DemoOptions
-from stores.errors import StoreUnavailable
 
 
 def deps_of(ctx: ToolContext) -> DemoDeps:

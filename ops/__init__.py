@@ -1,5 +1,7 @@
-"""Running the engine: settings, the connection to Temporal, the embedded dev server, worker processes,
-observability, payload encryption (`config.codec`) and the command line (`ops.cli`).
+"""Moved: `ops` is `duragent.ops` since 0.2; this name works from a source checkout until 0.3 (CHANGELOG.md).
 
-Nothing here decides anything about an agent run; the engine (`agentic`, `workflows`, `activities`) does.
-"""
+Not in the wheel: it adds only `duragent` and `agentic`."""
+
+from duragent._moved import moved_package
+
+moved_package(__name__, "duragent.ops")

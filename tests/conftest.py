@@ -28,17 +28,17 @@ from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
-from config.observability import CORE_LOGGER
-from config.settings import Settings
-from durable_agents.testing import start_dev_server, start_time_skipping
-from durable_agents.worker import build_worker
+from duragent.config.observability import CORE_LOGGER
+from duragent.config.settings import Settings
+from duragent.ops.devstack import modelserver
+from duragent.ops.devstack.devserver import free_port
+from duragent.ops.devstack.signals import stop_on_signals
+from duragent.stores.facts import SqliteFactStore
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent.testing import start_dev_server, start_time_skipping
+from duragent.worker import build_worker
 from examples.options import DemoDeps
-from ops.devstack import modelserver
-from ops.devstack.devserver import free_port
-from ops.devstack.signals import stop_on_signals
-from stores.facts import SqliteFactStore
-from stores.ledger import EffectsLedger
-from stores.transcripts import SqliteTranscriptStore, Transcripts
 from tests.support import agents_for_tests, cost_markers
 from tests.support.backends import BACKENDS, Backend
 from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, binaries, scratch_database

@@ -24,22 +24,6 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.describe import DescribeActivities
-    from activities.inputs import (
-        AgentResult,
-        CompensationInput,
-        ContinueAsNewPolicy,
-        DescribedAgent,
-        DescribeInput,
-        MCPListInput,
-        ModelCallInput,
-        RunStatus,
-        ToolCallInput,
-    )
-    from activities.mcp import MCPActivities
-    from activities.model import ModelActivities
-    from activities.tools import ToolActivities
-    from activities.transcripts import NOT_IN_THIS_STORE
     from agentic import (
         AgentLoop,
         Budget,
@@ -78,14 +62,30 @@ with workflow.unsafe.imports_passed_through():
         undo_plan,
     )
     from agentic.spec import AgentSpec
-    from stores.transcripts import ref_of
-    from workflows.delegation import failed_child, run_child
-    from workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
-    from workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
-    from workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
-    from workflows.transcript import WorkflowTranscript
-    from workflows.visibility import Publisher
-    from workflows.webhook import announce
+    from duragent.activities.describe import DescribeActivities
+    from duragent.activities.inputs import (
+        AgentResult,
+        CompensationInput,
+        ContinueAsNewPolicy,
+        DescribedAgent,
+        DescribeInput,
+        MCPListInput,
+        ModelCallInput,
+        RunStatus,
+        ToolCallInput,
+    )
+    from duragent.activities.mcp import MCPActivities
+    from duragent.activities.model import ModelActivities
+    from duragent.activities.tools import ToolActivities
+    from duragent.activities.transcripts import NOT_IN_THIS_STORE
+    from duragent.stores.transcripts import ref_of
+    from duragent.workflows.delegation import failed_child, run_child
+    from duragent.workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
+    from duragent.workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
+    from duragent.workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
+    from duragent.workflows.transcript import WorkflowTranscript
+    from duragent.workflows.visibility import Publisher
+    from duragent.workflows.webhook import announce
 
 
 # Runs that started before the approval gate was checked end to end (security review 2) replay without the
@@ -554,7 +554,7 @@ class AgentWorkflow:
             book=self.book,
             continued=self.continued + 1,
         )
-        # On a versioned worker (durable_agents/versioning.py) the new run starts on the deployment's current
+        # On a versioned worker (duragent/versioning.py) the new run starts on the deployment's current
         # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this
         # run: the new build needs only to accept this input (AgentInput and Handover: fields added with defaults,
         # none removed or retyped — and a rollback drops fields the older build does not know). The server refuses

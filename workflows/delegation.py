@@ -20,13 +20,13 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.delegation import DELEGATED_BY, DelegationActivities, delegated_by
-    from activities.inputs import AgentResult, AttachInput
     from agentic import Stop, ToolCall, ToolResult, ToolStatus, Usage
     from agentic.delegation import Delegated, failed_text
-    from workflows.inputs import AgentInput
-    from workflows.names import WORKFLOW_TYPE
-    from workflows.policies import ATTACH_RETRY
+    from duragent.activities.delegation import DELEGATED_BY, DelegationActivities, delegated_by
+    from duragent.activities.inputs import AgentResult, AttachInput
+    from duragent.workflows.inputs import AgentInput
+    from duragent.workflows.names import WORKFLOW_TYPE
+    from duragent.workflows.policies import ATTACH_RETRY
 
 
 async def run_child(child_id: str, child: AgentInput, parent_run_id: str, call: ToolCall) -> AgentResult:

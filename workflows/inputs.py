@@ -6,15 +6,15 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
-from activities.inputs import ContinueAsNewPolicy, RunStatus
 from agentic import Budget, LoopState, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
 from agentic.delegation import Delegation
 from agentic.omit_defaults import OmitDefaults
 from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
-from config.webhook_signing import url_problem
-from workflows.transcript import WorkflowTranscript
+from duragent.activities.inputs import ContinueAsNewPolicy, RunStatus
+from duragent.config.webhook_signing import url_problem
+from duragent.workflows.transcript import WorkflowTranscript
 
 
 class Timeouts(OmitDefaults):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from activities.inputs import TranscriptPart
 from agentic import Message
 from agentic.omit_defaults import OmitDefaults
-from stores.transcripts import EMPTY
+from duragent.activities.inputs import TranscriptPart
+from duragent.stores.transcripts import EMPTY
 
 
 class WorkflowTranscript(OmitDefaults):

@@ -1,4 +1,4 @@
-"""The workflows as a versioned worker registers them (Worker Versioning, durable_agents/versioning.py): the same
+"""The workflows as a versioned worker registers them (Worker Versioning, duragent/versioning.py): the same
 workflows, under the same names, declaring how their runs move from one build to the next.
 
 Why subclasses rather than `versioning_behavior=` on `AgentWorkflow` itself: the SDK sends a workflow's declared
@@ -16,11 +16,11 @@ from temporalio.common import VersioningBehavior
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from activities.inputs import AgentResult, WebhookDelivered, WebhookInput
-    from workflows.agent import AgentWorkflow
-    from workflows.inputs import AgentInput
-    from workflows.names import WORKFLOW_TYPE
-    from workflows.webhook import WebhookWorkflow
+    from duragent.activities.inputs import AgentResult, WebhookDelivered, WebhookInput
+    from duragent.workflows.agent import AgentWorkflow
+    from duragent.workflows.inputs import AgentInput
+    from duragent.workflows.names import WORKFLOW_TYPE
+    from duragent.workflows.webhook import WebhookWorkflow
 
 
 # Pinned: a run ends on the build it started on, so a deploy never replays a run's history on code that did not

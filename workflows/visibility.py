@@ -12,7 +12,7 @@ from temporalio.common import SearchAttributeKey, TypedSearchAttributes
 with workflow.unsafe.imports_passed_through():
     from agentic import LoopState
     from agentic.approvals import ApprovalBook
-    from workflows import search_attributes as sa
+    from duragent.workflows import search_attributes as sa
 
 
 # Step, tokens and cost change every step. They are published when the status changes (the end included),
@@ -33,7 +33,7 @@ PROGRESS_BY_TIME = "progress-by-time"
 
 Values = dict[SearchAttributeKey[Any], object]
 
-# The memo key of the approvals a run waits for: readable with no worker running (durable_agents/client.py).
+# The memo key of the approvals a run waits for: readable with no worker running (duragent/client.py).
 PENDING_APPROVALS = "pending_approvals"
 
 

@@ -18,9 +18,9 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.inputs import WebhookDelivered, WebhookInput
-    from activities.webhook import WebhookActivities
-    from config.webhook_signing import redact_url, terminal_event
+    from duragent.activities.inputs import WebhookDelivered, WebhookInput
+    from duragent.activities.webhook import WebhookActivities
+    from duragent.config.webhook_signing import redact_url, terminal_event
 
 # A receiver down for a minute (or a day) still gets the event: 1 s, 2 s, 4 s... then every 60 s.
 WEBHOOK_RETRY = RetryPolicy(

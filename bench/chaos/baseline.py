@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from baseline import approvals
-from baseline.errors import BaselineError
-from baseline.store import Store
 from bench.chaos.invariants import EffectRow, RunSpec
 from bench.chaos.plan import gaps
 from bench.served import JOB_AGENTS
-from config.settings import ROOT
-from stores.ledger import EffectsLedger
+from duragent.baseline import approvals
+from duragent.baseline.errors import BaselineError
+from duragent.baseline.store import Store
+from duragent.config.settings import ROOT
+from duragent.stores.ledger import EffectsLedger
 
 LEASE_SECONDS = 1.0
 LOCKED = "database is locked"
@@ -57,7 +57,7 @@ class BaselineChaos:
         self.spawned = 0
 
     def _spawn(self, spec: RunSpec, command: str) -> None:
-        argv = [sys.executable, "-m", "ops.cli.job", command, "--id", spec.run_id]
+        argv = [sys.executable, "-m", "duragent.ops.cli.job", command, "--id", spec.run_id]
         if command == "run":
             argv += ["--agent", spec.agent]
             argv += [arg for key, value in spec.options.items() for arg in ("--option", f"{key}={value}")]

@@ -22,11 +22,11 @@ from temporalio.service import RPCError
 from agentic import ToolCall
 from agentic.approvals import ApprovalBook, Decision, Outcome, arguments_hash
 from agentic.signing import ApproverKey
-from stores.ledger import EffectsLedger
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS, eventually
 from tests.support.scripted_runs import temporal_in_background
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 TIMEOUT = 3600.0

@@ -24,12 +24,14 @@ from hypothesis import strategies as st
 from agentic import Budget, Message, Stop, Usage, tool_call
 from agentic.agent_set import AgentSet
 from agentic.loop import MAX_CALLS_PER_REPLY
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.runner import transcript
-from baseline.store import Store
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.runner import transcript
+from duragent.baseline.store import Store
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
-from stores.ledger import EffectsLedger
 from tests.conftest import transcripts_next_to
 from tests.support.scripted_runs import (
     AGENT,
@@ -45,8 +47,6 @@ from tests.support.scripted_runs import (
     scripts,
     temporal_in_background,
 )
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 steps = st.integers(1, MAX_STEPS)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from baseline.runner import transcript
+from duragent.baseline.runner import transcript
+from duragent.stores.ledger import EffectsLedger
 from examples.options import DemoDeps
-from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import Job, agents_recording_to, eventually, finish, open_job
 

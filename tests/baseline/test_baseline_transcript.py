@@ -11,14 +11,14 @@ import pytest
 
 from agentic import FakeModel, Message, ToolCall
 from agentic.agent_set import AgentSet
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.runner import transcript
-from baseline.steps import TranscriptHash
-from baseline.store import Store
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.runner import transcript
+from duragent.baseline.steps import TranscriptHash
+from duragent.baseline.store import Store
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
 from examples.options import DemoDeps
-from stores.ledger import EffectsLedger
-from stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import agents_recording_to
 

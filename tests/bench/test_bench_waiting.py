@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.devstack.local_postgres import find_binaries
+from duragent.ops.devstack.local_postgres import find_binaries
 from tests.support.processes import Command, alive, descendants, run_to_end, wait_gone
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.

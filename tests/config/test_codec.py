@@ -28,22 +28,30 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inputs import AgentResult
 from agentic import Agent, Budget, FakeModel, Registry, tool, tool_call
-from config.codec import ENCODING, KEY_ID, AesGcmCodec, DecryptionError, KeyConfigError, KeyRing, UnknownKeyError
-from config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
-from config.codec.keys import load_keyring, new_key
-from config.connection import data_converter
-from config.settings import ROOT, Settings
-from config.temporal_binaries import TEMPORAL_CLI
-from durable_agents.client import AgentClient
-from durable_agents.connection import connect
-from ops.http.codec import COOKIE, codec_auth, create_codec_app
-from stores.configured import transcripts_for
-from stores.ledger import EffectsLedger
+from duragent.activities.inputs import AgentResult
+from duragent.client import AgentClient
+from duragent.config.codec import (
+    ENCODING,
+    KEY_ID,
+    AesGcmCodec,
+    DecryptionError,
+    KeyConfigError,
+    KeyRing,
+    UnknownKeyError,
+)
+from duragent.config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
+from duragent.config.codec.keys import load_keyring, new_key
+from duragent.config.connection import data_converter
+from duragent.config.settings import ROOT, Settings
+from duragent.config.temporal_binaries import TEMPORAL_CLI
+from duragent.connection import connect
+from duragent.ops.http.codec import COOKIE, codec_auth, create_codec_app
+from duragent.stores.configured import transcripts_for
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS, new_worker
 from tests.support.serving import serving
-from workflows.inputs import AgentInput
 
 SECRET = "sk-live-PLANTED-SECRET-4471"
 ENCRYPTED_B64 = base64.b64encode(ENCODING).decode()

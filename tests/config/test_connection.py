@@ -15,10 +15,10 @@ from cryptography.x509.oid import NameOID
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from config.connection import ConnectionSettingsError, connect_options, tls_config
-from config.settings import Settings
-from durable_agents.connection import connect
-from durable_agents.errors import TemporalUnavailable
+from duragent.config.connection import ConnectionSettingsError, connect_options, tls_config
+from duragent.config.settings import Settings
+from duragent.connection import connect
+from duragent.errors import TemporalUnavailable
 
 TLS_VARIABLES = (
     "TEMPORAL_ADDRESS",

@@ -22,16 +22,16 @@ from temporalio import activity, workflow
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inputs import AgentResult
-from config import observability
-from config.settings import Settings
-from durable_agents.client import AgentClient
-from durable_agents.connection import connect
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import EffectsLedger
+from duragent.activities.inputs import AgentResult
+from duragent.client import AgentClient
+from duragent.config import observability
+from duragent.config.settings import Settings
+from duragent.connection import connect
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 from tests.temporal.test_approvals import pending_of, start
-from workflows.inputs import AgentInput
 
 
 def free_port() -> int:

@@ -10,31 +10,33 @@ from pathlib import Path
 
 import pytest
 
-from config.settings import ROOT, Settings
+from duragent.config.settings import ROOT, Settings
 
-LIBRARY = ["durable_agents", "workflows", "activities", "baseline", "stores", "config", "agentic", "ops"]
+LIBRARY = ["duragent", "workflows", "activities", "baseline", "stores", "config", "agentic", "ops"]
 
 # Where `Settings` may be built from the environment: the class itself and the command lines' boundary.
-BUILDS_SETTINGS = {"config/settings.py", "ops/cli/boundary.py"}
+BUILDS_SETTINGS = {"duragent/config/settings.py", "duragent/ops/cli/boundary.py"}
 # The public conveniences whose default, when a program passes no settings, is the environment's.
 DEFAULTS_TO_THE_ENVIRONMENT = {
-    "durable_agents/plugin.py",  # DurableAgentsPlugin(): the README program's one read
-    "durable_agents/connection.py",  # connect()
-    "durable_agents/worker.py",  # build_worker on a client connected without the plugin
-    "durable_agents/replay.py",  # replay()
-    "durable_agents/testing.py",  # agent_server() (its stores then go to a scratch directory)
-    "stores/configured.py",  # facts_for(): an operator's program reading agents' memory
+    "duragent/plugin.py",  # DurableAgentsPlugin(): the README program's one read
+    "duragent/connection.py",  # connect()
+    "duragent/worker.py",  # build_worker on a client connected without the plugin
+    "duragent/replay.py",  # replay()
+    "duragent/testing.py",  # agent_server() (its stores then go to a scratch directory)
+    "duragent/stores/configured.py",  # facts_for(): an operator's program reading agents' memory
 }
 # Read where they are used, on purpose.
 READS_THE_ENVIRONMENT = {
-    "config/settings.py": "the one place the product's configuration is read",
-    "ops/cli/boundary.py": "AGENT_DEBUG: the error boundary needs it when the settings themselves fail to load",
-    "ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
-    "ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
-    "baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
-    "config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",
-    "stores/postgres/pool.py": "PGPASSWORD_FILE, beside the PG* variables libpq itself reads",
-    "ops/cli/compose_secrets.py": "OPENAI_API_KEY, copied once into its secret file by `make secrets`",
+    "duragent/config/settings.py": "the one place the product's configuration is read",
+    "duragent/ops/cli/boundary.py": (
+        "AGENT_DEBUG: the error boundary needs it when the settings themselves fail to load"
+    ),
+    "duragent/ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
+    "duragent/ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
+    "duragent/baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
+    "duragent/config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",
+    "duragent/stores/postgres/pool.py": "PGPASSWORD_FILE, beside the PG* variables libpq itself reads",
+    "duragent/ops/cli/compose_secrets.py": "OPENAI_API_KEY, copied once into its secret file by `make secrets`",
     "agentic/mcp/server.py": "the variables a program's MCPServer names, read where the tool runs",
 }
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m tests.histories.record [NAME...]    # all, or only the recordings named
 
-Recorded with `durable_agents.replay.save_histories`, as a user records theirs: a run that delegates is
+Recorded with `duragent.replay.save_histories`, as a user records theirs: a run that delegates is
 recorded with its child runs' histories (named after it: `support~2.1.json`). Re-record only for a
 deliberate, versioned change to the workflow: the committed histories are what already-running workflows
 look like, and the replay test proves new code still replays them.
@@ -20,13 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from activities.inputs import ContinueAsNewPolicy, EngineOptions
-from durable_agents.client import AgentClient
-from durable_agents.replay import save_histories
-from durable_agents.testing import start_time_skipping
-from stores.ledger import EffectsLedger
+from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent.client import AgentClient
+from duragent.replay import save_histories
+from duragent.stores.ledger import EffectsLedger
+from duragent.testing import start_time_skipping
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import new_worker
-from workflows.inputs import AgentInput
 
 HERE = Path(__file__).parent
 OFTEN = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))

@@ -25,7 +25,7 @@ OURS = {
     "baseline",
     "bench",
     "config",
-    "durable_agents",
+    "duragent",
     "examples",
     "ops",
     "starter",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.retention.archive import ArchiveWriter, read_archive
+from duragent.ops.retention.archive import ArchiveWriter, read_archive
 from tests.support.baseline_helpers import Job, open_job
 
 

@@ -29,17 +29,17 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from agentic.signing import ApproverKey, parse_public_keys
-from config.approver_keys import approver_public_keys
-from config.settings import ROOT, TEMPORAL_STANDARD, Settings
-from config.webhook_signing import load_secret
-from durable_agents.versioning import WorkerVersioningError, worker_deployment
-from ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
-from ops.devstack.server_profile import TUNED
-from ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
+from duragent.config.approver_keys import approver_public_keys
+from duragent.config.settings import ROOT, TEMPORAL_STANDARD, Settings
+from duragent.config.webhook_signing import load_secret
+from duragent.ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
+from duragent.ops.devstack.server_profile import TUNED
+from duragent.ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
+from duragent.versioning import WorkerVersioningError, worker_deployment
+from duragent.workflows import search_attributes
 from tests.conftest import eventually, new_worker
 from tests.support.backends import POSTGRES_TABLES
 from tests.support.postgres_server import LocalPostgres
-from workflows import search_attributes
 
 COMPOSE = ROOT / "docker-compose.yml"
 CORE = {
@@ -55,7 +55,7 @@ CORE = {
 }
 ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate", "deployment-setup"}
 # Read by the worker process but not through Settings: the files of the database password
-# (stores/postgres/pool.py) and of the webhook secret (config/webhook_signing.py).
+# (duragent/stores/postgres/pool.py) and of the webhook secret (duragent/config/webhook_signing.py).
 WORKER_ENV_OUTSIDE_SETTINGS = {"PGPASSWORD_FILE", "AGENT_WEBHOOK_SECRET_FILE"}
 RUN_SECRETS = "/run/secrets/"
 
@@ -73,7 +73,7 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def settings_variables() -> set[str]:
     """Every environment variable settings.py reads, Temporal's standard client configuration included (a
     secret read with `_env_secret` also from NAME_FILE)."""
-    source = (ROOT / "config" / "settings.py").read_text()
+    source = (ROOT / "duragent" / "config" / "settings.py").read_text()
     ours = set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
     secrets = re.findall(r"""_env_secret\(\s*["']([A-Z][A-Z0-9_]*)["']""", source)
     return ours | {f"{name}_FILE" for name in secrets} | TEMPORAL_STANDARD
@@ -465,9 +465,9 @@ def test_secrets_are_mounted_files_never_variables(
 def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Path) -> None:
     """`make secrets` as an operator runs it: what compose mounts, owner-only where it can be, kept on a
     re-run (a new approver is added, nobody's key replaced), never in git or an image."""
-    assert "python -m ops.cli.compose_secrets" in (ROOT / "Makefile").read_text()
+    assert "python -m duragent.ops.cli.compose_secrets" in (ROOT / "Makefile").read_text()
     directory = tmp_path / "secrets"
-    command = [sys.executable, "-m", "ops.cli.compose_secrets", "--dir", str(directory)]
+    command = [sys.executable, "-m", "duragent.ops.cli.compose_secrets", "--dir", str(directory)]
     env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-at-setup"}
     first = subprocess.run([*command, "--approver", "maria"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

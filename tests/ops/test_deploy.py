@@ -37,16 +37,16 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from activities.inputs import WebhookDelivered
-from config.settings import ROOT, Settings
-from config.webhook_signing import EVENT_ID_HEADER
-from durable_agents import AgentClient, RunHandle
-from durable_agents.connection import connect
-from ops.devstack import devserver
-from ops.devstack.worker_process import WorkerProcess
+from duragent import AgentClient, RunHandle
+from duragent.activities.inputs import WebhookDelivered
+from duragent.config.settings import ROOT, Settings
+from duragent.config.webhook_signing import EVENT_ID_HEADER
+from duragent.connection import connect
+from duragent.ops.devstack import devserver
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.workflows.versioned import PinnedAgentWorkflow
 from tests.conftest import eventually
 from tests.support.incompatible_build import TIMER_SUMMARY, TimerFirstAgentWorkflow
-from workflows.versioned import PinnedAgentWorkflow
 
 pytestmark = pytest.mark.system
 

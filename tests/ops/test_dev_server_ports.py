@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ops.devstack import devserver
+from duragent.ops.devstack import devserver
 
 pytestmark = pytest.mark.system
 

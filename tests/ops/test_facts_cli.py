@@ -11,8 +11,8 @@ import pytest
 import starter
 from agentic.errors import ProtectedFactError
 from agentic.memory import Fact
-from ops.cli import job as job_cli
-from stores.facts import SqliteFactStore
+from duragent.ops.cli import job as job_cli
+from duragent.stores.facts import SqliteFactStore
 
 
 @pytest.fixture

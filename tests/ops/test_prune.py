@@ -33,29 +33,29 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent
 from agentic.saga import SagaPolicy
-from config.codec import AesGcmCodec, KeyRing, new_key
-from durable_agents.client import AgentClient
-from durable_agents.errors import RunFailed
-from durable_agents.testing import start_dev_server
-from durable_agents.worker import build_worker
+from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent.client import AgentClient
+from duragent.config.codec import AesGcmCodec, KeyRing, new_key
+from duragent.errors import RunFailed
+from duragent.ops.devstack import devserver
+from duragent.ops.retention.archive import read_archive
+from duragent.ops.retention.journal import PostgresPruneJournal, SqlitePruneJournal
+from duragent.ops.retention.policy import NAMESPACE_RETENTION, Policy, keep_closed_runs
+from duragent.ops.retention.temporal import Pass, RunStores, prune
+from duragent.stores.encrypted import EncryptedTranscriptStore
+from duragent.stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
+from duragent.testing import start_dev_server
+from duragent.worker import build_worker
+from duragent.workflows import search_attributes
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
-from ops.devstack import devserver
-from ops.retention.archive import read_archive
-from ops.retention.journal import PostgresPruneJournal, SqlitePruneJournal
-from ops.retention.policy import NAMESPACE_RETENTION, Policy, keep_closed_runs
-from ops.retention.temporal import Pass, RunStores, prune
-from stores.encrypted import EncryptedTranscriptStore
-from stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
 from tests.conftest import TEST_AGENTS, eventually
 from tests.ops.test_cli import starter
 from tests.support import delegation_agents
 from tests.support.backends import Backend
-from workflows import search_attributes
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 # Processes of its own: a dev server and `prune` command lines.
 pytestmark = pytest.mark.system

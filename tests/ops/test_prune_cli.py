@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import starter
-from ops.retention.archive import write_archive
-from ops.retention.policy import ANSWERED, Policy
+from duragent.ops.retention.archive import write_archive
+from duragent.ops.retention.policy import ANSWERED, Policy
 
 RECORDS = [
     {"run_id": "billing-1", "agent": "billing", "status": "completed", "temporal_status": "completed",

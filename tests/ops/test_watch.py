@@ -16,12 +16,12 @@ import termios
 from typing import Any
 
 from agentic.approvals import ApprovalPolicy, Decision
-from config.settings import ROOT, Settings
-from durable_agents.client import AgentClient
-from ops.devstack.devserver import free_port
+from duragent.client import AgentClient
+from duragent.config.settings import ROOT, Settings
+from duragent.ops.devstack.devserver import free_port
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import dev_settings, new_worker
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 TIMEOUT = 40.0
 

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from config.settings import ROOT, Settings
-from durable_agents.client import AgentClient
-from durable_agents.connection import connect
-from ops.devstack import devserver
-from stores.ledger import EffectsLedger
+from duragent.client import AgentClient
+from duragent.config.settings import ROOT, Settings
+from duragent.connection import connect
+from duragent.ops.devstack import devserver
+from duragent.stores.ledger import EffectsLedger
 from tests.conftest import agent_named, eventually, new_worker
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")

@@ -18,10 +18,10 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inputs import WebhookInput
-from config.webhook_signing import ALLOW_LOOPBACK_ENV, resolved_problem, url_problem
-from durable_agents.client import AgentClient
-from stores.ledger import EffectsLedger
+from duragent.activities.inputs import WebhookInput
+from duragent.client import AgentClient
+from duragent.config.webhook_signing import ALLOW_LOOPBACK_ENV, resolved_problem, url_problem
+from duragent.stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 from tests.support.baseline_helpers import Job, free_port, open_job
 from tests.support.baseline_helpers import eventually as poll

@@ -14,9 +14,9 @@ import pytest
 
 from agentic import Stop
 from agentic.memory import Fact
+from duragent.stores.facts import SqliteFactStore, WriteKeyConflict
+from duragent.stores.postgres import Database, PostgresFactStore
 from examples import courier
-from stores.facts import SqliteFactStore, WriteKeyConflict
-from stores.postgres import Database, PostgresFactStore
 from tests.stores.test_memory_tools import served, tool_messages
 from tests.support.backends import Backend
 

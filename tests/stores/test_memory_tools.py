@@ -12,16 +12,16 @@ import pytest
 
 from agentic import Agent, Stop, ToolCall, ToolContext, ToolStatus
 from agentic.agent_set import AgentSet
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.runner import transcript
-from baseline.store import Store
-from durable_agents import AgentClient
+from duragent import AgentClient
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.runner import transcript
+from duragent.baseline.store import Store
+from duragent.stores.facts import SqliteFactStore
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.memory_tools import MemoryOptions
 from examples import courier
 from examples.options import DemoDeps
-from stores.facts import SqliteFactStore
-from stores.ledger import EffectsLedger
-from stores.memory_tools import MemoryOptions
 from tests.conftest import new_worker, transcripts_next_to
 from tests.support import memory_agents
 

@@ -25,14 +25,14 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inputs import AgentResult
 from agentic import Message, Stop
-from ops.devstack.worker_process import WorkerProcess
-from stores.postgres import Database, PostgresLedger, PostgresTranscriptStore
-from stores.transcripts import SqliteTranscriptStore, TranscriptNotFound, Transcripts
+from duragent.activities.inputs import AgentResult
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.postgres import Database, PostgresLedger, PostgresTranscriptStore
+from duragent.stores.transcripts import SqliteTranscriptStore, TranscriptNotFound, Transcripts
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, Timeouts
 
 RUNS = 4
 RECORDS = 8

@@ -1,4 +1,5 @@
-"""The checkpoint store's rules (`baseline.store`, `baseline.journal`), in-process on a real SQLite file: ids are
+"""The checkpoint store's rules (`duragent.baseline.store`, `duragent.baseline.journal`), in-process on a real SQLite
+file: ids are
 never reused, unknown ids and missing outputs are named, progress and cancellation requests are kept as
 written, steps are numbered from one."""
 
@@ -10,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from baseline import jobs
-from baseline.crash import CrashHook
-from baseline.errors import CheckpointMismatch, DeadLettered, LeaseLost, RunExists, UnknownRun
-from baseline.journal import Journal
-from baseline.lease import acquire, release
-from baseline.options import RunOptions
-from baseline.store import Progress, StepSpec, Store
-from stores.ledger import EffectsLedger
+from duragent.baseline import jobs
+from duragent.baseline.crash import CrashHook
+from duragent.baseline.errors import CheckpointMismatch, DeadLettered, LeaseLost, RunExists, UnknownRun
+from duragent.baseline.journal import Journal
+from duragent.baseline.lease import acquire, release
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Progress, StepSpec, Store
+from duragent.stores.ledger import EffectsLedger
 from tests.support.baseline_helpers import agents_recording_to
 
 
@@ -95,7 +96,7 @@ def test_the_progress_total_is_the_estimate_or_what_is_known_whichever_is_larger
 
 
 def test_a_journal_writes_nothing_once_its_lease_is_lost(store: Store) -> None:
-    from baseline.lease import LeaseKeeper
+    from duragent.baseline.lease import LeaseKeeper
 
     create(store)
     keeper = LeaseKeeper(store, "r1", "w1", lease_seconds=30)  # not started: its state is set by hand

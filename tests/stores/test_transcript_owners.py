@@ -10,11 +10,11 @@ import psycopg
 import pytest
 
 from agentic import Message
-from config.codec import AesGcmCodec, KeyRing, new_key
-from stores.encrypted import EncryptedTranscriptStore
-from stores.postgres import Database, PostgresTranscriptStore
-from stores.sqlite_file import SqliteFile
-from stores.transcripts import (
+from duragent.config.codec import AesGcmCodec, KeyRing, new_key
+from duragent.stores.encrypted import EncryptedTranscriptStore
+from duragent.stores.postgres import Database, PostgresTranscriptStore
+from duragent.stores.sqlite_file import SqliteFile
+from duragent.stores.transcripts import (
     EMPTY,
     Released,
     SqliteTranscriptStore,

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from agentic import Message, tool_call
-from config.codec import AesGcmCodec, KeyRing, new_key
-from stores.encrypted import EncryptedTranscriptStore
-from stores.transcripts import EMPTY, PayloadTooLarge, SqliteTranscriptStore, TranscriptNotFound, Transcripts
+from duragent.config.codec import AesGcmCodec, KeyRing, new_key
+from duragent.stores.encrypted import EncryptedTranscriptStore
+from duragent.stores.transcripts import EMPTY, PayloadTooLarge, SqliteTranscriptStore, TranscriptNotFound, Transcripts
 from tests.support.backends import Backend
 
 

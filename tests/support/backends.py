@@ -10,10 +10,10 @@ from pathlib import Path
 
 import psycopg
 
-from stores.facts import DurableFactStore, SqliteFactStore
-from stores.ledger import EffectsLedger, Ledger
-from stores.postgres import Database, PostgresFactStore, PostgresLedger, PostgresTranscriptStore
-from stores.transcripts import SqliteTranscriptStore, TranscriptStore
+from duragent.stores.facts import DurableFactStore, SqliteFactStore
+from duragent.stores.ledger import EffectsLedger, Ledger
+from duragent.stores.postgres import Database, PostgresFactStore, PostgresLedger, PostgresTranscriptStore
+from duragent.stores.transcripts import SqliteTranscriptStore, TranscriptStore
 
 BACKENDS = ["sqlite", "postgres"]
 

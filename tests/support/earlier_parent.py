@@ -9,7 +9,7 @@ from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.inputs import AgentInput
+    from duragent.workflows.inputs import AgentInput
 
 
 @workflow.defn(name="EarlierParent", sandboxed=False)

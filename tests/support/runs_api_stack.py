@@ -22,11 +22,11 @@ from typing import Any
 
 import httpx
 
-from config.http_clients import tls_context
-from config.settings import ROOT, Settings
-from ops.devstack import devserver
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import Effect, EffectsLedger
+from duragent.config.http_clients import tls_context
+from duragent.config.settings import ROOT, Settings
+from duragent.ops.devstack import devserver
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import Effect, EffectsLedger
 from tests.support.baseline_helpers import eventually as poll_until
 from tests.support.baseline_helpers import free_port
 
@@ -107,7 +107,16 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
 def checkpoint_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> ApiStack:
     port = free_port()
     stack = ApiStack("checkpoints", f"http://127.0.0.1:{port}", tmp / "ledger.db", tmp)
-    command = [sys.executable, "-m", "ops.cli.job", "serve", "--port", str(port), "--db", str(tmp / "baseline.db")]
+    command = [
+        sys.executable,
+        "-m",
+        "duragent.ops.cli.job",
+        "serve",
+        "--port",
+        str(port),
+        "--db",
+        str(tmp / "baseline.db"),
+    ]
     command += ["--ledger", str(stack.ledger)]
     for module in AGENT_MODULES:
         command += ["--agents", module]

@@ -40,8 +40,8 @@ from agentic import (
     tool,
 )
 from agentic.loop import GIVE_UP
+from duragent.stores.ledger import EffectsLedger
 from examples.effects import record_effect
-from stores.ledger import EffectsLedger
 
 T = TypeVar("T")
 
@@ -240,7 +240,7 @@ def temporal_in_background(
     """A time-skipping server of its own and a worker serving `agents`, on a background loop: for synchronous
     (hypothesis) tests and for command lines that make their own event loops, neither of which can share the
     session's async fixtures."""
-    from durable_agents.testing import start_time_skipping
+    from duragent.testing import start_time_skipping
     from tests.conftest import new_worker
 
     with background_loop() as loop:

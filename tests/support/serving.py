@@ -1,4 +1,4 @@
-"""One of our apps served as the commands serve it (ops/http/serve.py: the same uvicorn server, protocol and
+"""One of our apps served as the commands serve it (duragent/ops/http/serve.py: the same uvicorn server, protocol and
 bounds), in a thread of the test process, on a free loopback port; stopped when the block ends."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from ops.http.serve import listen, server
+from duragent.ops.http.serve import listen, server
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Served:
 
 @contextmanager
 def serving(app: FastAPI, **bounds: Any) -> Iterator[Served]:
-    """`bounds`: `max_connections`, `read_timeout` (ops/http/serve.py's defaults otherwise)."""
+    """`bounds`: `max_connections`, `read_timeout` (duragent/ops/http/serve.py's defaults otherwise)."""
     listener = listen(argparse.Namespace(host="127.0.0.1", port=0))
     port = int(listener.getsockname()[1])
     running = server(app, **bounds)

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
-from activities.inputs import AgentResult
 from agentic import Stop, ToolStatus, tool_call
 from agentic.approvals import ApprovalPolicy, Decision, PendingApproval, arguments_hash
+from duragent.activities.inputs import AgentResult
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker, transcripts_next_to
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 Handle = WorkflowHandle[Any, AgentResult]
 

@@ -1,6 +1,6 @@
 """Issue 34: client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
-aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; durable_agents/clean_exit.py
-says why); the documented patterns end with `durable_agents.run(main())` instead. Each is run many times in
+aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; duragent/clean_exit.py
+says why); the documented patterns end with `duragent.run(main())` instead. Each is run many times in
 a row against a real dev server, and every exit must be 0: the client script of docs/approvals.md (lists pending
 approvals) 50 times, the README's whole program (a worker, a run, an approval) 20 times. Those full counts are a
 statistical proof of minutes of CPU, so they run under `make test-slow` (`-m slow`); `make test` runs each a
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from durable_agents.testing import agent_server
+from duragent.stores.ledger import EffectsLedger
+from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
-from stores.ledger import EffectsLedger
 from tests.support.docs import code_block_after
 from tests.temporal.test_own_agent import readme_snippet, service  # noqa: F401 (the orders service fixture)
 

@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 from agentic import Agent, FakeModel, Registry
-from durable_agents import AgentClient, Settings
-from durable_agents.errors import (
+from duragent import AgentClient, Settings
+from duragent.errors import (
     AgentClientError,
     ApprovalRejected,
     RunAlreadyExists,

@@ -8,11 +8,11 @@ import signal
 import uuid
 
 from agentic import Stop
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import EffectsLedger
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, Timeouts
 
 
 async def test_migration_survives_sigkill_after_step_two(dev_env, task_queue, tmp_path):
@@ -116,7 +116,7 @@ async def test_a_worker_with_a_database_url_keeps_effects_and_transcripts_in_pos
 
     import psycopg
 
-    from stores.postgres import Database, PostgresLedger
+    from duragent.stores.postgres import Database, PostgresLedger
 
     settings = dataclasses.replace(dev_settings(dev_env, task_queue, tmp_path), database_url=postgres_url)
     database = Database(postgres_url)

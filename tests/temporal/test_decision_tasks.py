@@ -17,7 +17,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from durable_agents.client import AgentClient
+from duragent.client import AgentClient
 from tests.conftest import new_worker
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from agentic import Agent, FakeModel, Message, ModelReply, ModelSettings, Registry, Stop, ToolSchema
 from agentic.errors import RetryableModelError
-from durable_agents import AgentClient
+from duragent import AgentClient
 from tests.conftest import eventually, new_worker
 
 

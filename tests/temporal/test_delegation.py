@@ -15,26 +15,26 @@ import pytest
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Worker
 
-from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, Budget, FakeModel, Registry, Stop, ToolStatus, Usage, tool_call
 from agentic.agent_set import AgentSet
 from agentic.delegation import DelegateRef, child_run_id, reserve
-from baseline import jobs
-from baseline.errors import RunNotResumable
-from baseline.options import RunOptions
-from baseline.runner import transcript
-from baseline.store import Store
-from durable_agents.client import AgentClient, RunHandle
+from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent.baseline import jobs
+from duragent.baseline.errors import RunNotResumable
+from duragent.baseline.options import RunOptions
+from duragent.baseline.runner import transcript
+from duragent.baseline.store import Store
+from duragent.client import AgentClient, RunHandle
+from duragent.stores.ledger import Effect, EffectsLedger
+from duragent.workflows import search_attributes as sa
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
-from stores.ledger import Effect, EffectsLedger
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from tests.support import delegation_agents
 from tests.support.baseline_helpers import Job, eventually
 from tests.support.docs import code_block_after
 from tests.support.earlier_parent import EarlierParent
-from workflows import search_attributes as sa
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 AGENTS: list[Agent] = [*TEST_AGENTS, *delegation_agents.agents]
 

@@ -16,12 +16,12 @@ import pytest
 from agentic import Budget, Message, Run, Stop, Usage
 from agentic.agent_set import AgentSet
 from agentic.models.base import estimate_tokens
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.store import Store
-from durable_agents.client import AgentClient
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
+from duragent.client import AgentClient
+from duragent.stores.ledger import EffectsLedger
 from examples.options import DemoDeps
-from stores.ledger import EffectsLedger
 from tests.support import delegation_agents
 from tests.temporal.test_delegation import AGENTS, agent, worker
 

@@ -14,13 +14,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
 from agentic import Stop
-from durable_agents.client import AgentClient
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import EffectsLedger
+from duragent.client import AgentClient
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.inputs import Timeouts
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import starter
 from tests.temporal.test_delegation import child_result, forward, run_id, undone, wait_for_pending, worker
-from workflows.inputs import Timeouts
 
 MODULES = {"AGENT_MODULES": "examples,tests.support.delegation_agents"}
 

@@ -8,11 +8,11 @@ import uuid
 
 from agentic import Stop
 from agentic.approvals import ApprovalPolicy, Decision
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import EffectsLedger
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, Timeouts
 
 
 async def pending_row(handle) -> dict:

@@ -14,14 +14,14 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from activities.inputs import AgentResult, ContinueAsNewPolicy, DescribedAgent, EngineOptions, TranscriptPart
 from agentic import Message, ToolStatus
-from stores.transcripts import EMPTY
+from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, DescribedAgent, EngineOptions, TranscriptPart
+from duragent.stores.transcripts import EMPTY
+from duragent.workflows.agent import ENGINE_PATCH, AgentWorkflow
+from duragent.workflows.inputs import AgentInput
+from duragent.workflows.transcript import WorkflowTranscript
 from tests.conftest import new_worker
 from tests.temporal.test_long_runs import runs_of
-from workflows.agent import ENGINE_PATCH, AgentWorkflow
-from workflows.inputs import AgentInput
-from workflows.transcript import WorkflowTranscript
 
 OLD_CLIENTS_FIELDS = {
     "transcript": "inline",

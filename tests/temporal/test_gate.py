@@ -13,19 +13,19 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.worker import Worker
 
-from activities.describe import DescribeActivities
-from activities.model import ModelActivities
-from activities.served import ServedAgents
-from activities.tools import ToolActivities
 from agentic import ToolCall, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.approvals import ApprovalBook, Decision, PendingApproval, arguments_hash, effect_refusal
 from agentic.signing import ApproverKey, parse_public_keys
-from durable_agents.client import AgentClient
+from duragent.activities.describe import DescribeActivities
+from duragent.activities.model import ModelActivities
+from duragent.activities.served import ServedAgents
+from duragent.activities.tools import ToolActivities
+from duragent.client import AgentClient
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())

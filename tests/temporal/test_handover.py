@@ -16,15 +16,15 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, Wor
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
-from activities.inputs import ContinueAsNewPolicy, EngineOptions
 from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
-from durable_agents.client import AgentClient
+from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent.client import AgentClient
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())

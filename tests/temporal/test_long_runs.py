@@ -15,16 +15,16 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
 from agentic import Budget, Stop, ToolStatus
 from agentic.approvals import ApprovalPolicy, Decision
-from durable_agents.client import AgentClient
-from durable_agents.testing import start_dev_server
-from stores.ledger import EffectsLedger
-from stores.transcripts import encode
+from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
+from duragent.client import AgentClient
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.transcripts import encode
+from duragent.testing import start_dev_server
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker, transcripts_next_to
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 OFTEN = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))  # a handover every few steps
 

@@ -22,26 +22,26 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from activities.inputs import ContinueAsNewPolicy, EngineOptions
 from agentic import Agent, FakeModel, Registry, ToolCall, ToolContext, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.mcp import MCPConfigError, MCPServer, MCPUnavailable
 from agentic.mcp import client as mcp_client
 from agentic.mcp.toolset import checked_arguments, merged, specs_of
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.store import Store
-from config.settings import ROOT
-from durable_agents import AgentClient, RunFailed
+from duragent import AgentClient, RunFailed
+from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
+from duragent.config.settings import ROOT
+from duragent.ops.devstack.devserver import free_port, port_open
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import Timeouts
 from examples import mcp_notes
-from ops.devstack.devserver import free_port, port_open
-from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually, new_worker, transcripts_next_to
 from tests.support import baseline_helpers, mcp_agents
 from tests.support.docs import code_block_after
 from tests.support.processes import descendants
-from workflows.agent import AgentWorkflow
-from workflows.inputs import Timeouts
 
 V1_TOOLS = "crm__add_note,crm__broken,crm__close_account,crm__lookup,crm__report,give_up"
 

@@ -11,16 +11,16 @@ import os
 import uuid
 
 from agentic import Stop
-from config.settings import Settings
-from durable_agents import AgentClient
-from ops.cli.job import main as job_main
-from ops.devstack.worker_process import WorkerProcess
+from duragent import AgentClient
+from duragent.config.settings import Settings
+from duragent.ops.cli.job import main as job_main
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.facts import SqliteFactStore
+from duragent.stores.postgres import Database, PostgresFactStore
+from duragent.workflows.inputs import Timeouts
 from starter import main as starter_main
-from stores.facts import SqliteFactStore
-from stores.postgres import Database, PostgresFactStore
 from tests.conftest import dev_settings, eventually
 from tests.support.in_process import run_main
-from workflows.inputs import Timeouts
 
 TICKET = "Ticket T-1: customer C-7 prefers BlueDart"
 QUESTION = "Which courier does C-7 prefer?"

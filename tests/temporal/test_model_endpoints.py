@@ -11,11 +11,11 @@ import uuid
 import pytest
 
 from agentic.models.catalog import ModelCatalog, UnknownModel
-from config.models import declared_models
-from config.settings import Settings
-from durable_agents.client import AgentClient
-from durable_agents.errors import RunFailed
-from stores.ledger import EffectsLedger
+from duragent.client import AgentClient
+from duragent.config.models import declared_models
+from duragent.config.settings import Settings
+from duragent.errors import RunFailed
+from duragent.stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 
 

@@ -16,19 +16,19 @@ import pytest
 from agentic import Agent, FakeModel, Message, Registry, Stop, ToolContext, tool, tool_call
 from agentic.approvals import ApprovalPolicy, Decision
 from agentic.tools import ToolCancelled
-from baseline import jobs, steps
-from baseline.errors import CheckpointMismatch
-from baseline.lease import acquire, renew
-from baseline.options import RunOptions
-from baseline.store import Store
-from config.codec.aesgcm import ENCODING, AesGcmCodec
-from config.codec.keys import KeyRing, new_key
+from duragent.baseline import jobs, steps
+from duragent.baseline.errors import CheckpointMismatch
+from duragent.baseline.lease import acquire, renew
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
+from duragent.config.codec.aesgcm import ENCODING, AesGcmCodec
+from duragent.config.codec.keys import KeyRing, new_key
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, Timeouts
 from examples.effects import deps_of, record_effect
-from stores.ledger import EffectsLedger
 from tests.conftest import eventually, new_worker
 from tests.support.baseline_helpers import agents_recording_to
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, Timeouts
 
 # -- a checkpoint names its model step by the whole transcript, not its last message ------------------------
 

@@ -14,19 +14,19 @@ import sys
 import pytest
 
 from agentic import Agent, FakeModel, Registry, ToolContext, tool, tool_call
-from config.settings import ROOT
-from config.temporal_binaries import TEMPORAL_CLI
-from durable_agents import ApprovalRejected
-from durable_agents.testing import agent_server
+from duragent import ApprovalRejected
+from duragent.config.settings import ROOT
+from duragent.config.temporal_binaries import TEMPORAL_CLI
+from duragent.stores.ledger import EffectsLedger
+from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
-from stores.ledger import EffectsLedger
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
 
 MY_AGENTS = """
-from durable_agents import Agent, FakeModel, Registry
+from duragent import Agent, FakeModel, Registry
 
 
 agents = [Agent(FakeModel(["Hello from my_agents."]), Registry(), name="hello", task="Say hello")]

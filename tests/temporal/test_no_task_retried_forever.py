@@ -30,10 +30,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic import Stop
 from agentic.approvals import Decision
-from durable_agents.testing import start_time_skipping
+from duragent.testing import start_time_skipping
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 
 def raw(data: bytes, encoding: bytes = b"json/plain") -> RawValue:

@@ -16,9 +16,9 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agentic.signing import ApproverKey
-from durable_agents import AgentClient, ApprovalRejected, DurableAgentsPlugin, RunHandle, Settings, build_worker
+from duragent import AgentClient, ApprovalRejected, DurableAgentsPlugin, RunHandle, Settings, build_worker
+from duragent.workflows.versioned import VERSIONED_WORKFLOWS
 from tests.conftest import TEST_AGENTS, new_worker
-from workflows.versioned import VERSIONED_WORKFLOWS
 
 MARIA = ApproverKey.generate("maria")
 

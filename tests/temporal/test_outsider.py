@@ -20,8 +20,8 @@ from temporalio.worker import Worker
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
-from durable_agents.client import AgentClient
-from stores.transcripts import EMPTY
+from duragent.client import AgentClient
+from duragent.stores.transcripts import EMPTY
 from tests.conftest import new_worker
 from tests.support.baseline_helpers import free_port
 from tests.support.outsider import ImpostorAgent, ImpostorNotifier, Outsider

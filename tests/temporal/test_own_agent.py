@@ -19,14 +19,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from config.settings import ROOT
-from durable_agents import AgentClient
+from duragent import AgentClient
+from duragent.config.settings import ROOT
+from duragent.ops.devstack.devserver import free_port, port_open
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.workflows.inputs import Timeouts
 from examples import orders
-from ops.devstack.devserver import free_port, port_open
-from ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually
 from tests.support.docs import code_block_after
-from workflows.inputs import Timeouts
 
 # Processes of its own: the orders service and workers.
 pytestmark = pytest.mark.system

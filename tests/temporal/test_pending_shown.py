@@ -17,12 +17,12 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
-from durable_agents.client import PENDING_QUERY, AgentClient
-from durable_agents.errors import NoPendingApproval
+from duragent.client import PENDING_QUERY, AgentClient
+from duragent.errors import NoPendingApproval
+from duragent.workflows import search_attributes as sa
+from duragent.workflows.inputs import AgentInput
+from duragent.workflows.names import WORKFLOW_TYPE
 from tests.conftest import eventually, new_worker
-from workflows import search_attributes as sa
-from workflows.inputs import AgentInput
-from workflows.names import WORKFLOW_TYPE
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())

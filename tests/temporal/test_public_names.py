@@ -1,5 +1,5 @@
-"""`durable_agents`, the package a program imports, loads each public name where it lives on first use
-(durable_agents/__init__.py): every name in `__all__` resolves to the object its home module defines, the table
+"""`duragent`, the package a program imports, loads each public name where it lives on first use
+(duragent/__init__.py): every name in `__all__` resolves to the object its home module defines, the table
 of homes says what the imports for type checkers say, and a name it does not have is an AttributeError."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import durable_agents
+import duragent
 
 pytestmark = pytest.mark.unit
 
-SOURCE = Path(durable_agents.__file__).read_text()
+SOURCE = Path(duragent.__file__).read_text()
 
 
 def imports_for_type_checkers() -> dict[str, str]:
@@ -23,24 +23,24 @@ def imports_for_type_checkers() -> dict[str, str]:
 
 
 def test_every_public_name_resolves_to_the_object_its_home_defines() -> None:
-    homes = durable_agents._HOMES
-    assert sorted(durable_agents.__all__) == sorted(homes)
-    for name in durable_agents.__all__:
-        assert getattr(durable_agents, name) is getattr(importlib.import_module(homes[name]), name), name
+    homes = duragent._HOMES
+    assert sorted(duragent.__all__) == sorted(homes)
+    for name in duragent.__all__:
+        assert getattr(duragent, name) is getattr(importlib.import_module(homes[name]), name), name
 
 
 def test_the_table_of_homes_is_what_the_type_checkers_read() -> None:
-    assert imports_for_type_checkers() == durable_agents._HOMES
+    assert imports_for_type_checkers() == duragent._HOMES
 
 
 def test_a_name_the_package_does_not_have_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Agnet'"):
-        durable_agents.Agnet  # noqa: B018
+        duragent.Agnet  # noqa: B018
     with pytest.raises(ImportError):
-        from durable_agents import Agnet  # noqa: F401
+        from duragent import Agnet  # noqa: F401
 
 
 def test_star_import_and_dir_list_the_public_names() -> None:
     namespace: dict[str, object] = {}
-    exec("from durable_agents import *", namespace)
-    assert set(durable_agents.__all__) <= set(namespace) and set(durable_agents.__all__) <= set(dir(durable_agents))
+    exec("from duragent import *", namespace)
+    assert set(duragent.__all__) <= set(namespace) and set(duragent.__all__) <= set(dir(duragent))

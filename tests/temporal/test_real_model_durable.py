@@ -1,4 +1,5 @@
-"""The three runners on the real local model (SmolLM2-135M on llama-cpp-python's server, ops/devstack/modelserver.py):
+"""The three runners on the real local model (SmolLM2-135M on llama-cpp-python's server,
+duragent/ops/devstack/modelserver.py):
 the in-process `Agent.run`, the checkpoint runner (`jobs.start`, `job run --model local`) and Temporal (a
 worker and `AgentClient.start(..., model="local")`), each taking the model the worker declares as `local`.
 
@@ -25,28 +26,28 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.inputs import AgentResult
 from agentic import Agent, Budget, ModelReply, ModelSettings, Stop, ToolCall, ToolResult, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.loop import initial_messages
-from baseline import jobs
-from baseline.options import RunOptions
-from baseline.store import Store
-from config.models import declared_models
-from config.settings import ROOT, Settings
-from durable_agents.client import AgentClient, RunHandle
+from duragent.activities.inputs import AgentResult
+from duragent.baseline import jobs
+from duragent.baseline.options import RunOptions
+from duragent.baseline.store import Store
+from duragent.client import AgentClient, RunHandle
+from duragent.config.models import declared_models
+from duragent.config.settings import ROOT, Settings
+from duragent.ops.demo.local_model import LONG_TASK, asked, model_attempts, model_call_running
+from duragent.ops.devstack.devserver import free_port
+from duragent.ops.devstack.modelserver import ModelServer
+from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent.stores.ledger import Effect, EffectsLedger
+from duragent.workflows.inputs import Timeouts
 from examples import billing
 from examples.options import DemoDeps
-from ops.demo.local_model import LONG_TASK, asked, model_attempts, model_call_running
-from ops.devstack.devserver import free_port
-from ops.devstack.modelserver import ModelServer
-from ops.devstack.worker_process import WorkerProcess
-from stores.ledger import Effect, EffectsLedger
 from tests.conftest import dev_settings, eventually, new_worker
-from workflows.inputs import Timeouts
 
 # `first_tool_choice="charge"`, then `none`, at temperature 0, at most 32 tokens a reply (the model's
-# arguments for `charge` take about 23): how the demo asks the small model (ops/demo/local_model.py).
+# arguments for `charge` take about 23): how the demo asks the small model (duragent/ops/demo/local_model.py).
 ASKED = asked("charge")
 # LONG_TASK makes the model write to max_tokens: seconds of generation, for a kill to land in.
 LONG = asked("charge", 200)
@@ -242,7 +243,18 @@ async def test_one_token_more_and_the_run_goes_on_to_answer(
 def test_job_run_takes_the_local_model_by_name(local_model_server: ModelServer, tmp_path: Path) -> None:
     """The checkpoint runner's command line: `job run --model local` and the model-settings flags."""
     db, ledger = tmp_path / "jobs.db", tmp_path / "ledger.db"
-    argv = [sys.executable, "-m", "ops.cli.job", "run", "--id", "j-local", "--agent", "billing", "--model", "local"]
+    argv = [
+        sys.executable,
+        "-m",
+        "duragent.ops.cli.job",
+        "run",
+        "--id",
+        "j-local",
+        "--agent",
+        "billing",
+        "--model",
+        "local",
+    ]
     argv += ["--first-tool-choice", "charge", "--tool-choice", "none", "--temperature", "0", "--max-tokens", "32"]
     argv += ["--db", str(db), "--ledger", str(ledger), "--json"]
     env = {**os.environ, "AGENT_LOCAL_MODEL_URL": local_model_server.base_url}

@@ -16,9 +16,9 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentic.approvals import ApprovalPolicy, Decision
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
 

@@ -1,5 +1,5 @@
 """Issue 34: replaying a user's own histories against today's code before a deploy (`starter.py replay`,
-`durable_agents.replay`). It passes on today's recorded histories; it fails when the engine changes what a
+`duragent.replay`). It passes on today's recorded histories; it fails when the engine changes what a
 run does without a patch (the approval gate dropped: a tool activity where the history has a timer); an
 agent edit replays, because the run recorded its agent's spec; and for a run still open it names an agent
 no longer deployed, or a tool the run recorded that is gone."""
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from agentic import Agent, Registry
-from config.settings import ROOT
-from durable_agents.replay import fetch_histories, load_histories, replay, save_histories
-from durable_agents.testing import agent_server
+from duragent.config.settings import ROOT
+from duragent.replay import fetch_histories, load_histories, replay, save_histories
+from duragent.stores.ledger import EffectsLedger
+from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
-from stores.ledger import EffectsLedger
 from tests.conftest import agent_named, eventually
 from tests.support.docs import code_block_after
 

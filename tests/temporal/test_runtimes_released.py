@@ -1,4 +1,4 @@
-"""`durable_agents.run` (durable_agents/clean_exit.py): once a program is done with its clients, no Temporal
+"""`duragent.run` (duragent/clean_exit.py): once a program is done with its clients, no Temporal
 runtime outlives it — the default one (what `quiet_core_logs` installs for the command lines) and one built
 for a worker (`worker_runtime`) alike — so no SDK thread is left to wake during interpreter shutdown. Checked
 by reference and by counting the process's native threads, not by timing (test_clean_exit.py runs the
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from config.settings import ROOT
+from duragent.config.settings import ROOT
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -23,8 +23,8 @@ import json, os, sys, threading, time, weakref
 import temporalio.runtime
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
-from config.observability import quiet_core_logs, worker_runtime
-from durable_agents import DurableAgentsPlugin, run
+from duragent.config.observability import quiet_core_logs, worker_runtime
+from duragent import DurableAgentsPlugin, run
 
 
 def native_threads():  # threads Python does not know of: the runtimes' Tokio pools

@@ -11,13 +11,13 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 
-from activities.inputs import AgentResult
 from agentic import Budget, Stop
 from agentic.approvals import ApprovalPolicy, Decision
-from stores.ledger import EffectsLedger
+from duragent.activities.inputs import AgentResult
+from duragent.stores.ledger import EffectsLedger
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, SagaPolicy, Timeouts
 from tests.conftest import eventually, new_worker
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, SagaPolicy, Timeouts
 
 Handle = WorkflowHandle[Any, AgentResult]
 

@@ -19,12 +19,12 @@ from temporalio.client import WorkflowUpdateFailedError
 from agentic import ToolCall
 from agentic.approvals import ApprovalBook, Decision
 from agentic.signing import ApproverKey, ApproverKeyError, parse_public_keys
-from config.settings import ROOT
-from durable_agents.client import AgentClient
-from durable_agents.errors import ApprovalRejected
+from duragent.client import AgentClient
+from duragent.config.settings import ROOT
+from duragent.errors import ApprovalRejected
+from duragent.workflows.agent import AgentWorkflow
 from tests.conftest import TEST_AGENTS, dev_settings, new_worker
 from tests.support import delegation_agents
-from workflows.agent import AgentWorkflow
 
 MARIA = ApproverKey.generate("maria")
 BOB = ApproverKey.generate("bob")

@@ -1,4 +1,4 @@
-"""Issue 34: the testing kit (`durable_agents.testing`) a user tests their agent with. The README's example
+"""Issue 34: the testing kit (`duragent.testing`) a user tests their agent with. The README's example
 test runs as written, as a user's own test file; the fixture plugin works from a user's conftest.py; the kit
 never falls back to downloading a server; a server without our search attributes is its own error, naming
 both fixes; and the dev-server kit holds a kill test (a worker process SIGKILLed while its run waits)."""
@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from config.settings import ROOT
-from config.temporal_binaries import TIME_SKIPPING_SERVER, TemporalBinaryMissing, require
-from durable_agents import DurableAgentsPlugin, SearchAttributesMissing, TemporalUnavailable
-from durable_agents import testing as kit
-from durable_agents.testing import agent_server
+from duragent import DurableAgentsPlugin, SearchAttributesMissing, TemporalUnavailable
+from duragent import testing as kit
+from duragent.config.settings import ROOT
+from duragent.config.temporal_binaries import TIME_SKIPPING_SERVER, TemporalBinaryMissing, require
+from duragent.stores.ledger import EffectsLedger
+from duragent.testing import agent_server
 from examples.refund import agent as refund_agent
-from stores.ledger import EffectsLedger
 from tests.conftest import agent_named
 from tests.support.docs import code_block_after
 from tests.support.processes import run_to_end
@@ -57,14 +57,14 @@ def test_the_readmes_testing_example_fails_when_the_tool_runs_without_its_approv
 
 
 def test_the_fixture_plugin_serves_agents_from_a_users_conftest(tmp_path):
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["durable_agents.pytest_plugin"]\n')
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["duragent.pytest_plugin"]\n')
     (tmp_path / "test_fixture.py").write_text(
         "import pytest\n"
         "from examples.refund import agent\n\n\n"
         "@pytest.mark.asyncio\n"
         "async def test_the_refund_waits_for_a_human(serve_agents, tmp_path):\n"
         "    from examples.options import DemoDeps\n"
-        "    from stores.ledger import EffectsLedger\n\n"
+        "    from duragent.stores.ledger import EffectsLedger\n\n"
         "    agents = await serve_agents([agent], deps=DemoDeps(ledger=EffectsLedger(tmp_path / 'l.db')))\n"
         "    run = await agents.start(agent)\n"
         "    [waiting] = await run.wait_for_approval()\n"

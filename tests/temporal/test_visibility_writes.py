@@ -17,12 +17,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from agentic import Stop
-from durable_agents.client import AgentClient
+from duragent.client import AgentClient
+from duragent.workflows import search_attributes as sa
+from duragent.workflows import visibility
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from tests.conftest import agent_named, new_worker
-from workflows import search_attributes as sa
-from workflows import visibility
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 UPSERT = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
 MEMO = EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED

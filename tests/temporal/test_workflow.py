@@ -10,14 +10,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.inputs import AgentResult
 from agentic import Budget, Stop, ToolStatus
+from duragent.activities.inputs import AgentResult
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
-from stores.ledger import EffectsLedger
-from stores.transcripts import SqliteTranscriptStore, Transcripts
 from tests.conftest import agent_named, new_worker, transcripts_next_to
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput
 
 
 async def execute(

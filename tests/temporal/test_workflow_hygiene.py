@@ -17,9 +17,9 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowExecutionStatus
 
 from agentic.approvals import ApprovalPolicy
+from duragent.workflows.agent import AgentWorkflow
+from duragent.workflows.inputs import AgentInput, Timeouts
 from tests.conftest import STUCK_AFTER, eventually, new_worker
-from workflows.agent import AgentWorkflow
-from workflows.inputs import AgentInput, Timeouts
 
 LEFT_OPEN: list[str] = []
 

@@ -1,0 +1,241 @@
+"""Durable AI agents on Temporal: what a program imports to define agents, serve them and drive their runs.
+
+    from duragent import Agent, FakeModel, Registry, tool, AgentClient, DurableAgentsPlugin, build_worker
+
+One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
+`AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
+Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+
+Configuration comes from the environment (docs/operations.md), read once: `DurableAgentsPlugin()` and
+`connect()` read it (`Settings.from_env()`) unless given `Settings`, and what is built from their client —
+`build_worker`, `AgentClient` — takes its defaults from there.
+
+A script that uses a client ends with `duragent.run(main())` rather than `asyncio.run(main())`: it exits
+cleanly (duragent/clean_exit.py). Testing agents on Temporal's test servers: `duragent.testing`
+(its pytest fixture: `duragent.pytest_plugin`); replaying recorded histories against today's code
+before a deploy: `duragent.replay`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name is imported where it lives on first use (PEP 562): a program loads only what it touches.
+# The checkpoint runner's `job` needs `run` and the client's errors, not Temporal's worker, the workflows and
+# the activities, which `import duragent` loaded whole: a third of every `job` process's start-up CPU.
+# tests/ops/test_cli_imports.py keeps it so; tests/temporal/test_public_names.py checks this table against the
+# imports below, which are for type checkers and editors.
+_HOMES: dict[str, str] = {
+    "AgentResult": "duragent.activities.inputs",
+    "ContinueAsNewPolicy": "duragent.activities.inputs",
+    "EngineOptions": "duragent.activities.inputs",
+    "PayloadLimits": "duragent.activities.inputs",
+    "Agent": "agentic",
+    "Budget": "agentic",
+    "ContextOverflowError": "agentic",
+    "FakeModel": "agentic",
+    "Message": "agentic",
+    "Model": "agentic",
+    "ModelError": "agentic",
+    "ModelOutputError": "agentic",
+    "ModelReply": "agentic",
+    "ModelSettings": "agentic",
+    "NonRetryableModelError": "agentic",
+    "Pricing": "agentic",
+    "Registry": "agentic",
+    "RetryableModelError": "agentic",
+    "Run": "agentic",
+    "Stop": "agentic",
+    "Tool": "agentic",
+    "ToolCall": "agentic",
+    "ToolContext": "agentic",
+    "ToolFatal": "agentic",
+    "ToolResult": "agentic",
+    "ToolRetry": "agentic",
+    "ToolSchema": "agentic",
+    "ToolStatus": "agentic",
+    "Usage": "agentic",
+    "give_up": "agentic",
+    "tool": "agentic",
+    "tool_call": "agentic",
+    "ApprovalPolicy": "agentic.approvals",
+    "PendingApproval": "agentic.approvals",
+    "MCPServer": "agentic.mcp",
+    "Fact": "agentic.memory",
+    "FactStore": "agentic.memory",
+    "SagaPolicy": "agentic.saga",
+    "Settings": "duragent.config.settings",
+    "run": "duragent.clean_exit",
+    "AgentClient": "duragent.client",
+    "DecisionOutcome": "duragent.client",
+    "RunHandle": "duragent.client",
+    "connect": "duragent.connection",
+    "AgentClientError": "duragent.errors",
+    "AmbiguousApproval": "duragent.errors",
+    "ApprovalRejected": "duragent.errors",
+    "NoPendingApproval": "duragent.errors",
+    "RunAlreadyExists": "duragent.errors",
+    "RunClosed": "duragent.errors",
+    "RunFailed": "duragent.errors",
+    "SearchAttributesMissing": "duragent.errors",
+    "TemporalUnavailable": "duragent.errors",
+    "UnknownAgent": "duragent.errors",
+    "UnknownRun": "duragent.errors",
+    "WorkerUnavailable": "duragent.errors",
+    "DurableAgentsPlugin": "duragent.plugin",
+    "RunSummary": "duragent.views",
+    "build_worker": "duragent.worker",
+    "facts_for": "duragent.stores.configured",
+    "MemoryOptions": "duragent.stores.memory_tools",
+    "memory_tools": "duragent.stores.memory_tools",
+}
+
+if TYPE_CHECKING:
+    from agentic import (
+        Agent,
+        Budget,
+        ContextOverflowError,
+        FakeModel,
+        Message,
+        Model,
+        ModelError,
+        ModelOutputError,
+        ModelReply,
+        ModelSettings,
+        NonRetryableModelError,
+        Pricing,
+        Registry,
+        RetryableModelError,
+        Run,
+        Stop,
+        Tool,
+        ToolCall,
+        ToolContext,
+        ToolFatal,
+        ToolResult,
+        ToolRetry,
+        ToolSchema,
+        ToolStatus,
+        Usage,
+        give_up,
+        tool,
+        tool_call,
+    )
+    from agentic.approvals import ApprovalPolicy, PendingApproval
+    from agentic.mcp import MCPServer
+    from agentic.memory import Fact, FactStore
+    from agentic.saga import SagaPolicy
+    from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
+    from duragent.clean_exit import run
+    from duragent.client import AgentClient, DecisionOutcome, RunHandle
+    from duragent.config.settings import Settings
+    from duragent.connection import connect
+    from duragent.errors import (
+        AgentClientError,
+        AmbiguousApproval,
+        ApprovalRejected,
+        NoPendingApproval,
+        RunAlreadyExists,
+        RunClosed,
+        RunFailed,
+        SearchAttributesMissing,
+        TemporalUnavailable,
+        UnknownAgent,
+        UnknownRun,
+        WorkerUnavailable,
+    )
+    from duragent.plugin import DurableAgentsPlugin
+    from duragent.stores.configured import facts_for
+    from duragent.stores.memory_tools import MemoryOptions, memory_tools
+    from duragent.views import RunSummary
+    from duragent.worker import build_worker
+
+__all__ = [  # noqa: RUF022 (grouped by what a program does with them)
+    # defining an agent (the same object runs in-process and durably)
+    "Agent",
+    "ApprovalPolicy",
+    "Budget",
+    "FakeModel",
+    "MCPServer",
+    "Message",
+    "Model",
+    "ModelReply",
+    "ModelSettings",
+    "Pricing",
+    "Registry",
+    "SagaPolicy",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolResult",
+    "ToolSchema",
+    "ToolStatus",
+    "give_up",
+    "tool",
+    "tool_call",
+    # what an in-process run returns, and why it stopped
+    "Run",
+    "Stop",
+    "Usage",
+    # memory
+    "Fact",
+    "FactStore",
+    "MemoryOptions",
+    "facts_for",
+    "memory_tools",
+    # serving agents durably, and driving their runs
+    "AgentClient",
+    "AgentResult",  # what RunHandle.result() returns
+    "DecisionOutcome",
+    "DurableAgentsPlugin",
+    "PendingApproval",
+    "RunHandle",
+    "RunSummary",
+    "Settings",
+    "build_worker",
+    "connect",
+    "EngineOptions",  # build_worker(engine=...): how the worker executes runs
+    "ContinueAsNewPolicy",
+    "PayloadLimits",
+    "run",  # asyncio.run for client scripts: exits cleanly (duragent/clean_exit.py)
+    # what tools and models raise
+    "ContextOverflowError",
+    "ModelError",
+    "ModelOutputError",
+    "NonRetryableModelError",
+    "RetryableModelError",
+    "ToolFatal",
+    "ToolRetry",
+    # what the client raises
+    "AgentClientError",
+    "AmbiguousApproval",
+    "ApprovalRejected",
+    "NoPendingApproval",
+    "RunAlreadyExists",
+    "RunClosed",
+    "RunFailed",
+    "SearchAttributesMissing",
+    "TemporalUnavailable",
+    "UnknownAgent",
+    "UnknownRun",
+    "WorkerUnavailable",
+]
+
+
+# Hidden from type checkers: they see the imports above, so a name missing from them is an error in a user's
+# code (tests/typing/public_surface.py, `make lint`), not an `Any`.
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        try:
+            home = _HOMES[name]
+        except KeyError:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(home), name)
+        globals()[name] = value  # the next lookup is a plain attribute
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

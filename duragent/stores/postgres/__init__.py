@@ -1,0 +1,11 @@
+"""The stores on PostgreSQL, for workers on several hosts: the transcript store, the effects ledger and the
+fact store share one database (`AGENT_DATABASE_URL`) and one connection pool per process. Without a URL, the
+embedded SQLite files stay the default (duragent/stores/configured.py chooses)."""
+
+from duragent.stores.errors import StoreUnavailable
+from duragent.stores.postgres.facts import PostgresFactStore
+from duragent.stores.postgres.ledger import PostgresLedger
+from duragent.stores.postgres.pool import Database, describe
+from duragent.stores.postgres.transcripts import PostgresTranscriptStore
+
+__all__ = ["Database", "PostgresFactStore", "PostgresLedger", "PostgresTranscriptStore", "StoreUnavailable", "describe"]
