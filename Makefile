@@ -17,6 +17,8 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@# 0.1 was the distribution `durable-agents`, whose editable finder maps the old top-level names: gone first.
+	$(BIN)/python -m pip uninstall -q -y --disable-pip-version-check durable-agents 2>/dev/null || true
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)

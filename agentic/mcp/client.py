@@ -19,6 +19,11 @@ from typing import Any, TypeVar
 
 import anyio
 import httpx2
+
+from agentic.extras import require_extra
+
+require_extra("mcp")
+
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -33,7 +38,7 @@ from agentic.messages import ToolCall, canonical_json
 from agentic.results import ToolResult, ToolStatus
 from agentic.tools import ToolSpec
 
-CLIENT = Implementation(name="durable-agents", version="0.1.0")
+CLIENT = Implementation(name="duragent", version="0.2.0")  # who connects, as an MCP server sees it
 _MAX_PAGES = 100
 # Above the claim check's hard cap (16 MB): a large result reaches the claim check, which says it is too large.
 _MAX_EVENT_BYTES = 32 * 1024 * 1024

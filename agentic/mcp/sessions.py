@@ -17,6 +17,10 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
+from agentic.extras import require_extra
+
+require_extra("mcp")
+
 from mcp import Client, MCPError
 from mcp_types import CONNECTION_CLOSED
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentic.extras import require_extra
 from agentic.mcp.server import SEPARATOR, MCPConfigError, MCPServer
 from agentic.messages import ToolCall, canonical_json
 from agentic.models.base import ToolSchema
@@ -80,6 +81,7 @@ def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> 
     """Why `arguments` do not fit the tool's input schema (the first few problems), or None."""
     # Imported here, where an MCP tool's arguments are checked: jsonschema takes a tenth of a second to import,
     # which every command line and worker would pay at its start whether it serves MCP tools or not.
+    require_extra("mcp")
     from jsonschema import SchemaError
     from jsonschema.validators import validator_for
 

@@ -43,6 +43,7 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
+from agentic.extras import require_extra
 from duragent.config.webhook_signing import redact_url
 
 # -- logs -----------------------------------------------------------------------------------------
@@ -228,6 +229,8 @@ def install_tracing(exporter: Any = None) -> Any:
     if _provider is not None:
         return _provider
     import os
+
+    require_extra("otel")  # AGENT_OTEL_EXPORTER set on a worker without the extra: one line naming it
 
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource

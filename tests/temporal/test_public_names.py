@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
 
 import duragent
+from duragent.config.settings import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -44,3 +46,12 @@ def test_star_import_and_dir_list_the_public_names() -> None:
     namespace: dict[str, object] = {}
     exec("from duragent import *", namespace)
     assert set(duragent.__all__) <= set(namespace) and set(duragent.__all__) <= set(dir(duragent))
+
+
+def test_the_public_api_document_lists_every_public_name_and_nothing_else() -> None:
+    """docs/public-api.md is the policy's list: a name added to `__all__` without it (or kept there after it
+    went) fails here."""
+    listed = set(re.findall(r"`(\w+)`", (ROOT / "docs" / "public-api.md").read_text().split("## Defining")[1]))
+    listed -= {"asyncio", "run", "duragent", "mcp", "ImportError"}
+    assert listed == set(duragent.__all__) - {"run"}
+    assert "`run`" in (ROOT / "docs" / "public-api.md").read_text()

@@ -212,7 +212,9 @@ class CheckpointEngine:
         command += ["--db", str(self.store.path), "--ledger", str(self.ledger)]
         for module in self.agent_modules:
             command += ["--agents", module]
-        self.workers.append(subprocess.Popen(command, cwd=CHECKOUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.workers.append(
+            subprocess.Popen(command, cwd=CHECKOUT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
 
     async def cancel(self, run_id: str, by: Principal) -> None:
         try:

@@ -2,7 +2,11 @@
 fact store share one database (`AGENT_DATABASE_URL`) and one connection pool per process. Without a URL, the
 embedded SQLite files stay the default (duragent/stores/configured.py chooses)."""
 
+from agentic.extras import require_extra
 from duragent.stores.errors import StoreUnavailable
+
+require_extra("postgres")  # before psycopg is imported: one line naming the extra
+
 from duragent.stores.postgres.facts import PostgresFactStore
 from duragent.stores.postgres.ledger import PostgresLedger
 from duragent.stores.postgres.pool import Database, describe

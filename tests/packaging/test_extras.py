@@ -1,0 +1,53 @@
+"""Each optional part names its extra in one line when the extra is missing, and the extras table in
+agentic/extras.py is pyproject.toml's: a part moved to another extra fails here, not in a user's venv.
+
+Missing packages are played by hiding them (`sys.modules[name] = None`, which is what an uninstalled package
+looks like to `importlib.util.find_spec`) in a fresh interpreter; tests/packaging/test_user_project.py does it
+for real in a venv without the `http` extra."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from agentic.extras import EXTRAS
+from duragent.config.settings import ROOT
+
+# Processes of its own: a fresh interpreter per part.
+pytestmark = pytest.mark.system
+
+# extra -> a module that is the part needing it
+PARTS = {
+    "openai": "agentic.models.openai_chat",
+    "mcp": "agentic.mcp.client",
+    "postgres": "duragent.stores.postgres",
+    "http": "duragent.ops.http",
+}
+# distribution name (pyproject) -> import name (EXTRAS)
+IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp"}
+
+
+@pytest.mark.parametrize(("extra", "part"), PARTS.items())
+def test_a_part_without_its_extra_names_the_extra_in_one_line(extra: str, part: str) -> None:
+    hidden = EXTRAS[extra][0][0]
+    code = (
+        f"import sys; sys.modules[{hidden!r}] = None\ntry:\n    import {part}\nexcept ImportError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
+
+
+def test_the_extras_table_is_pyprojects() -> None:
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, (modules, _) in EXTRAS.items():
+        names = {re.split(r"[\[<>=]", req)[0] for req in declared[extra] if not req.startswith("duragent")}
+        imports = {IMPORT_NAME.get(name, name.replace("-", "_")) for name in names}
+        assert {m.split(".")[0] for m in modules} - {"mcp_types", "starlette"} == imports, extra
+    assert set(EXTRAS) <= set(declared)
+    every = declared["all"][0]
+    assert all(extra in every for extra in ("openai", "mcp", "postgres", "http", "otel", "server", "testing"))
