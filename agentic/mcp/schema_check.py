@@ -48,6 +48,9 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
     keywords: set[str] = set()
     for keyword, value in _keywords(schema):
         keywords.add(keyword)
+        if keyword == "$schema":
+            # jsonschema checks a subschema that names its own dialect with its stock validator, on `re`.
+            return "a subschema of its input schema names a dialect of its own ($schema): not checkable in bounded time"
         if keyword == "pattern":
             patterns = [value]
         elif keyword == "patternProperties" and isinstance(value, Mapping):
@@ -108,7 +111,10 @@ def _bounded_validator(schema: Mapping[str, Any]) -> Any:
     and every keyword checking this thread's deadline first."""
     from jsonschema.validators import validator_for
 
-    return _bounded_class(validator_for(schema))(schema)
+    # The root's `$schema` picks the dialect, then goes: jsonschema picks a validator for every subschema it
+    # enters by its `$schema`, our class only where there is none (nested ones are refused: `schema_problem`).
+    document = {keyword: value for keyword, value in schema.items() if keyword != "$schema"}
+    return _bounded_class(validator_for(schema))(document)
 
 
 @functools.cache
@@ -233,9 +239,11 @@ def _re2_refuses(pattern: str) -> str | None:
     return None
 
 
-def _keywords(schema: Any) -> Iterator[tuple[str, Any]]:
-    """Every (keyword, value) in the schema, at any depth (iteratively: a deep schema is not a deep stack)."""
-    stack = [schema]
+def _keywords(schema: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Every (keyword, value) in the schema at any depth, but the root's own `$schema` (iteratively: a deep
+    schema is not a deep stack)."""
+    yield from ((k, v) for k, v in schema.items() if k != "$schema")
+    stack = [v for k, v in schema.items() if k != "$schema"]
     while stack:
         node = stack.pop()
         if isinstance(node, Mapping):

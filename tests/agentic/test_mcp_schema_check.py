@@ -99,6 +99,20 @@ def test_unique_items_and_pattern_properties_are_checked_in_linear_time_with_jso
         specs_of(MCPServer.stdio("evil", ["unused"]), [tool("mixed", mixed)])
 
 
+def test_no_dialect_named_in_the_schema_brings_backtracking_back():
+    """jsonschema checks a subschema that names its dialect (`$schema`) with its stock validator, on `re`:
+    nested, that is refused; at the root it picks the dialect, and a `$ref` back to the root stays on RE2."""
+    draft7 = "http://json-schema.org/draft-07/schema#"
+    nested = {"type": "object", "properties": {"q": {"$schema": draft7, "pattern": "^(a+)+$"}}}
+    with pytest.raises(MCPConfigError, match=r"names a dialect of its own \(\$schema\)"):
+        specs_of(MCPServer.stdio("evil", ["unused"]), [tool("lookup", nested)])
+    recursive = {"$schema": draft7, "properties": {"q": {"pattern": "^(a+)+$"}, "child": {"$ref": "#"}}}
+    started = time.perf_counter()
+    problems = argument_errors(recursive, {"child": {"child": {"q": "a" * 30 + "!"}}})
+    assert time.perf_counter() - started < 1.0  # on `re`, about a minute
+    assert problems is not None and problems.startswith("child.child.q: ")
+
+
 def test_a_schema_that_cannot_be_checked_is_a_clear_refusal_never_an_exception():
     assert (
         argument_errors({"allOf": [{"$ref": "#"}]}, {"x": 1})
