@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentic import ToolCall, ToolStatus
-from agentic.mcp import MCPConfigError, MCPServer
+from agentic.mcp import MCPConfigError, MCPServer, schema_check
 from agentic.mcp.schema_check import MAX_ARGUMENT_BYTES, MAX_SCHEMA_BYTES, argument_errors
 from agentic.mcp.toolset import checked_off_loop, specs_of
 
@@ -111,6 +111,21 @@ def test_no_dialect_named_in_the_schema_brings_backtracking_back():
     problems = argument_errors(recursive, {"child": {"child": {"q": "a" * 30 + "!"}}})
     assert time.perf_counter() - started < 1.0  # on `re`, about a minute
     assert problems is not None and problems.startswith("child.child.q: ")
+
+
+def test_a_schema_that_takes_exponential_time_to_check_is_cut_off_at_the_deadline(monkeypatch):
+    # x_n = anyOf(x_n-1, x_n-1): a failing value is tried against 2^40 branches, in a 2 KB schema.
+    defs: dict[str, Any] = {"x0": {"type": "integer"}}
+    for n in range(1, 41):
+        defs[f"x{n}"] = {"anyOf": [{"$ref": f"#/$defs/x{n - 1}"}, {"$ref": f"#/$defs/x{n - 1}"}]}
+    schema = {"type": "object", "properties": {"q": {"$ref": "#/$defs/x40"}}, "$defs": defs}
+    monkeypatch.setattr(schema_check, "CHECK_SECONDS", 0.3)
+    started = time.perf_counter()
+    assert (
+        argument_errors(schema, {"q": "no"})
+        == "checking them against the server's schema took over 0.3s (CHECK_SECONDS)"
+    )
+    assert time.perf_counter() - started < 1.0  # the check stopped: no thread left spinning
 
 
 def test_a_schema_that_cannot_be_checked_is_a_clear_refusal_never_an_exception():
