@@ -47,7 +47,7 @@ from agentic.loop import (
     tool_schemas,
 )
 from agentic.mcp.server import MCPServer, MCPUnavailable
-from agentic.mcp.toolset import checked_arguments, merged
+from agentic.mcp.toolset import checked_off_loop, merged
 from agentic.messages import Message, ToolCall
 from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, ask
 from agentic.registry import Registry, run_sync
@@ -258,11 +258,12 @@ class Agent:
         self, call: ToolCall, context: ToolContext, spec: ToolSpec, *, approved: bool | None = None
     ) -> ToolResult:
         """An MCP tool call under the rules of the agent's own tools: arguments checked against the schema
-        the server gave, confirmation when required, then the call under the idempotency key."""
+        the server gave (in a thread, in bounded time), confirmation when required, then the call under the
+        idempotency key."""
         from agentic.mcp import client
 
         assert spec.mcp is not None
-        arguments = checked_arguments(spec, call)
+        arguments = await checked_off_loop(spec, call)
         if isinstance(arguments, ToolResult):
             return arguments
         if spec.requires_confirmation and (denied := self.registry.denied(call, approved)) is not None:

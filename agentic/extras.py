@@ -14,7 +14,7 @@ import importlib.util
 # extra -> (the modules it brings, what needs it): checked by import name, before the part is imported.
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "openai": (("openai",), "the OpenAI-compatible model adapter"),
-    "mcp": (("mcp", "mcp_types", "jsonschema"), "tools from MCP servers"),
+    "mcp": (("mcp", "mcp_types", "jsonschema", "re2"), "tools from MCP servers"),
     "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL stores (AGENT_DATABASE_URL)"),
     "http": (("fastapi", "starlette", "uvicorn"), "the runs API, the approvals inbox and the codec endpoint"),
     "otel": (("opentelemetry.sdk",), "tracing (AGENT_OTEL_EXPORTER)"),

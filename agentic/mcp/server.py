@@ -30,6 +30,7 @@ class Rules(TypedDict, total=False):
     """The agent's rules for a server's tools, the same for either transport (see the fields below)."""
 
     requires_confirmation: Patterns | None
+    trusted_read_only: Sequence[str] | None
     tools: Sequence[str] | None
     timeout: float | None
     connect_timeout: float
@@ -71,7 +72,12 @@ class MCPServer:
     """http: header name → the worker's variable holding its value."""
     requires_confirmation: Patterns | None = None
     """Which tools wait for a human's approval: None (default) every destructive one; True all; False none;
-    a name or glob pattern, or a list of them, matched against the server's tool names (`delete_*`)."""
+    a name or glob pattern, or a list of them, matched against the server's tool names (`delete_*`). With
+    `trusted_read_only`, every tool not listed there waits too."""
+    trusted_read_only: Sequence[str] | None = None
+    """Names or glob patterns of the tools this agent trusts to be read-only. None (default): the server's
+    annotations say (its claim; `destructiveHint` wins over `readOnlyHint`). Given: only these are
+    read-only, and every other tool of the server waits for approval, whatever it claims."""
     tools: Sequence[str] | None = None
     """Names or glob patterns of the tools to expose; None: all the server lists."""
     timeout: float | None = None
@@ -91,6 +97,15 @@ class MCPServer:
             raise MCPConfigError(f"MCP server {self.name!r}: give exactly one of url= and url_env=")
         if (self.timeout is not None and self.timeout <= 0) or self.connect_timeout <= 0:
             raise MCPConfigError(f"MCP server {self.name!r}: timeouts must be positive")
+        if self.trusted_read_only is not None:
+            if isinstance(self.trusted_read_only, str):
+                raise MCPConfigError(f"MCP server {self.name!r}: trusted_read_only takes a list of tool names")
+            if self.requires_confirmation is False:
+                raise MCPConfigError(
+                    f"MCP server {self.name!r}: requires_confirmation=False contradicts trusted_read_only, "
+                    "under which every tool not listed waits for approval"
+                )
+            object.__setattr__(self, "trusted_read_only", tuple(self.trusted_read_only))
         object.__setattr__(self, "command", tuple(self.command))
         object.__setattr__(self, "env_from", tuple(self.env_from))
 
@@ -139,7 +154,12 @@ class MCPServer:
     def exposes(self, tool: str) -> bool:
         return self.tools is None or _matches(tool, self.tools)
 
+    def trusts_read_only(self, tool: str) -> bool:
+        return self.trusted_read_only is not None and _matches(tool, self.trusted_read_only)
+
     def needs_confirmation(self, tool: str, destructive: bool) -> bool:
+        if self.trusted_read_only is not None and not self.trusts_read_only(tool):
+            return True  # the agent trusts the tools it listed, and no claim of the server's
         rule = self.requires_confirmation
         if rule is None:
             return destructive

@@ -7,11 +7,12 @@ record from then on — so what a server lists later changes nothing in a run th
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentic.extras import require_extra
+from agentic.mcp.schema_check import CHECK_SECONDS, argument_errors, schema_problem
 from agentic.mcp.server import SEPARATOR, MCPConfigError, MCPServer
 from agentic.messages import ToolCall, canonical_json
 from agentic.models.base import ToolSchema
@@ -28,30 +29,50 @@ def specs_of(server: MCPServer, listed: Iterable[Mapping[str, Any]]) -> dict[str
     """The listed tools (the protocol's JSON: name, description, inputSchema, annotations) that the server
     exposes, as the loop sees them: prefixed names, the schema as given, flags from the annotations.
 
-    `readOnlyHint` → not mutating. Otherwise mutating, and destructive unless `destructiveHint` is false —
-    the protocol's own defaults, so an unannotated tool is treated as one that may destroy. Which tools
-    wait for approval is the agent's choice (`MCPServer.requires_confirmation`; default: the destructive)."""
+    The annotations are the server's claim, read on the safe side: `destructiveHint: true` → destructive
+    and mutating, whatever `readOnlyHint` says (security review 3, T2); else `readOnlyHint` → not mutating;
+    else mutating, and destructive unless `destructiveHint` is false — the protocol's own defaults, so an
+    unannotated tool is treated as one that may destroy. An agent that gives `trusted_read_only` believes no
+    claim: the tools it lists are read-only, every other one mutating. Which tools wait for approval is the
+    agent's choice (`MCPServer.needs_confirmation`; default: the destructive).
+
+    A schema that cannot be checked in bounded time (`schema_check.schema_problem`) is a configuration error:
+    it would be recorded in the run's history and checked at every call."""
     specs: dict[str, ToolSpec] = {}
     for tool in listed:
         remote = str(tool["name"])
         if not server.exposes(remote):
             continue
-        hints = tool.get("annotations") or {}
-        read_only = hints.get("readOnlyHint") is True
-        destructive = not read_only and hints.get("destructiveHint") is not False
+        read_only, destructive = _flags(server, remote, tool.get("annotations") or {})
         name = prefixed(server, remote)
         if name in specs:
             raise MCPConfigError(f"MCP server {server.name!r}: two of its tools become {name!r}")
+        parameters = dict(tool.get("inputSchema") or _EMPTY_OBJECT)
+        if (problem := schema_problem(parameters)) is not None:
+            raise MCPConfigError(
+                f"MCP server {server.name!r}: tool {remote!r} cannot be used: {problem}; leave it out with tools=[...]"
+            )
         specs[name] = ToolSpec(
             name=name,
             description=str(tool.get("description") or tool.get("title") or remote),
-            parameters=dict(tool.get("inputSchema") or _EMPTY_OBJECT),
+            parameters=parameters,
             mutating=not read_only,
             requires_confirmation=server.needs_confirmation(remote, destructive),
             timeout=server.timeout,
             mcp=MCPToolRef(server=server.name, tool=remote),
         )
     return specs
+
+
+def _flags(server: MCPServer, tool: str, hints: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(read-only, destructive) of one listed tool, under the agent's rules for its server."""
+    if server.trusted_read_only is not None:
+        trusted = server.trusts_read_only(tool)
+        return trusted, not trusted
+    destructive = hints.get("destructiveHint") is True or (
+        hints.get("readOnlyHint") is not True and hints.get("destructiveHint") is not False
+    )
+    return hints.get("readOnlyHint") is True and not destructive, destructive
 
 
 def prefixed(server: MCPServer, tool: str) -> str:
@@ -77,26 +98,6 @@ def merged(own: Iterable[str], listings: Sequence[dict[str, ToolSpec]]) -> dict[
     return out
 
 
-def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
-    """Why `arguments` do not fit the tool's input schema (the first few problems), or None."""
-    # Imported here, where an MCP tool's arguments are checked: jsonschema takes a tenth of a second to import,
-    # which every command line and worker would pay at its start whether it serves MCP tools or not.
-    require_extra("mcp")
-    from jsonschema import SchemaError
-    from jsonschema.validators import validator_for
-
-    try:
-        validator = validator_for(schema)(schema)
-        problems = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.absolute_path))
-    except SchemaError as exc:
-        return f"the server's input schema is invalid ({exc.message})"
-    if not problems:
-        return None
-    described = [f"{'.'.join(map(str, e.absolute_path)) or 'arguments'}: {e.message}" for e in problems[:3]]
-    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    return "; ".join(described) + more
-
-
 def checked_arguments(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolResult:
     """The call's arguments, or the result that tells the model why they cannot be sent (the wording of an
     agent's own tools)."""
@@ -106,6 +107,18 @@ def checked_arguments(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolRe
     if problems is not None:
         return ToolResult.invalid_arguments(call, problems)
     return dict(call.arguments)
+
+
+async def checked_off_loop(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolResult:
+    """`checked_arguments` in a thread: the event loop — which heartbeats the activity and runs every other
+    run's tasks on this worker — never waits on a schema a server wrote (review 3, T1). The check bounds
+    itself (`CHECK_SECONDS`); this wait is bounded as well, should one step of it not be. A refusal is an
+    invalid-arguments result: the model reads why, and nothing is retried."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(checked_arguments, spec, call), CHECK_SECONDS + 1.0)
+    except TimeoutError:
+        why = f"checking them against the server's schema took over {CHECK_SECONDS:g}s (CHECK_SECONDS)"
+        return ToolResult.invalid_arguments(call, why)
 
 
 def schemas_of(specs: Mapping[str, ToolSpec]) -> list[ToolSchema]:
