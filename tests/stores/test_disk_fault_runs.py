@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import re
 import sqlite3
 import uuid
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from activities.transcripts import STORE_UNAVAILABLE
 from agentic import Stop
 from ops.devstack.worker_process import WorkerProcess
 from stores.transcripts import EMPTY
@@ -54,12 +56,17 @@ def records(ledger: Path, run_id: str) -> list[str]:
     return [re.sub(r'.*"record": "([^"]+)".*', r"\1", args) for (args,) in rows]
 
 
+@pytest.mark.parametrize("on_the_disk", ["all stores", "the transcript store"])
 async def test_a_durable_run_on_a_disk_that_fills_then_turns_read_only_finishes_with_each_effect_once(
-    disk: SmallDisk, dev_env, task_queue, tmp_path: Path
+    disk: SmallDisk, dev_env, task_queue, tmp_path: Path, on_the_disk: str
 ) -> None:
-    ledger = disk.path / "ledger.db"
+    """ "the transcript store": the ledger is on another disk, so a tool's effect lands and the append of its
+    result to the transcript fails after it: the activity's retry runs the tool again and finds the effect by
+    its key (activities/transcripts.py)."""
     transcripts = disk.path / "transcripts.db"
-    settings = dev_settings(dev_env, task_queue, disk.path)
+    ledger = disk.path / "ledger.db" if on_the_disk == "all stores" else tmp_path / "ledger.db"
+    settings = dataclasses.replace(dev_settings(dev_env, task_queue, disk.path), ledger_path=ledger)
+    failing = f"SQLite store {disk.path}/" if on_the_disk == "all stores" else f"SQLite store {transcripts} "
     worker = WorkerProcess(settings, log=tmp_path / "worker.log").wait_ready()
     workers = [worker]
     try:
@@ -77,14 +84,20 @@ async def test_a_durable_run_on_a_disk_that_fills_then_turns_read_only_finishes_
 
         # 1. The disk fills: the step's activity fails naming the file, and Temporal retries it.
         disk.fill()
-        failures: list[str] = []
+        failures: list[tuple[str, str]] = []
 
         async def failing_on_the_full_disk() -> bool:
             pending = (await handle.describe()).raw_description.pending_activities
-            failures[:] = [p.last_failure.message for p in pending if p.attempt >= 2]
-            return any(f"SQLite store {disk.path}/" in m and "the disk is full" in m for m in failures)
+            failures[:] = [
+                (p.last_failure.application_failure_info.type, p.last_failure.message)
+                for p in pending
+                if p.attempt >= 2
+            ]
+            return any(failing in m and "the disk is full" in m for _, m in failures)
 
         await eventually(failing_on_the_full_disk, what="an activity retried, failing on the full disk")
+        if on_the_disk == "the transcript store":  # the activity's own report (a tool's ledger error: ToolRetry)
+            assert {kind for kind, _ in failures} == {STORE_UNAVAILABLE}, failures
         migrated_while_full = records(ledger, handle.id)
         await asyncio.sleep(2)
         assert records(ledger, handle.id) == migrated_while_full, "no effect recorded while the disk is full"
