@@ -57,17 +57,18 @@ class ModelActivities:
         with stored_here():
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
         reply = self._ask(model, messages, schemas, input.call_index, input.settings)
-        stub = claim_checked(
-            transcripts,
-            reply.message,
-            limits.model_reply_bytes,
-            limits.hard_cap_bytes,
-            "the model's reply",
-            input.run_id,
-        )
-        # The unsaved messages and the reply in one store transaction, written as the run's own rows (retention
-        # deletes them with the run, never while it is kept), before the head naming them is returned.
-        head = transcripts.append(stored, [*unsaved, stub], input.run_id)
+        with stored_here():
+            stub = claim_checked(
+                transcripts,
+                reply.message,
+                limits.model_reply_bytes,
+                limits.hard_cap_bytes,
+                "the model's reply",
+                input.run_id,
+            )
+            # The unsaved messages and the reply in one store transaction, written as the run's own rows (retention
+            # deletes them with the run, never while it is kept), before the head naming them is returned.
+            head = transcripts.append(stored, [*unsaved, stub], input.run_id)
         return ModelStep(
             reply=reply if stub is reply.message else reply.model_copy(update={"message": stub}), head=head
         )

@@ -98,12 +98,13 @@ class ToolActivities:
         # any) is recorded under its key, and retrying would only make the same output again.
         what = f"the output of {result.name}"
         limits = self.limits
-        result = claim_checked(
-            self.transcripts, result, limits.tool_output_bytes, limits.hard_cap_bytes, what, input.run_id
-        )
-        head = self.transcripts.append(
-            input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
-        )
+        with stored_here():  # a store that cannot be written now: this attempt fails, the retry finds the effect by key
+            result = claim_checked(
+                self.transcripts, result, limits.tool_output_bytes, limits.hard_cap_bytes, what, input.run_id
+            )
+            head = self.transcripts.append(
+                input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
+            )
         return ToolStep(result=result, head=head)
 
     def _context(

@@ -18,18 +18,29 @@ from typing import TypeVar
 from temporalio.exceptions import ApplicationError
 
 from agentic import Message, ToolResult
+from duragent.stores.errors import StoreUnavailable
 from duragent.stores.transcripts import PayloadTooLarge, TranscriptNotFound, Transcripts
 
 # The ApplicationError type: non-retryable, and a tool activity failing with it fails the run (workflows/agent.py).
 NOT_IN_THIS_STORE = "TranscriptNotFound"
+# The ApplicationError type of a store that cannot be reached or written now (PostgreSQL down, a SQLite file's
+# disk full or read-only): retried by the activity's RetryPolicy, the message naming the store.
+STORE_UNAVAILABLE = "StoreUnavailable"
 
 Stored = TypeVar("Stored", Message, ToolResult)
 
 
 @contextmanager
 def stored_here() -> Iterator[None]:
+    """The transcript store's errors as an activity reports them: a head held elsewhere fails the run; a store
+    that cannot be reached or written fails this attempt, retryably (nothing was written: the retry writes the
+    same rows once)."""
     try:
         yield
+    except StoreUnavailable as exc:
+        # `from None`: the message names the store and the fault; the exception chain's tracebacks would only
+        # bring the failure nearer the server's 4 KB limit for a retried activity's last failure (activities/model.py).
+        raise ApplicationError(str(exc), type=STORE_UNAVAILABLE) from None
     except TranscriptNotFound as exc:
         raise ApplicationError(
             f"{exc}; configure a shared AGENT_DATABASE_URL so that workers on every host read the same"

@@ -18,6 +18,7 @@ from duragent.baseline.options import RunOptions
 from duragent.baseline.runner import Runner
 from duragent.baseline.schema import ACTIVE
 from duragent.baseline.store import Progress, RunRow, Store
+from duragent.stores.errors import StoreUnavailable
 
 # Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`; review N11).
 MAX_SERVED_RUNS = 8
@@ -134,11 +135,16 @@ def _drive(
 
 
 def _let_go(store: Store, run_id: str, owner: str, error: str) -> None:
-    with store.transaction() as db:
-        db.execute(
-            "UPDATE runs SET error = ?, lease_owner = NULL, lease_expires = 0 WHERE run_id = ? AND lease_owner = ?",
-            (error, run_id, owner),
-        )
+    try:
+        with store.transaction() as db:
+            db.execute(
+                "UPDATE runs SET error = ?, lease_owner = NULL, lease_expires = 0 WHERE run_id = ? AND lease_owner = ?",
+                (error, run_id, owner),
+            )
+    except StoreUnavailable:
+        # The store cannot be written (the disk that failed the run is still full or read-only): the lease then
+        # expires by itself, and the error worth reporting is the one the run met, raised by the caller.
+        pass
 
 
 def recover(

@@ -13,6 +13,7 @@ import uuid
 from duragent.baseline.errors import DeadLettered, LeaseHeld, LeaseLost, RunNotResumable, UnknownRun
 from duragent.baseline.schema import ACTIVE, TERMINAL
 from duragent.baseline.store import Progress, RunRow, Store, close_run, iso
+from duragent.stores.errors import StoreUnavailable
 
 DEFAULT_LEASE_SECONDS = 15.0
 
@@ -101,8 +102,10 @@ class LeaseKeeper:
         while not self._stop.wait(self.lease_seconds / 3):
             try:
                 kept = renew(self.store, self.run_id, self.owner, self.lease_seconds)
-            except sqlite3.OperationalError:
-                continue  # busy: two more renewals fit in the lease before it can expire
+            except (sqlite3.OperationalError, StoreUnavailable):
+                # Busy, or the disk is full for a moment: two more renewals fit in the lease before it can
+                # expire. If it does expire, the next write is fenced (`Store.owned`) and this worker stops.
+                continue
             if not kept and not self._stop.is_set():
                 self.lost.set()
                 return

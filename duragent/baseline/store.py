@@ -25,6 +25,7 @@ from agentic import Usage
 from duragent.baseline import schema
 from duragent.baseline.errors import LeaseLost, RunExists, UnknownRun
 from duragent.config.webhook_signing import terminal_event
+from duragent.stores.disk_faults import named_disk_faults
 from duragent.stores.sqlite_file import create_private, use_wal, write_transaction, writer_lock
 
 
@@ -116,6 +117,10 @@ class StepSpec:
 class Store:
     def __init__(self, path: str | Path, busy_timeout: float = 10.0) -> None:
         self.path = Path(path)
+        with named_disk_faults(self.path):  # a full or read-only disk: one error naming this file
+            self._open(busy_timeout)
+
+    def _open(self, busy_timeout: float) -> None:
         create_private(self.path)  # 0600 in a 0700 directory: outputs, approvals, webhook URLs
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
@@ -142,7 +147,7 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, write_transaction(self._db, self.path) as db:
+        with named_disk_faults(self.path), self._lock, write_transaction(self._db, self.path) as db:
             yield db
 
     @contextmanager
@@ -157,7 +162,7 @@ class Store:
             yield db
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
+        with named_disk_faults(self.path), self._lock:
             return self._db.execute(sql, params).fetchall()
 
     # -- runs -------------------------------------------------------------------------------------

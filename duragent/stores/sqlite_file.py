@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from duragent.stores.disk_faults import named_disk_faults
+
 # How long a write waits for other processes in all (busy timeouts and backoff together) before the error
 # escapes: far beyond any transaction of ours (milliseconds), short enough that a wedged file is reported.
 WRITE_PATIENCE = 300.0
@@ -118,18 +120,22 @@ def write_transaction(
         when_free(db, "BEGIN IMMEDIATE", patience)
         try:
             yield db
-        except BaseException:
             if db.in_transaction:
-                db.execute("ROLLBACK")
+                db.execute("COMMIT")
+        except BaseException:
+            # A failed COMMIT too (a full disk): SQLite may leave the transaction open after one, and this
+            # connection is kept for the thread's next write, whose BEGIN would then fail for ever.
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):  # the first error is the one worth reporting
+                    db.execute("ROLLBACK")
             raise
-        if db.in_transaction:
-            db.execute("COMMIT")
 
 
 class SqliteFile:
     def __init__(self, path: str | Path, schema: str, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
-        create_private(self.path)
+        with named_disk_faults(self.path):
+            create_private(self.path)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._writer = writer_lock(self.path)
@@ -139,13 +145,15 @@ class SqliteFile:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        """This thread's autocommit connection: reads need no transaction; writes use `transaction()`."""
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-        yield db
+        """This thread's autocommit connection: reads need no transaction; writes use `transaction()`. A full
+        or read-only disk, here or in the caller's statements, is a `StoreDiskFault` naming this file."""
+        with named_disk_faults(self.path):
+            db: sqlite3.Connection | None = getattr(self._local, "db", None)
+            if db is None:
+                db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+                db.execute("PRAGMA synchronous=NORMAL")
+                self._local.db = db
+            yield db
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

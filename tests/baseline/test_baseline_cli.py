@@ -22,7 +22,7 @@ def job(tmp_path: Path) -> Iterator[Job]:
 
 
 def test_installed_script_runs_and_reports_json(job: Job) -> None:
-    script = Path(sys.executable).parent / "job"
+    script = Path(sys.executable).parent / "duragent-job"
     common = ["--db", str(job.db), "--ledger", str(job.ledger_path), "--json"]
     ran = subprocess.run([script, "run", "--id", "b", "--scenario", "billing", *common], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
