@@ -54,7 +54,7 @@ def _bench_waiting(tmp_path: Path, *flags: str) -> Command:
 
 
 def _started(bench: Command, name: str) -> int:
-    """The pid of the process below the bench whose command line names `name` (worker.py, temporal)."""
+    """The pid of the process below the bench whose command line names `name` (the worker, temporal)."""
     below = descendants(bench.process.pid)
     bench.seen |= below
     [pid] = [p for p in below if name in _command_line(p)]
@@ -72,7 +72,7 @@ def test_bench_waiting_stops_on_sigterm_once_parked_and_keeps_what_it_measured(t
     bench = _bench_waiting(tmp_path, "--waiting-in-flight", "1")  # one decision at a time: the drain lasts
     try:
         bench.wait_for("all waiting after")  # the runs are parked: the drain (the runs API, then decisions) starts
-        worker, server = _started(bench, "worker.py"), _started(bench, "start-dev")
+        worker, server = _started(bench, "duragent.ops.cli.worker"), _started(bench, "start-dev")
         assert bench.signal_and_wait(signal.SIGTERM, timeout=120) == 130
         assert wait_gone(bench.seen) == set(), "left running after SIGTERM"
         assert not alive(worker) and not alive(server)
@@ -94,7 +94,7 @@ def test_bench_waiting_names_the_runs_a_stalled_drain_leaves_open_and_exits_1(tm
     bench = _bench_waiting(tmp_path, "--waiting-in-flight", "10", "--waiting-stall", "3")
     try:
         bench.wait_for("all waiting after")
-        os.kill(_started(bench, "worker.py"), signal.SIGKILL)
+        os.kill(_started(bench, "duragent.ops.cli.worker"), signal.SIGKILL)
         assert bench.wait(timeout=180) == 1
         assert wait_gone(bench.seen) == set(), "left running after a stalled drain"
         last = bench.out[-1]
