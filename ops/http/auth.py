@@ -142,16 +142,22 @@ def allowed_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in (*LOCAL_HOSTS, *extra) if h.strip())
 
 
+_PORT = re.compile(r"^(?::[0-9]{0,5})?$")  # what may follow the host in a Host header: nothing, or a port
+
+
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
-    """Whether a Host header names an allowed host (any port)."""
+    """Whether a Host header names an allowed host (any port). Whatever follows the host must be a port:
+    `localhost:80@evil` or `[::1]evil` is not localhost (review 3, (e))."""
     if not header:
         return False
     header = header.strip().lower()
     if header.startswith("["):  # [::1]:8765
-        host = header[1:].split("]", 1)[0]
-    else:
-        host = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-    return host in allowed
+        host, _, rest = header[1:].partition("]")
+    elif header.count(":") == 1:  # name:port
+        host, rest = header.split(":")[0], header[header.index(":") :]
+    else:  # a bare name, or a bare IPv6 address (::1)
+        host, rest = header, ""
+    return host in allowed and _PORT.match(rest) is not None
 
 
 def bearer(authorization: str | None) -> str | None:

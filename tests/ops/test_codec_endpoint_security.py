@@ -135,7 +135,8 @@ def test_the_host_header_must_be_an_allowed_name() -> None:
     with serving(c, token, allowed_hosts={"codec.internal"}) as served:
         url, port = served.url, served.port
         bearer = {"Authorization": f"Bearer {token}"}
-        for host in (f"rebind.attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}"):
+        rebinding = (f"rebind.attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}")
+        for host in (*rebinding, f"localhost:{port}@attacker.example"):  # a port, then junk: not localhost
             for path in ("/decode", "/login", "/health"):
                 status, _, answer = http(f"{url}{path}", sealed_body(c), bearer | {"Host": host})
                 assert status == 400 and b"payloads" not in answer, (host, path)
