@@ -37,6 +37,7 @@ from ops.cli.arguments import (
     add_codec_server_arguments,
     add_run_id,
     add_serve_arguments,
+    add_stream_arguments,
     handler_in,
     port_number,
     positive_int,
@@ -135,6 +136,7 @@ def parser() -> argparse.ArgumentParser:
         "serve", handler_in("ops.cli.serve", "cmd_serve"), "the runs API over HTTP (SSE progress, approvals inbox)"
     )
     add_serve_arguments(serve)
+    add_stream_arguments(serve)
     add_agents_modules(serve)
     codec_server = command(
         "codec-server",

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse
 from config.loopback import is_loopback
 from config.secrets import value_or_file
 from config.settings import API_TOKENS_ENV, Settings
+from ops.http.connections import vouch
 from ops.http.sessions import Sessions, cookie_value
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
@@ -216,9 +217,17 @@ class HttpAuth:
     def identify(self, request: Request) -> Principal | None:
         """The caller, or None when not authenticated (pages redirect to the login form instead of a 401)."""
         try:
-            return self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+            return self.authenticated(request)
         except Denied:
             return None
+
+    def authenticated(self, request: Request) -> Principal:
+        """The caller (else Denied 401), whose connection is then vouched for: no stranger's connection takes
+        its slot (ops/http/connections.py). Nobody is vouched for under --insecure-no-auth."""
+        principal = self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+        if principal is not ANONYMOUS:
+            vouch(request.scope)
+        return principal
 
     def log_in(self, token: str) -> str | None:
         """A new session id for the principal whose token this is, or None for an unknown token."""
@@ -235,7 +244,7 @@ class HttpAuth:
             raise ValueError(f"unknown role {role!r}")
 
         def dependency(request: Request) -> Principal:
-            principal = self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+            principal = self.authenticated(request)
             if not principal.may(role):
                 raise Denied(403, f"{principal.name} is a {principal.role}; this needs {role}")
             return principal
