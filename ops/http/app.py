@@ -14,8 +14,10 @@
 
 Access (ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
-identity, never a request field. Host must be local or allowed (rebinding); POSTs must be JSON (415: no
-cross-site form can send one without a preflight, and CORS is off); bodies over 64 KiB → 413; malformed
+identity, never a request field. Host must be local or allowed (rebinding); a POST from another site (its
+Origin or Sec-Fetch-Site, ops/http/origin.py) → 403; POSTs must be JSON (415: no cross-site form can send
+one without a preflight, and CORS is off); bodies over 64 KiB → 413; a 5th event stream of one token
+identity → 429 (ops/http/streams.py); malformed
 or mistyped input → 422 naming the field; an unknown run → 404; a run not in a state for it → 409. In every
 one of those cases nothing changes.
 """
