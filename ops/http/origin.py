@@ -4,9 +4,11 @@ defence in depth, every other POST of an app we serve.
 A page on another site can make a browser POST a form to us (login CSRF: the victim signed in as the
 attacker; logout CSRF). Browsers say where such a request comes from; non-browser clients say nothing:
 
-- `Origin` present: it must be this server's own origin (its host and port are the request's `Host`), or one
-  the app lets call it cross-origin (the codec endpoint's CORS origins, the Web UI). `Origin: null` (a
-  sandboxed frame, a redirect across sites) is refused.
+- `Origin` present: it must be this server's own origin (its host and port are the request's `Host`, or the
+  `X-Forwarded-Host` a proxy that rewrites `Host` sends), or one the app lets call it cross-origin (the codec
+  endpoint's CORS origins, the Web UI). `Origin: null` (a sandboxed frame, a redirect across sites) is
+  refused. (A page cannot make a browser send `X-Forwarded-Host` to us: it is no CORS-safelisted header, so
+  it needs a preflight, which we never grant.)
 - `Sec-Fetch-Site` present: `same-origin`, or `none` (typed by the user). `same-site` and `cross-site` are
   refused unless the `Origin` is one the app allows cross-origin.
 - Neither present: allowed. curl, the CLI, httpx and other programs send neither, and they hold the token
@@ -53,7 +55,8 @@ def cross_site(headers: Headers, allowed_origins: frozenset[str]) -> str | None:
     origin = headers.get("origin")
     if origin is not None and origin.strip() in allowed_origins:
         return None  # an origin the app lets call it cross-origin (CORS)
-    if origin is not None and not same_origin(origin, headers.get("host", "")):
+    ours = (headers.get("host", ""), headers.get("x-forwarded-host", "").split(",", 1)[0])
+    if origin is not None and not any(host and same_origin(origin, host) for host in ours):
         return f"a request from {origin[:100]!r} may not change anything here"
     fetch_site = headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site.strip().lower() not in _SAME:

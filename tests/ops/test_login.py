@@ -74,6 +74,8 @@ def test_same_origin_pages_and_clients_that_send_no_origin_sign_in_and_out(serve
         for headers in (
             {"Origin": served.url, "Sec-Fetch-Site": "same-origin"},  # the login form, on 127.0.0.1
             {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},  # the same, opened as localhost
+            # behind a TLS proxy that rewrites Host to the upstream's and says what the browser asked for
+            {"Origin": "https://agents.example", "X-Forwarded-Host": "agents.example", "X-Forwarded-Proto": "https"},
             {"Sec-Fetch-Site": "none"},  # a request the user made (typed, a bookmark)
             {},  # curl, the CLI, a script: no Origin, no fetch metadata, the token their own
         ):
