@@ -24,9 +24,12 @@ on its client holds nothing another needs:
 
 So a process without a token cannot keep an approver out by holding idle sockets, however fast it reopens
 them: the approver's connection evicts one of them, and once its request is authenticated it is no longer
-a candidate. What an authenticated client holds with requests in flight is bounded by the app (an event
-stream's cap per principal and lifetime, ops/http/streams.py). A cap per peer address would not help here:
-on loopback every local process, the approver's browser included, is 127.0.0.1.
+a candidate. (Until then it is the newest stranger, closed only after every older one: a flood that lands
+48 connections between its accept and the read of its request head could still close it unanswered, and
+its client tries again — browsers do so by themselves for a GET.) What an authenticated client holds with
+requests in flight is bounded by the app (an event stream's cap per principal and lifetime,
+ops/http/streams.py). A cap per peer address would not help here: on loopback every local process, the
+approver's browser included, is 127.0.0.1.
 
 h11 bounds a request head at 16 KiB (uvicorn's `h11_max_incomplete_event_size`); the apps bound bodies
 (`max_body_size`, ops/http/base.py).

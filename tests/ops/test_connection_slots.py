@@ -109,7 +109,7 @@ def test_a_viewer_holding_every_stream_it_can_open_keeps_no_approver_out(stack: 
             if b" 200 " in answer:
                 rest = until_the_stream_ends(s, answer, STREAM_SECONDS + 10)
                 assert b"\nretry: " in rest and b"event: end" not in rest
-        assert time.monotonic() - started < STREAM_SECONDS + 2
+        assert time.monotonic() - started < STREAM_SECONDS + 5  # the read timeout would take 10 s
         again, answer = open_stream(port, run_id, VIEWER)
         again.close()
         assert answer.startswith(b"HTTP/1.1 200 "), answer
