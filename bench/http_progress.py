@@ -92,7 +92,10 @@ async def _measure(args: argparse.Namespace, agents: AgentClient) -> dict[str, A
     engine = TemporalEngine(agents, examples.agents)
     auth = HttpAuth(TokenTable.parse(f"{TOKEN}=bench:approver"))
     port = devserver.free_port()
-    api = uvicorn.Server(uvicorn.Config(create_app(engine, auth), host="127.0.0.1", port=port, log_level="warning"))
+    # One client watching every run for the whole measurement: the bench's load, not a viewer's share
+    # (duragent/ops/http/streams.py caps a token identity at 4 streams of 300 s each).
+    app = create_app(engine, auth, streams_per_principal=args.runs + 1, stream_seconds=args.idle_seconds + 600)
+    api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.create_task(api.serve())
     while not api.started:
         await asyncio.sleep(0.05)

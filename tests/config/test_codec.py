@@ -446,7 +446,8 @@ def test_codec_endpoint_protocol_cors_and_access() -> None:
             status, headers, _ = http(
                 f"{url}/decode", json_format.MessageToJson(sealed).encode(), bearer | {"Origin": origin}
             )
-            assert status == 200 and "access-control-allow-origin" not in headers, origin  # the browser hides it
+            # A POST from another origin changes nothing here, whatever it carries (review 3, T6): 403, and no grant.
+            assert status == 403 and "access-control-allow-origin" not in headers, origin
         status, headers, _ = http(f"{url}/decode", b"{}", {"Origin": "http://localhost:8233"})
         assert status == 401 and headers["access-control-allow-origin"] == "http://localhost:8233"  # UI reads why
 

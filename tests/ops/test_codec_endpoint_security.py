@@ -135,7 +135,8 @@ def test_the_host_header_must_be_an_allowed_name() -> None:
     with serving(c, token, allowed_hosts={"codec.internal"}) as served:
         url, port = served.url, served.port
         bearer = {"Authorization": f"Bearer {token}"}
-        for host in (f"rebind.attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}"):
+        rebinding = (f"rebind.attacker.example:{port}", "attacker.example", f"localhost.attacker.example:{port}")
+        for host in (*rebinding, f"localhost:{port}@attacker.example"):  # a port, then junk: not localhost
             for path in ("/decode", "/login", "/health"):
                 status, _, answer = http(f"{url}{path}", sealed_body(c), bearer | {"Host": host})
                 assert status == 400 and b"payloads" not in answer, (host, path)
@@ -172,24 +173,55 @@ def test_the_token_is_checked_before_the_body_is_read_and_bodies_are_bounded() -
 
 
 def test_past_the_connection_limit_a_new_connection_is_refused_and_held_ones_are_served() -> None:
-    """Deterministic: the probe goes out only once the server's own count shows the idle connections held."""
+    """Every slot busy with a token holder's request (a body still coming): a new connection is answered 503 and
+    closed, and the held ones are still served. Deterministic: the probe goes out only once the server's own
+    count shows the four held."""
     c = codec()
-    with serving(c, secrets.token_hex(16), max_connections=3, read_timeout=60) as served:
-        idle = [socket.create_connection(("127.0.0.1", served.port), timeout=10) for _ in range(3)]
+    token = secrets.token_hex(16)
+    body = sealed_body(c)
+    head = f"POST /decode HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n"
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    with serving(c, token, max_connections=4, read_timeout=60) as served:
+        busy: list[socket.socket] = []
         try:
-            wait_for(lambda: served.open_connections() == 3, "the server to hold the three connections")
+            for _ in range(4):  # one at a time: a stranger's idle connection would make room for the next
+                busy.append(socket.create_connection(("127.0.0.1", served.port), timeout=10))
+                busy[-1].sendall(head.encode() + body[:10])  # the token checked, the rest of the body owed
+                wait_for(lambda: served.vouched_for() == len(busy), "the server to check the token")
             with socket.create_connection(("127.0.0.1", served.port), timeout=10) as extra:
                 extra.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 answer = until_closed(extra)  # and the server closes it (else this times out)
                 assert status_of(answer) == 503 and b"connection: close" in answer.lower()
             # A connection the server took before it was full is still served while it is full.
-            idle[0].sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            assert status_of(idle[0].recv(200)) == 200
+            busy[0].sendall(body[10:])
+            answer = busy[0].recv(100_000)
+            assert status_of(answer) == 200
         finally:
-            for s in idle:
+            for s in busy:
                 s.close()
         wait_for(lambda: served.open_connections() == 0, "the slots to be freed")
         assert http(f"{served.url}/health", method="GET")[0] == 200
+
+
+def test_idle_strangers_past_their_share_make_room_for_a_newcomer() -> None:
+    """Review 3, T4: connections without an authenticated request may hold 3 of 4 slots; a fourth stranger takes
+    the place of the one that waited longest, which is closed without an answer. Nobody waits on a timeout."""
+    c = codec()
+    with serving(c, secrets.token_hex(16), max_connections=4, read_timeout=60) as served:
+        idle = []
+        for _ in range(3):
+            idle.append(socket.create_connection(("127.0.0.1", served.port), timeout=10))
+            wait_for(lambda: served.open_connections() == len(idle), "the server to hold the idle connections")
+        try:
+            with socket.create_connection(("127.0.0.1", served.port), timeout=10) as newcomer:
+                newcomer.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                assert status_of(newcomer.recv(200)) == 200
+                assert idle[0].recv(100) == b""  # the oldest, closed to make room
+                idle[1].sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                assert status_of(idle[1].recv(200)) == 200  # the others still served
+        finally:
+            for s in idle:
+                s.close()
 
 
 @pytest.mark.parametrize(

@@ -84,5 +84,18 @@ def test_startup_rule_and_hosts() -> None:
     hosts = allowed_hosts(["runs.example.com"])
     for ok in ("localhost:8765", "127.0.0.1", "[::1]:8765", "RUNS.example.com:443", "localhost"):
         assert host_allowed(ok, hosts), ok
-    for bad in (None, "", "evil.example", "localhost.evil.example:8765", "[::2]:80", "127.0.0.1.nip.io"):
+    for bad in (
+        None,
+        "",
+        "evil.example",
+        "localhost.evil.example:8765",
+        "[::2]:80",
+        "127.0.0.1.nip.io",
+        # whatever follows the host must be a port (review 3, (e)): not a userinfo trick, not junk
+        "localhost:80@evil.example",
+        "localhost:@evil",
+        "[::1]evil",
+        "[::1]:80x",
+        "localhost:123456",
+    ):
         assert not host_allowed(bad, hosts), bad

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -268,6 +269,38 @@ def test_logout_ends_the_session_on_the_server_not_only_in_the_browser(stack):
         assert browser.get("/approvals", headers=cookie).status_code == 401
         gone = browser.get("/inbox", headers=cookie, follow_redirects=False)
         assert gone.status_code == 303 and gone.headers["location"] == "/login"
+
+
+def test_a_cross_site_page_cannot_decide_cancel_or_start_with_the_session_cookie(stack, api):
+    """Review 3, T6, defence in depth: even were a browser to send the SameSite=Strict cookie with another
+    site's request, and that request JSON, a change that comes from another site is refused and nothing
+    changes; the inbox's own page, same-origin, decides."""
+    run_id = start(api, "refund")
+    [pending] = waiting(api, run_id)["pending_approvals"]
+    url = f"/runs/{run_id}/approvals/{pending['call_id']}"
+    decision = {"approve": True, "reason": "csrf", "arguments_hash": pending["arguments_hash"]}
+    planted = f"csrf-{uuid.uuid4().hex[:8]}"
+    with stack.client(None) as browser:
+        cookie = browser.post("/login", data={"token": APPROVER}, follow_redirects=False).headers["set-cookie"]
+        session = {"Cookie": cookie.split(";", 1)[0]}
+        for from_elsewhere in ({"Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+            headers = session | from_elsewhere
+            for path, body in (
+                (url, decision),
+                (f"/runs/{run_id}/cancel", {}),
+                ("/runs", {"agent": "refund", "task": None, "run_id": planted}),
+            ):
+                refused = browser.post(path, json=body, headers=headers)
+                assert refused.status_code == 403 and "cross-site" in refused.json()["error"], (path, refused.text)
+        view = api.get(f"/runs/{run_id}").json()
+        assert (view["pending_approvals"], view["audit"], view["cancel_requested"]) == ([pending], [], False)
+        assert api.get(f"/runs/{planted}").status_code == 404
+        assert stack.effects(run_id) == []
+
+        own = session | {"Origin": stack.url, "Sec-Fetch-Site": "same-origin"}
+        assert browser.post(url, json=decision, headers=own).status_code == 200
+    assert finished(api, run_id)["status"] == "completed"
+    assert [e.tool for e in stack.effects(run_id)] == ["refund"]
 
 
 def test_bad_input_gets_a_clear_status_and_changes_nothing(stack, api):

@@ -104,7 +104,10 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
     return os.environ | {"PYTHONUNBUFFERED": "1", "AGENT_API_TOKENS": TOKENS} | extra
 
 
-def checkpoint_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> ApiStack:
+def checkpoint_stack(
+    tmp: Path, extra_env: dict[str, str] | None = None, extra_args: list[str] | None = None
+) -> ApiStack:
+    """`extra_args`: more flags for `job serve` (`--stream-seconds 3`)."""
     port = free_port()
     stack = ApiStack("checkpoints", f"http://127.0.0.1:{port}", tmp / "ledger.db", tmp)
     command = [
@@ -117,7 +120,7 @@ def checkpoint_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> ApiS
         "--db",
         str(tmp / "baseline.db"),
     ]
-    command += ["--ledger", str(stack.ledger)]
+    command += ["--ledger", str(stack.ledger), *(extra_args or [])]
     for module in AGENT_MODULES:
         command += ["--agents", module]
     _serve(stack, command, _env(extra_env or {}))

@@ -27,6 +27,10 @@ class Served:
         """The server's own count of the connections it has accepted and not yet closed."""
         return len(self.server.server_state.connections)
 
+    def vouched_for(self) -> int:
+        """How many of them carried an authenticated request (duragent/ops/http/connections.py)."""
+        return sum(1 for c in self.server.server_state.connections if getattr(c, "vouched", False))
+
 
 @contextmanager
 def serving(app: FastAPI, **bounds: Any) -> Iterator[Served]:

@@ -249,6 +249,15 @@ def add_serve_arguments(
     parser.add_argument("--secure-cookie", action="store_true", help="mark the session cookie Secure (HTTPS)")
 
 
+def add_stream_arguments(parser: argparse.ArgumentParser) -> None:
+    """The runs API's event streams (duragent/ops/http/streams.py: None there means its default, 300 s)."""
+    parser.add_argument(
+        "--stream-seconds",
+        type=positive_float,
+        help="how long an event stream lasts before its client opens it again (default 300)",
+    )
+
+
 def add_codec_server_arguments(parser: argparse.ArgumentParser) -> None:
     add_serve_arguments(
         parser, port=8081, token_env="AGENT_CODEC_AUTH_TOKEN", without_auth="anyone who reaches the port decrypts"

@@ -46,6 +46,7 @@ from duragent.ops.cli.arguments import (
     add_agents_modules,
     add_run_id,
     add_serve_arguments,
+    add_stream_arguments,
     positive_float,
     positive_int,
 )
@@ -119,6 +120,7 @@ def parser(prog: str = "duragent-job") -> Parser:
         "serve", cmd_serve, "the runs API over HTTP: runs, SSE progress, cancel, approvals, the inbox at /inbox"
     )
     add_serve_arguments(serve)
+    add_stream_arguments(serve)
     serve.add_argument(
         "--max-runs",
         type=positive_int,
@@ -397,7 +399,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         signing_keys=api_signing_keys(settings),  # decisions of the logged-in approvers, signed for them
     )
     print(listening_line("job serve", args, auth, f"store {args.db}{fresh}"), flush=True)
-    app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(settings))
+    app = create_app(
+        engine,
+        auth,
+        secure_cookie=args.secure_cookie,
+        facts=lambda: stores.facts_for(settings),
+        stream_seconds=args.stream_seconds,
+    )
     server(app, args).run(sockets=[listener])
     return 0
 

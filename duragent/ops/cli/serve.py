@@ -41,6 +41,12 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}; choose another --port") from None
     where = f"Temporal {settings.address}, namespace {settings.namespace}, task queue {settings.task_queue}"
     print(listening_line("serve", args, auth, where), flush=True)
-    app = create_app(engine, auth, secure_cookie=args.secure_cookie, facts=lambda: stores.facts_for(settings))
+    app = create_app(
+        engine,
+        auth,
+        secure_cookie=args.secure_cookie,
+        facts=lambda: stores.facts_for(settings),
+        stream_seconds=args.stream_seconds,
+    )
     await server(app, args).serve(sockets=[listener])
     return 0

@@ -38,6 +38,7 @@ from duragent.ops.cli.arguments import (
     add_codec_server_arguments,
     add_run_id,
     add_serve_arguments,
+    add_stream_arguments,
     handler_in,
     port_number,
     positive_int,
@@ -139,6 +140,7 @@ def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) 
         "the runs API over HTTP (SSE progress, approvals inbox)",
     )
     add_serve_arguments(serve)
+    add_stream_arguments(serve)
     add_agents_modules(serve)
     codec_server = command(
         "codec-server",

@@ -3,7 +3,7 @@
     GET  /runs?status=&agent=&limit=             runs, newest first                       viewer
     POST /runs                                   {"agent", "task", "run_id", ...} -> 201 approver
     GET  /runs/{id}                              status, percent, steps, approvals, audit viewer
-    GET  /runs/{id}/events                       SSE: progress {step,total,label}, end    viewer
+    GET  /runs/{id}/events                       SSE: progress {step,total,label}, end    viewer (4 each, 5 min)
     POST /runs/{id}/cancel                       -> 202                                   approver
     POST /runs/{id}/approvals/{call_id}          {"approve", "reason", "arguments_hash"}  approver
     GET  /approvals                              every pending approval, across runs      viewer
@@ -14,8 +14,10 @@
 
 Access (duragent/ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
-identity, never a request field. Host must be local or allowed (rebinding); POSTs must be JSON (415: no
-cross-site form can send one without a preflight, and CORS is off); bodies over 64 KiB → 413; malformed
+identity, never a request field. Host must be local or allowed (rebinding); a POST from another site (its
+Origin or Sec-Fetch-Site, duragent/ops/http/origin.py) → 403; POSTs must be JSON (415: no cross-site form can send
+one without a preflight, and CORS is off); bodies over 64 KiB → 413; a 5th event stream of one token
+identity → 429 (duragent/ops/http/streams.py); malformed
 or mistyped input → 422 naming the field; an unknown run → 404; a run not in a state for it → 409. In every
 one of those cases nothing changes.
 """
@@ -27,7 +29,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, Query
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 
 from duragent.ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from duragent.ops.http.base import new_app
@@ -37,6 +39,7 @@ from duragent.ops.http.facts import add_facts
 from duragent.ops.http.inbox import add_inbox
 from duragent.ops.http.limits import MAX_BODY_BYTES, require_json
 from duragent.ops.http.sse import with_keepalives
+from duragent.ops.http.streams import MAX_STREAMS_PER_PRINCIPAL, RECONNECT_MS, STREAM_SECONDS, SlotStream, StreamSlots
 from duragent.ops.http.views import (
     AuditView,
     Cancelled,
@@ -58,11 +61,16 @@ def create_app(
     auth: HttpAuth,
     *,
     keepalive_seconds: float = 15.0,
+    stream_seconds: float | None = None,
+    streams_per_principal: int = MAX_STREAMS_PER_PRINCIPAL,
     max_body_bytes: int = MAX_BODY_BYTES,
     secure_cookie: bool = False,
     facts: Callable[[], DurableFactStore] | None = None,
 ) -> FastAPI:
-    """`facts` opens the workers' fact store: with it, the `/facts` routes are served too."""
+    """`facts` opens the workers' fact store: with it, the `/facts` routes are served too. `stream_seconds`,
+    `streams_per_principal`: how long an event stream lasts, and how many one token identity may hold."""
+    streams = StreamSlots(streams_per_principal)
+    lifetime = STREAM_SECONDS if stream_seconds is None else stream_seconds
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,8 +111,10 @@ def create_app(
     @app.get("/runs/{run_id}/events")
     async def run_events(run_id: str, who: Principal = viewer) -> Response:
         await engine.require(run_id)
-        return StreamingResponse(
-            with_keepalives(engine.events(run_id), keepalive_seconds),
+        give_back = streams.take(who)  # 429 past the caller's share (duragent/ops/http/streams.py)
+        return SlotStream(
+            with_keepalives(engine.events(run_id), keepalive_seconds, lifetime, RECONNECT_MS),
+            give_back,
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )

@@ -31,6 +31,7 @@ from starlette.responses import JSONResponse
 from duragent.config.loopback import is_loopback
 from duragent.config.secrets import value_or_file
 from duragent.config.settings import API_TOKENS_ENV, Settings
+from duragent.ops.http.connections import vouch
 from duragent.ops.http.sessions import Sessions, cookie_value
 
 ROLES = ("viewer", "approver")  # each role may do what the ones before it may
@@ -142,16 +143,22 @@ def allowed_hosts(extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(h.strip().lower() for h in (*LOCAL_HOSTS, *extra) if h.strip())
 
 
+_PORT = re.compile(r"^(?::[0-9]{0,5})?$")  # what may follow the host in a Host header: nothing, or a port
+
+
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
-    """Whether a Host header names an allowed host (any port)."""
+    """Whether a Host header names an allowed host (any port). Whatever follows the host must be a port:
+    `localhost:80@evil` or `[::1]evil` is not localhost (review 3, (e))."""
     if not header:
         return False
     header = header.strip().lower()
     if header.startswith("["):  # [::1]:8765
-        host = header[1:].split("]", 1)[0]
-    else:
-        host = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-    return host in allowed
+        host, _, rest = header[1:].partition("]")
+    elif header.count(":") == 1:  # name:port
+        host, rest = header.split(":")[0], header[header.index(":") :]
+    else:  # a bare name, or a bare IPv6 address (::1)
+        host, rest = header, ""
+    return host in allowed and _PORT.match(rest) is not None
 
 
 def bearer(authorization: str | None) -> str | None:
@@ -211,9 +218,17 @@ class HttpAuth:
     def identify(self, request: Request) -> Principal | None:
         """The caller, or None when not authenticated (pages redirect to the login form instead of a 401)."""
         try:
-            return self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+            return self.authenticated(request)
         except Denied:
             return None
+
+    def authenticated(self, request: Request) -> Principal:
+        """The caller (else Denied 401), whose connection is then vouched for: no stranger's connection takes
+        its slot (duragent/ops/http/connections.py). Nobody is vouched for under --insecure-no-auth."""
+        principal = self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+        if principal is not ANONYMOUS:
+            vouch(request.scope)
+        return principal
 
     def log_in(self, token: str) -> str | None:
         """A new session id for the principal whose token this is, or None for an unknown token."""
@@ -230,7 +245,7 @@ class HttpAuth:
             raise ValueError(f"unknown role {role!r}")
 
         def dependency(request: Request) -> Principal:
-            principal = self.principal(request.headers.get("authorization"), request.headers.get("cookie"))
+            principal = self.authenticated(request)
             if not principal.may(role):
                 raise Denied(403, f"{principal.name} is a {principal.role}; this needs {role}")
             return principal

@@ -1,7 +1,8 @@
 """What every app we serve is built on — the runs API (duragent/ops/http/app.py) and the codec endpoint
 (duragent/ops/http/codec.py) — so both answer one threat model the same way:
 
-- the Host check first (DNS rebinding; duragent/ops/http/auth.py), then CORS only where an app names origins;
+- the Host check first (DNS rebinding; duragent/ops/http/auth.py), then cross-site POSTs refused
+  (duragent/ops/http/origin.py), then CORS only where an app names origins;
 - a bounded request body (`max_body_bytes`; `/login` 4 KiB): past it 413, before the rest is read — by the
   declared length at once, or as a chunked body grows (duragent/ops/http/limits.py);
 - one error shape, `{"error": why}`, for what the app raises (`ApiError`), what the framework answers itself
@@ -28,6 +29,7 @@ from duragent.ops.http.auth import HttpAuth
 from duragent.ops.http.errors import ApiError
 from duragent.ops.http.limits import MAX_BODY_BYTES, BodyLimit, field_errors, unreadable_body
 from duragent.ops.http.login import MAX_LOGIN_BYTES, add_login
+from duragent.ops.http.origin import SameOrigin
 
 
 def new_app(
@@ -64,6 +66,9 @@ def new_app(
             allow_headers=list(cors_headers),
             max_age=600,
         )
+    # Cross-site POSTs refused before anything else reads them (T6): login and logout CSRF, and every other
+    # change, as defence in depth. After the Host check (a rebinding page's Origin would match its Host).
+    app.add_middleware(SameOrigin, allowed_origins=origins)
     auth.install(app)  # added last, so it runs first: the Host check, and the 401/403 bodies
 
     @app.exception_handler(ApiError)

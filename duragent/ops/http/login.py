@@ -6,7 +6,8 @@ endpoint, for the Temporal Web UI):
     POST /logout   ends that session on the server and clears the cookie → 303 to /login
 
 The cookie names a server-side session (duragent/ops/http/sessions.py), never the token: HttpOnly, SameSite=Strict,
-Secure with `--secure-cookie` or behind a proxy that says `X-Forwarded-Proto: https`.
+Secure with `--secure-cookie` or behind a proxy that says `X-Forwarded-Proto: https`. Both POSTs refuse a
+request from another site before they run (duragent/ops/http/origin.py): no login or logout CSRF.
 """
 
 from __future__ import annotations
