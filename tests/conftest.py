@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 import examples
 from agentic import Agent
 from duragent.config.observability import CORE_LOGGER
-from duragent.config.settings import Settings
+from duragent.config.settings import ROOT, Settings
 from duragent.ops.devstack import modelserver
 from duragent.ops.devstack.devserver import free_port
 from duragent.ops.devstack.signals import stop_on_signals
@@ -319,6 +319,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(cost_markers.HeaviestFilesFirst(), "heaviest-files-first")
     config.stash[_data_dir] = tempfile.mkdtemp(prefix="agent-test-data-")
     os.environ["AGENT_DATA_DIR"] = config.stash[_data_dir]
+    # The processes the tests start find the checkout's own packages (the demo agents in `examples`, `bench`,
+    # `tests.support`) wherever they run, as pytest's `pythonpath` gives this process: the installed package
+    # holds only `duragent` and `agentic`. tests/packaging/ clears it to play a user's project.
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

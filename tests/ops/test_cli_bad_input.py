@@ -90,10 +90,10 @@ BOTH = [
     ),
     ("run option not a choice", ["run", "trip", "--option", "fail_at=boat"], "fail_at: Input should be 'none'"),
     ("run option unknown", ["run", "migration", "--option", "speed=3"], "speed: Extra inputs are not permitted"),
-    (
-        "run demo flag of old",
-        ["run", "migration", "--records", "3"],
-        "unrecognized arguments: --records 3 (an option of the agent? --option records=VALUE)",
+    (  # an agent's own option given as a flag (0.1's demo flags still parse: tests/packaging/test_moved_names.py)
+        "run agent option as a flag",
+        ["run", "migration", "--batch-size", "3"],
+        "unrecognized arguments: --batch-size 3 (an option of the agent? --option batch_size=VALUE)",
     ),
     ("run memory namespace blank", ["run", "courier", "--namespace", " "], "--namespace"),
     ("status no id", ["status"], "the run id is required: RUN_ID or --id RUN_ID"),

@@ -35,9 +35,12 @@ def readme_testing_example() -> str:
     return code_block_after("README.md", "## Testing your agent")
 
 
-def run_pytest(directory: Path) -> subprocess.CompletedProcess[str]:
-    """`python -m pytest` in `directory`, as a user runs their tests: no arguments, outside this project."""
+def run_pytest(directory: Path, *, with_examples: bool = False) -> subprocess.CompletedProcess[str]:
+    """`python -m pytest` in `directory`, as a user runs their tests: no arguments, outside this project (with
+    `with_examples`, the checkout on the path for its demo agents, which the installed package does not have)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AGENT_", "TEMPORAL_"))}
+    if with_examples:
+        env["PYTHONPATH"] = str(ROOT)
     return run_to_end([sys.executable, "-m", "pytest"], cwd=directory, env=env, timeout=120)
 
 
@@ -70,7 +73,7 @@ def test_the_fixture_plugin_serves_agents_from_a_users_conftest(tmp_path):
         "    [waiting] = await run.wait_for_approval()\n"
         "    assert waiting.tool == 'refund'\n"
     )
-    done = run_pytest(tmp_path)
+    done = run_pytest(tmp_path, with_examples=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
 

@@ -220,7 +220,7 @@ def _merge(args: argparse.Namespace, marker: str, flag_dest: str, positional_des
 
 def unrecognized(extras: list[str], args: argparse.Namespace) -> str:
     """argparse's message, with the way to pass an agent's own option where the command takes `--option`
-    (`--records 3` was a flag of the demo agents; it is `--option records=3`)."""
+    (`--batch-size 3` is `--option batch_size=3`)."""
     message = f"unrecognized arguments: {' '.join(extras)}"
     flag = next((extra for extra in extras if extra.startswith("--")), None)
     if flag is not None and hasattr(args, "option"):
