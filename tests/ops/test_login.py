@@ -47,6 +47,8 @@ CROSS_SITE = [
     {"Sec-Fetch-Site": "cross-site"},  # a browser that leaves Origin out
     {"Sec-Fetch-Site": "same-site"},  # a sibling subdomain, or another port of localhost
     {"Origin": "null"},  # a sandboxed frame, or a redirect across sites
+    {"Origin": "null", "Sec-Fetch-Site": "cross-site"},  # the same in a browser with fetch metadata
+    {"Origin": "null", "Sec-Fetch-Site": "same-site"},
     {"Origin": "http://127.0.0.1:1"},  # this host, another port: another origin
 ]
 

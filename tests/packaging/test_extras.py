@@ -28,7 +28,7 @@ PARTS = {
     "http": "duragent.ops.http",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
-IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp"}
+IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp", "google-re2": "re2"}
 
 
 @pytest.mark.parametrize(("extra", "part"), PARTS.items())

@@ -44,7 +44,11 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeou
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)], cwd=out)
+    run(
+        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+        cwd=out,
+        env=isolated_env(),
+    )
     [built] = out.glob("duragent-*.whl")
     return built
 
@@ -81,8 +85,9 @@ def new_venv(tmp: Path, wheel: Path, requirement: str, *extra: str, leave_out: t
     python = where / "bin" / "python"
     wanted = f"{requirement} @ {wheel.as_uri()}"  # `duragent[testing] @ file:///...whl`
     pinned = ["-c", str(constraints(tmp, leave_out=leave_out))]
-    run(
+    run(  # outside the checkout's PYTHONPATH: its duragent.egg-info would read as "already installed" to pip
         [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", wanted, *extra, *pinned],
+        env=isolated_env(),
         cwd=tmp,
         timeout=PIP_TIMEOUT,
     )

@@ -52,7 +52,12 @@ def records(ledger: Path, run_id: str) -> list[str]:
     """The records migrated, in the ledger's order (one row per real effect)."""
     if not ledger.exists():
         return []
-    rows = query(ledger, "SELECT args FROM effects WHERE run_id = ? ORDER BY seq", run_id)
+    try:
+        rows = query(ledger, "SELECT args FROM effects WHERE run_id = ? ORDER BY seq", run_id)
+    except sqlite3.OperationalError as exc:  # the file is made a moment before its table (a loaded machine)
+        if "no such table" in str(exc):
+            return []
+        raise
     return [re.sub(r'.*"record": "([^"]+)".*', r"\1", args) for (args,) in rows]
 
 

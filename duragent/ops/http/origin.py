@@ -7,7 +7,9 @@ attacker; logout CSRF). Browsers say where such a request comes from; non-browse
 - `Origin` present: it must be this server's own origin (its host and port are the request's `Host`, or the
   `X-Forwarded-Host` a proxy that rewrites `Host` sends), or one the app lets call it cross-origin (the codec
   endpoint's CORS origins, the Web UI). `Origin: null` (a sandboxed frame, a redirect across sites) is
-  refused. (A page cannot make a browser send `X-Forwarded-Host` to us: it is no CORS-safelisted header, so
+  refused, unless the browser's `Sec-Fetch-Site` says `same-origin`: under our `Referrer-Policy: no-referrer`
+  Chromium sends `Origin: null` on our own pages' form POSTs (the inbox's sign-in: tests/ops/test_inbox.py).
+  (A page cannot make a browser send `X-Forwarded-Host` to us: it is no CORS-safelisted header, so
   it needs a preflight, which we never grant.)
 - `Sec-Fetch-Site` present: `same-origin`, or `none` (typed by the user). `same-site` and `cross-site` are
   refused unless the `Origin` is one the app allows cross-origin.
@@ -55,10 +57,14 @@ def cross_site(headers: Headers, allowed_origins: frozenset[str]) -> str | None:
     origin = headers.get("origin")
     if origin is not None and origin.strip() in allowed_origins:
         return None  # an origin the app lets call it cross-origin (CORS)
+    fetch_site = headers.get("sec-fetch-site")
+    if origin == "null" and fetch_site is not None and fetch_site.strip().lower() == "same-origin":
+        # Our pages send `Referrer-Policy: no-referrer`, under which Chromium sends `Origin: null` on a form POST
+        # of our own page; the browser's own `Sec-Fetch-Site` (which no page can set) says it is ours.
+        return None
     ours = (headers.get("host", ""), headers.get("x-forwarded-host", "").split(",", 1)[0])
     if origin is not None and not any(host and same_origin(origin, host) for host in ours):
         return f"a request from {origin[:100]!r} may not change anything here"
-    fetch_site = headers.get("sec-fetch-site")
     if fetch_site is not None and fetch_site.strip().lower() not in _SAME:
         return f"a {fetch_site[:20]!r} request may not change anything here"
     return None
