@@ -214,6 +214,10 @@ class Settings:
     # Signs webhook deliveries, value or file (config/webhook_signing.py).
     webhook_secret: str | None = field(default_factory=lambda: _env("AGENT_WEBHOOK_SECRET"), repr=False)
     webhook_secret_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WEBHOOK_SECRET_FILE"))
+    # The workers' own HMAC keys, value or file: the agents' workflow code seals what it schedules, the activities
+    # act only on a seal (config/worker_keys.py). Unset: nothing is sealed or checked, as before.
+    worker_keys: str | None = field(default_factory=lambda: _env("AGENT_WORKER_KEYS"), repr=False)
+    worker_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WORKER_KEYS_FILE"))
     # Deliveries to this machine's loopback (a local relay): the operator's opt-in, never a run's (review N8).
     webhook_allow_loopback: bool = field(default_factory=lambda: bool(_env_flag("AGENT_WEBHOOK_ALLOW_LOOPBACK")))
     # The runs API (ops/http/): its bearer tokens, and the approvers' PRIVATE keys it signs decisions with
