@@ -8,7 +8,8 @@ The connection to Temporal is Temporal's own client configuration (`temporalio.e
 `temporal` CLI and every Temporal SDK read, so an existing Temporal configuration just works.
 Worker Versioning: `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID` (the names the Temporal Worker
 Controller injects; docs/operations.md, "Deploying a new version").
-Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. Stores shared by worker
+Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. The workers' own seal
+keys: `AGENT_WORKER_KEYS` or `AGENT_WORKER_KEYS_FILE` (config/worker_keys.py). Stores shared by worker
 hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
 `AGENT_EAGER_ACTIVITIES`, `AGENT_RELEASE_STICKY_RUNS`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`,
 `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
