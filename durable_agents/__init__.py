@@ -65,6 +65,7 @@ _HOMES: dict[str, str] = {
     "FactStore": "agentic.memory",
     "SagaPolicy": "agentic.saga",
     "Settings": "config.settings",
+    "WorkerKeys": "config.worker_keys",
     "run": "durable_agents.clean_exit",
     "AgentClient": "durable_agents.client",
     "DecisionOutcome": "durable_agents.client",
@@ -127,6 +128,7 @@ if TYPE_CHECKING:
     from agentic.memory import Fact, FactStore
     from agentic.saga import SagaPolicy
     from config.settings import Settings
+    from config.worker_keys import WorkerKeys
     from durable_agents.clean_exit import run
     from durable_agents.client import AgentClient, DecisionOutcome, RunHandle
     from durable_agents.connection import connect
@@ -196,6 +198,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "EngineOptions",  # build_worker(engine=...): how the worker executes runs
     "ContinueAsNewPolicy",
     "PayloadLimits",
+    "WorkerKeys",  # build_worker(worker_keys=...): the workers' own seal keys (AGENT_WORKER_KEYS)
     "run",  # asyncio.run for client scripts: exits cleanly (durable_agents/clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",
