@@ -68,17 +68,14 @@ class Sealing(Interceptor):
 
     def __init__(self, keys: WorkerKeys) -> None:
         self.keys = keys
+        # The SDK makes workflow interceptors from a class, not an instance: this worker's keys ride on one of its own.
+        self._workflow_class = type("_SealingWorkflowWithKeys", (_SealingWorkflow,), {"_keys": keys})
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _VerifyingActivity(next, self.keys)
 
     def workflow_interceptor_class(self, input: WorkflowInterceptorClassInput) -> type[WorkflowInboundInterceptor]:
-        keys = self.keys
-
-        class _Bound(_SealingWorkflow):
-            _keys = keys
-
-        return _Bound
+        return self._workflow_class
 
 
 class _VerifyingActivity(ActivityInboundInterceptor):
