@@ -4,8 +4,9 @@ task queue (issue 51, item 4; docs/operations.md, "Trust model").
 
 `AGENT_WORKER_KEYS` (or the file `AGENT_WORKER_KEYS_FILE` names): base64 keys of at least 32 bytes, separated
 by commas or newlines. Every worker of a task queue holds the same list. The first signs; every one verifies —
-so a rotation is: put the new key first and keep the old one after it until nothing scheduled under the old
-one can still run (an activity's retries carry the schedule it was given), then drop the old one.
+so a rotation is, on every worker before the next step: add the new key after the old one, then put it first,
+then, once nothing scheduled under the old one can still run (an activity's retries carry the schedule it was
+given), drop the old one.
 
     python -c "import base64, secrets; print(base64.b64encode(secrets.token_bytes(32)).decode())"
 

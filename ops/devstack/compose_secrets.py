@@ -58,7 +58,7 @@ def make_secrets(directory: Path, approvers: Sequence[str], openai_api_key: str 
         made += _create(directory / name, secrets.token_hex(32) + "\n", MOUNTED)
     kid = f"k{datetime.now(UTC):%Y%m%d}"
     made += _create(directory / CODEC_KEYS, f"{kid}:{new_key()}\n", MOUNTED)
-    # The signing key first; a rotation puts a new one above it (docs/operations.md, "Workers' keys").
+    # The signing key first; a rotation adds one under it, then moves it above (docs/operations.md, "Rotation").
     made += _create(directory / WORKER_KEYS, base64.b64encode(secrets.token_bytes(32)).decode() + "\n", MOUNTED)
     made += _create(directory / OPENAI_API_KEY, (openai_api_key or "").strip() + "\n", MOUNTED)
     public = directory / APPROVER_KEYS
