@@ -1,4 +1,4 @@
-"""Moved: `durable_agents` is `duragent` since 0.2; this name works from a source checkout until 0.3 (CHANGELOG.md).
+"""Moved: `duragent` is `duragent` since 0.2; this name works from a source checkout until 0.3 (CHANGELOG.md).
 
 Not in the wheel: it adds only `duragent` and `agentic`."""
 

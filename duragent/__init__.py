@@ -66,6 +66,7 @@ _HOMES: dict[str, str] = {
     "FactStore": "agentic.memory",
     "SagaPolicy": "agentic.saga",
     "Settings": "duragent.config.settings",
+    "WorkerKeys": "duragent.config.worker_keys",
     "run": "duragent.clean_exit",
     "AgentClient": "duragent.client",
     "DecisionOutcome": "duragent.client",
@@ -130,6 +131,7 @@ if TYPE_CHECKING:
     from duragent.clean_exit import run
     from duragent.client import AgentClient, DecisionOutcome, RunHandle
     from duragent.config.settings import Settings
+    from duragent.config.worker_keys import WorkerKeys
     from duragent.connection import connect
     from duragent.errors import (
         AgentClientError,
@@ -198,6 +200,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "EngineOptions",  # build_worker(engine=...): how the worker executes runs
     "ContinueAsNewPolicy",
     "PayloadLimits",
+    "WorkerKeys",  # build_worker(worker_keys=...): the workers' own seal keys (AGENT_WORKER_KEYS)
     "run",  # asyncio.run for client scripts: exits cleanly (duragent/clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",

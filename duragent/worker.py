@@ -25,7 +25,9 @@ from duragent.config.approver_keys import approver_public_keys
 from duragent.config.models import declared_models
 from duragent.config.settings import STICKY_TIMEOUT, Settings
 from duragent.config.webhook_signing import load_secret
+from duragent.config.worker_keys import WorkerKeys, load_worker_keys
 from duragent.plugin import DurableAgentsPlugin, plugin_of
+from duragent.sealing import Sealing
 from duragent.sticky import ReleaseStickyRuns
 from duragent.stores.configured import transcripts_for
 from duragent.stores.transcripts import Transcripts
@@ -50,6 +52,7 @@ def build_worker(
     deployment: str | None = None,
     build_id: str | None = None,
     engine: EngineOptions | None = None,
+    worker_keys: WorkerKeys | None = None,
 ) -> Worker:
     """A worker that serves `agents` on `task_queue`.
 
@@ -67,6 +70,10 @@ def build_worker(
     build of that deployment, and each run stays on the build it started on (default: the settings'
     `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID`; neither: an unversioned worker, as before).
 
+    `worker_keys` are the workers' own HMAC keys (default: the settings' `AGENT_WORKER_KEYS`): with them, this worker's
+    workflows seal what they schedule and its activities act only on a seal (duragent/sealing.py), so
+    whoever else polls the task queue cannot make them act. Every worker of a task queue needs the same keys.
+
     `max_cached_workflows` is how many runs the worker keeps in memory between their workflow tasks (default: the
     settings', `AGENT_MAX_CACHED_WORKFLOWS`, 1,000).
 
@@ -83,6 +90,7 @@ def build_worker(
     served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
     transcripts = transcripts or transcripts_for(settings)
     engine = engine or EngineOptions()
+    worker_keys = worker_keys if worker_keys is not None else load_worker_keys(settings)
     describe = DescribeActivities(served, engine)
     model = ModelActivities(served, transcripts, engine.limits)
     tools = ToolActivities(served, transcripts, engine.limits)
@@ -115,7 +123,8 @@ def build_worker(
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,
-        interceptors=list(interceptors),
+        # With worker keys, what this worker's workflows schedule is sealed and its activities act only on a seal.
+        interceptors=[*([Sealing(worker_keys)] if worker_keys is not None else []), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any

@@ -8,7 +8,8 @@ The connection to Temporal is Temporal's own client configuration (`temporalio.e
 `temporal` CLI and every Temporal SDK read, so an existing Temporal configuration just works.
 Worker Versioning: `TEMPORAL_DEPLOYMENT_NAME` and `TEMPORAL_WORKER_BUILD_ID` (the names the Temporal Worker
 Controller injects; docs/operations.md, "Deploying a new version").
-Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. Stores shared by worker
+Encryption at rest: `AGENT_CODEC_KEYS` or `AGENT_CODEC_KEY_FILE`, `AGENT_CODEC_STRICT`. The workers' own seal
+keys: `AGENT_WORKER_KEYS` or `AGENT_WORKER_KEYS_FILE` (duragent/config/worker_keys.py). Stores shared by worker
 hosts: `AGENT_DATABASE_URL` (PostgreSQL; default: SQLite files in the data directory). Worker tuning:
 `AGENT_EAGER_ACTIVITIES`, `AGENT_RELEASE_STICKY_RUNS`. Observability: `AGENT_METRICS_ADDRESS`, `AGENT_OTEL`,
 `AGENT_LOG_FORMAT`, `LOG_LEVEL`.
@@ -219,6 +220,10 @@ class Settings:
     # Signs webhook deliveries, value or file (duragent/config/webhook_signing.py).
     webhook_secret: str | None = field(default_factory=lambda: _env("AGENT_WEBHOOK_SECRET"), repr=False)
     webhook_secret_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WEBHOOK_SECRET_FILE"))
+    # The workers' own HMAC keys, value or file: the agents' workflow code seals what it schedules, the activities
+    # act only on a seal (duragent/config/worker_keys.py). Unset: nothing is sealed or checked, as before.
+    worker_keys: str | None = field(default_factory=lambda: _env("AGENT_WORKER_KEYS"), repr=False)
+    worker_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WORKER_KEYS_FILE"))
     # Deliveries to this machine's loopback (a local relay): the operator's opt-in, never a run's (review N8).
     webhook_allow_loopback: bool = field(default_factory=lambda: bool(_env_flag("AGENT_WEBHOOK_ALLOW_LOOPBACK")))
     # The runs API (duragent/ops/http/): its bearer tokens, and the approvers' PRIVATE keys it signs decisions with

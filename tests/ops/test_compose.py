@@ -32,6 +32,7 @@ from agentic.signing import ApproverKey, parse_public_keys
 from duragent.config.approver_keys import approver_public_keys
 from duragent.config.settings import ROOT, TEMPORAL_STANDARD, Settings
 from duragent.config.webhook_signing import load_secret
+from duragent.config.worker_keys import load_worker_keys
 from duragent.ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
 from duragent.ops.devstack.server_profile import TUNED
 from duragent.ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
@@ -210,6 +211,7 @@ def test_worker_environment_matches_settings(
         "AGENT_DATABASE_URL",
         "AGENT_CODEC_KEY_FILE",
         "AGENT_APPROVER_KEYS_FILE",
+        "AGENT_WORKER_KEYS_FILE",
         "AGENT_METRICS_ADDRESS",
         "AGENT_OTEL",
         "AGENT_LOG_FORMAT",
@@ -232,6 +234,7 @@ def test_worker_environment_matches_settings(
     assert set(approver_public_keys(settings)) == {"maria"}  # only her signed decisions count
     assert settings.openai_api_key is None  # an empty file: no `openai:` models
     assert load_secret(settings) == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
+    assert load_worker_keys(settings) is not None  # what the workflows schedule is sealed (issue 51, item 4)
     assert settings.database_url == env["AGENT_DATABASE_URL"]
     assert (settings.deployment_name, settings.build_id) == ("durable-agents", "0.1.0")
 

@@ -7,6 +7,8 @@ carry_cron.py, as workflows the tests start.
 - `ImpostorAgent` is the same under the name `AgentWorkflow` (a workflow type is a name its author picks),
   and `ImpostorNotifier` under `WebhookDelivery`.
 - `ForeignHandover` continues as new *into* `AgentWorkflow` on the agents' queue, with a `carry` it forged.
+- `ImpostorParent`, an `AgentWorkflow` of a rogue worker on the agents' queue, starts a child `AgentWorkflow` whose
+  input claims a place in another run's delegation tree.
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ class ImpostorHandover:
     @workflow.run
     async def run(self, task_queue: str, forged: dict[str, Any]) -> None:
         workflow.continue_as_new(forged, workflow="AgentWorkflow", task_queue=task_queue)
+
+
+@workflow.defn(name="AgentWorkflow", sandboxed=False)
+class ImpostorParent:
+    """Starts `child` (an `AgentInput`, as JSON) as its delegated run, abandoned when this run ends: the server's
+    parent link names this run, as the child's claimed path ends with it."""
+
+    @workflow.run
+    async def run(self, child_id: str, child: dict[str, Any]) -> None:
+        await workflow.start_child_workflow(
+            "AgentWorkflow", child, id=child_id, parent_close_policy=workflow.ParentClosePolicy.ABANDON
+        )
 
 
 def forged_continuation(run_id: str, order_id: str) -> dict[str, Any]:

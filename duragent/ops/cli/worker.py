@@ -24,6 +24,7 @@ from duragent.config import observability
 from duragent.config.agent_modules import load_agents_and_deps
 from duragent.config.approver_keys import approver_public_keys
 from duragent.config.settings import Settings
+from duragent.config.worker_keys import WorkerKeyError, load_worker_keys
 from duragent.connection import connect
 from duragent.ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from duragent.ops.cli.boundary import Parser, exit_now, load_settings, run_command
@@ -53,6 +54,10 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         approver_keys = approver_public_keys(settings)
     except ApproverKeyError as exc:
         raise CliError(str(exc), code=2) from None
+    try:  # the same for the workers' own key: a bad one stops the worker here, not at its first activity
+        worker_keys = load_worker_keys(settings)
+    except WorkerKeyError as exc:
+        raise CliError(str(exc), code=2) from None
     # The SDK core's log lines go through the logging just configured; with AGENT_METRICS_ADDRESS, the SDK's
     # metrics are served for Prometheus at http://ADDRESS/metrics.
     client = await connect(settings, runtime=observability.worker_runtime(settings.metrics_address))
@@ -66,6 +71,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         transcripts=transcripts_for(settings),
         approver_keys=approver_keys,
         settings=settings,
+        worker_keys=worker_keys,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

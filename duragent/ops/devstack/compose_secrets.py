@@ -9,6 +9,7 @@ under /run/secrets/.
     secrets/codec_keys            payload encryption keys: the worker and the codec endpoint
     secrets/codec_auth_token      who may decrypt through the codec endpoint (`--codec-auth "Bearer ..."`)
     secrets/webhook_secret        the HMAC key webhook deliveries are signed with
+    secrets/worker_keys           the workers' own HMAC key: what the agents' workflows schedule is sealed with it
     secrets/approver_keys         the approvers' PUBLIC keys: workers count only decisions they signed
     secrets/openai_api_key        OPENAI_API_KEY as set when this ran, else empty (no `openai:` models)
     secrets/approvers/NAME.key    each approver's PRIVATE key, for that person only (never mounted)
@@ -24,6 +25,7 @@ containers' non-root users (the worker's 10001, postgres, temporal) must read th
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 from collections.abc import Sequence
@@ -40,8 +42,9 @@ PRIVATE = 0o600
 RANDOM = ("postgres_password", "agent_db_password", "codec_auth_token", "webhook_secret")
 APPROVER_KEYS = "approver_keys"
 CODEC_KEYS = "codec_keys"
+WORKER_KEYS = "worker_keys"
 OPENAI_API_KEY = "openai_api_key"
-MOUNTED_FILES = (*RANDOM, CODEC_KEYS, APPROVER_KEYS, OPENAI_API_KEY)
+MOUNTED_FILES = (*RANDOM, CODEC_KEYS, WORKER_KEYS, APPROVER_KEYS, OPENAI_API_KEY)
 
 
 def make_secrets(directory: Path, approvers: Sequence[str], openai_api_key: str | None = None) -> list[Path]:
@@ -55,6 +58,8 @@ def make_secrets(directory: Path, approvers: Sequence[str], openai_api_key: str 
         made += _create(directory / name, secrets.token_hex(32) + "\n", MOUNTED)
     kid = f"k{datetime.now(UTC):%Y%m%d}"
     made += _create(directory / CODEC_KEYS, f"{kid}:{new_key()}\n", MOUNTED)
+    # The signing key first; a rotation adds one under it, then moves it above (docs/operations.md, "Rotation").
+    made += _create(directory / WORKER_KEYS, base64.b64encode(secrets.token_bytes(32)).decode() + "\n", MOUNTED)
     made += _create(directory / OPENAI_API_KEY, (openai_api_key or "").strip() + "\n", MOUNTED)
     public = directory / APPROVER_KEYS
     made += _create(public, "# NAME=PUBLIC_KEY per line (`make secrets APPROVERS=NAME` adds one)\n", MOUNTED)

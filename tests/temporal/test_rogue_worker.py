@@ -1,0 +1,131 @@
+"""Issue 51, item 4, played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
+serves it with their own `AgentWorkflow` — the same type name, so every check the activities make of the calling
+run (`duragent.activities.caller`: an `AgentWorkflow` on this task queue, the run and keys from `activity.info()`, the
+call in its own history) passes. Its run schedules a gated tool with an approval it wrote itself, an ungated
+mutating tool, and the undo of that tool.
+
+Without worker keys (today's default) all three act: the ledger says so. With `AGENT_WORKER_KEYS` on the agents'
+workers, none does — whether the rogue seals nothing or seals with a key of its own — and the agents' own runs
+on the same queue still act and undo. The ledger is the judge. No approver keys here: the seal alone holds."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from duragent.client import AgentClient
+from duragent.config.worker_keys import WorkerKeys
+from duragent.sealing import Sealing
+from duragent.stores.ledger import EffectsLedger
+from duragent.stores.transcripts import EMPTY
+from tests.conftest import eventually, new_worker
+from tests.support.outsider import ImpostorAgent
+from tests.temporal.test_outsider import approval_of, call
+
+AGENTS_KEYS = WorkerKeys((os.urandom(32),))
+ROGUES_KEYS = WorkerKeys((os.urandom(32),))
+
+
+def plan(queue: str, me: str) -> list[dict[str, Any]]:
+    """The rogue run's schedules, in order, all on the agents' queue and all under its own run id and keys."""
+    refund = call("refund", "1.1", order_id="ROGUE-777")
+    flight = call("book_flight", "2.1", trip="rogue-trip")
+    empty = {"head": EMPTY}
+
+    def on(activity: str, input: dict[str, Any]) -> dict[str, Any]:
+        return {"activity": activity, "task_queue": queue, "input": input, "timeout": 30}
+
+    return [
+        on(  # the gated refund, with an approval the rogue wrote (it holds no approver key; none is required)
+            "run_tool",
+            {
+                "run_id": me,
+                "agent": "refund",
+                "call": refund,
+                "idempotency_key": f"{me}:1.1",
+                "transcript": empty,
+                "decision": approval_of(refund),
+            },
+        ),
+        on(  # an ungated mutating tool
+            "run_tool",
+            {"run_id": me, "agent": "trip", "call": flight, "idempotency_key": f"{me}:2.1", "transcript": empty},
+        ),
+        on(  # its undo: the call is in this run's own history, so the recorded-call check passes
+            "compensate",
+            {
+                "run_id": me,
+                "agent": "trip",
+                "step": {"call": flight, "result": "booked", "original_key": f"{me}:2.1", "key": f"{me}:2.1:undo"},
+            },
+        ),
+    ]
+
+
+async def scheduled(client: Client, run_id: str) -> bool:
+    events = (await client.get_workflow_handle(run_id).fetch_history()).events
+    return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in events)
+
+
+async def play_the_rogue(client: Client, task_queue: str, ledger: EffectsLedger, rogue: Worker, **agents: Any):
+    """The rogue's worker takes its run's first workflow task alone (its run's later tasks stick to it), then
+    the agents' worker joins the queue and serves the activities the rogue scheduled."""
+    me = f"rogue-{uuid.uuid4().hex[:8]}"
+    async with rogue:
+        handle = await client.start_workflow(ImpostorAgent.run, plan(task_queue, me), id=me, task_queue=task_queue)
+        await eventually(lambda: scheduled(client, me), what="the rogue's first schedule")
+        async with new_worker(client, task_queue, ledger, approver_keys={}, **agents):
+            outcomes = await handle.result()
+    return me, outcomes
+
+
+async def rogue_worker(client: Client, task_queue: str, kind: str) -> Worker:
+    """The rogue's worker, on a connection of its own (it is another process: the SDK allows one worker per
+    queue and connection), serving its `AgentWorkflow` and no activity. `own-key` seals with our code and a
+    key of its own."""
+    own = await Client.connect(client.service_client.config.target_host, namespace=client.namespace)
+    sealing = [Sealing(ROGUES_KEYS)] if kind == "own-key" else []
+    return Worker(own, task_queue=task_queue, workflows=[ImpostorAgent], interceptors=sealing)
+
+
+async def test_without_worker_keys_a_rogue_worker_makes_every_effect(skipping_env, ledger, task_queue):
+    """Today's default, and the attack the keys stop: the rogue's refund, booking and undo all act."""
+    client = skipping_env.client
+    rogue = await rogue_worker(client, task_queue, "no-key")
+    me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue)
+    assert [o["ok"] for o in outcomes] == [True, True, True], outcomes
+    assert [(e.tool, e.key) for e in ledger.effects(me)] == [
+        ("refund", f"{me}:1.1"),
+        ("book_flight", f"{me}:2.1"),
+        ("cancel_flight", f"{me}:2.1:undo"),
+    ]
+
+
+@pytest.mark.parametrize("rogue_kind", ["no-key", "own-key"])
+async def test_with_worker_keys_a_rogue_worker_makes_no_effect(skipping_env, ledger, task_queue, rogue_kind):
+    client = skipping_env.client
+    rogue = await rogue_worker(client, task_queue, rogue_kind)
+    me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue, worker_keys=AGENTS_KEYS)
+
+    # Its gated tool, its ungated mutating tool and its undo did nothing, each refused for good (one attempt)
+    # and saying why.
+    assert ledger.effects(me) == []
+    assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "CallerRefused")] * 3
+    assert all("is not sealed by the agents' workers" in o["message"] for o in outcomes)
+
+    # The agents' own runs, on the same queue with the same keys, act and undo (the rogue has stopped polling).
+    async with new_worker(client, task_queue, ledger, approver_keys={}, worker_keys=AGENTS_KEYS):
+        trip = await AgentClient(client, task_queue=task_queue).start("trip", options={"fail_at": "car"})
+        assert (await trip.result()).status == "compensated"
+    assert [e.tool for e in ledger.effects(trip.run_id)] == [
+        "book_flight",
+        "book_hotel",
+        "cancel_hotel",
+        "cancel_flight",
+    ]
