@@ -29,14 +29,23 @@ from activities.transcripts import claim_checked, stored_here
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.loop import admitted
 from agentic.models.base import ask
+from agentic.scrub import Scrubber
 from stores.transcripts import Transcripts
 
 
 class ModelActivities:
-    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
+    def __init__(
+        self,
+        served: ServedAgents,
+        transcripts: Transcripts,
+        limits: PayloadLimits | None = None,
+        credentials: Scrubber | None = None,
+    ) -> None:
         self.served = served
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
+        # The worker's secrets (config/credentials.py), masked in every failure this activity reports.
+        self.credentials = credentials or Scrubber(())
         self._schemas: dict[str, list[ToolSchema]] = {}
         # What each agent offers the model, by (agent, recorded MCP tools): the same on every call, built once.
         self._offered: dict[tuple[str, str | None], tuple[ToolSchema, ...]] = {}
@@ -82,6 +91,9 @@ class ModelActivities:
     ) -> ModelReply:
         """The model call, in a thread (models are synchronous; the caller heartbeats meanwhile, so Temporal
         knows within seconds, not the model timeout, if this worker dies)."""
+        # The failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
+        # the worker's or of this model's in it, whatever the provider quoted (review T5).
+        hide = self.credentials.plus(getattr(model, "credentials", ()))
         try:
             # Admitted here, before it enters history or the store: a reply over the per-reply limits (10,000
             # tool calls, megabytes of arguments) travels refused and cut short, exactly as the loop records it.
@@ -93,11 +105,17 @@ class ModelActivities:
             # .error, 4 KB), which replaces it with "Failure exceeds size limit." where people look while the
             # model call is retried (describe, the Web UI).
             raise ApplicationError(
-                str(exc),
+                hide(str(exc)),
                 type=type(exc).__name__,
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from None
+        except Exception as exc:
+            # A model of the user's own raising something else: as before (retried, under its type's name),
+            # unless its text holds a secret, which then stays out, with the traceback that would repeat it.
+            if (text := hide(str(exc))) == str(exc):
+                raise
+            raise ApplicationError(text, type=type(exc).__name__) from None
 
     def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:
         key = (agent.name, tools_ref)

@@ -22,6 +22,7 @@ from agentic import Agent
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
 from config.approver_keys import approver_public_keys
+from config.credentials import worker_credentials
 from config.models import declared_models
 from config.settings import STICKY_TIMEOUT, Settings
 from config.webhook_signing import load_secret
@@ -84,14 +85,12 @@ def build_worker(
     transcripts = transcripts or transcripts_for(settings)
     engine = engine or EngineOptions()
     describe = DescribeActivities(served, engine)
-    model = ModelActivities(served, transcripts, engine.limits)
+    signing = webhook_secret if webhook_secret is not None else load_secret(settings)
+    model = ModelActivities(served, transcripts, engine.limits, worker_credentials(settings, signing))
     tools = ToolActivities(served, transcripts, engine.limits)
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
-    webhooks = WebhookActivities(
-        webhook_secret if webhook_secret is not None else load_secret(settings),
-        allow_loopback=settings.webhook_allow_loopback,
-    )
+    webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
     return Worker(
         client,
         task_queue=task_queue,
