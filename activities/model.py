@@ -91,9 +91,6 @@ class ModelActivities:
     ) -> ModelReply:
         """The model call, in a thread (models are synchronous; the caller heartbeats meanwhile, so Temporal
         knows within seconds, not the model timeout, if this worker dies)."""
-        # The failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
-        # the worker's or of this model's in it, whatever the provider quoted (review T5).
-        hide = self.credentials.plus(getattr(model, "credentials", ()))
         try:
             # Admitted here, before it enters history or the store: a reply over the per-reply limits (10,000
             # tool calls, megabytes of arguments) travels refused and cut short, exactly as the loop records it.
@@ -105,7 +102,7 @@ class ModelActivities:
             # .error, 4 KB), which replaces it with "Failure exceeds size limit." where people look while the
             # model call is retried (describe, the Web UI).
             raise ApplicationError(
-                hide(str(exc)),
+                self._hidden(model, str(exc)),
                 type=type(exc).__name__,
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
@@ -113,9 +110,18 @@ class ModelActivities:
         except Exception as exc:
             # A model of the user's own raising something else: as before (retried, under its type's name),
             # unless its text holds a secret, which then stays out, with the traceback that would repeat it.
-            if (text := hide(str(exc))) == str(exc):
+            if (text := self._hidden(model, str(exc))) == str(exc):
                 raise
+            if isinstance(exc, ApplicationError):  # its own classification kept; its details may quote it too
+                raise ApplicationError(
+                    text, type=exc.type, non_retryable=exc.non_retryable, next_retry_delay=exc.next_retry_delay
+                ) from None
             raise ApplicationError(text, type=type(exc).__name__) from None
+
+    def _hidden(self, model: Model, text: str) -> str:
+        """A failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
+        the worker's or of this model's in it, whatever the provider quoted (review T5)."""
+        return self.credentials.plus(getattr(model, "credentials", ()))(text)
 
     def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:
         key = (agent.name, tools_ref)
