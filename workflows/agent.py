@@ -306,7 +306,8 @@ class AgentWorkflow:
         description="Approvals waiting, and the audit trail of every decision, rejection and expiry.",
     )
     def approvals(self) -> ApprovalsView:
-        return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
+        book = self.book
+        return ApprovalsView(pending=list(book.pending.values()), audit=book.audit, uncounted=book.uncounted)
 
     @workflow.signal(name=DECISION_SIGNAL, description="A human's approve/deny for a pending call (with its hash).")
     def decision(self, payload: RawValue) -> None:

@@ -13,16 +13,21 @@ import uuid
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 
-from agentic.approvals import REJECTED_TEXT_MAX, UNREADABLE
+from agentic.approvals import REJECTED_PER_CALL, REJECTED_TEXT_MAX, UNREADABLE, PendingApproval
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
 from stores.ledger import EffectsLedger
-from tests.conftest import new_worker
+from tests.conftest import eventually, new_worker
 from workflows.names import DECISION_SIGNAL
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
 BIG_REASON = "R" * 1_500_000  # with the rest, under the server's 2 MB limit on one signal
+
+
+def waiting_decision(waiting: PendingApproval) -> dict[str, object]:
+    """An approval of the waiting call with the wrong hash, as anybody may send it."""
+    return {"call_id": waiting.call_id, "approve": True, "approver": "mallory", "arguments_hash": "0" * 64}
 
 
 def raw(body: dict[str, object]) -> RawValue:
@@ -39,6 +44,8 @@ async def test_huge_rejected_decisions_neither_wedge_the_handover_nor_block_the_
         )
         [waiting] = await run.wait_for_approval()
         outsider = skipping_env.client.get_workflow_handle(run.run_id)
+        for i in range(REJECTED_PER_CALL + 2):  # small ones with the wrong hash: past the number kept, counted
+            await outsider.signal(DECISION_SIGNAL, raw({**dict(waiting_decision(waiting)), "reason": f"no. {i}"}))
         for _ in range(3):
             body = {
                 "call_id": waiting.call_id,
@@ -49,6 +56,11 @@ async def test_huge_rejected_decisions_neither_wedge_the_handover_nor_block_the_
             }
             await outsider.signal(DECISION_SIGNAL, raw(body))
         assert ledger.effects(run.run_id) == []  # the decisions changed nothing
+
+        async def counted() -> bool:
+            return (await run.approvals()).uncounted == {waiting.call_id: 2}
+
+        await eventually(counted, timeout=10, what="the rejections past the number kept, counted")
 
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash, key=MARIA)
         # The history passed the 4 MB mark: the run hands over, and finishes. (Wedged, it never would: bounded.)
