@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
 from agentic.loop import admitted
 from agentic.models.base import ask
+from agentic.scrub import Scrubber
 from duragent.activities.caller import calling_run
 from duragent.activities.heartbeat import heartbeating, in_thread
 from duragent.activities.inputs import ModelCallInput, ModelStep, PayloadLimits
@@ -33,10 +34,18 @@ from duragent.stores.transcripts import Transcripts
 
 
 class ModelActivities:
-    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
+    def __init__(
+        self,
+        served: ServedAgents,
+        transcripts: Transcripts,
+        limits: PayloadLimits | None = None,
+        credentials: Scrubber | None = None,
+    ) -> None:
         self.served = served
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
+        # The worker's secrets (duragent/config/credentials.py), masked in every failure this activity reports.
+        self.credentials = credentials or Scrubber(())
         self._schemas: dict[str, list[ToolSchema]] = {}
         # What each agent offers the model, by (agent, recorded MCP tools): the same on every call, built once.
         self._offered: dict[tuple[str, str | None], tuple[ToolSchema, ...]] = {}
@@ -94,11 +103,26 @@ class ModelActivities:
             # .error, 4 KB), which replaces it with "Failure exceeds size limit." where people look while the
             # model call is retried (describe, the Web UI).
             raise ApplicationError(
-                str(exc),
+                self._hidden(model, str(exc)),
                 type=type(exc).__name__,
                 non_retryable=not exc.retryable,
                 next_retry_delay=timedelta(seconds=exc.retry_after) if exc.retry_after is not None else None,
             ) from None
+        except Exception as exc:
+            # A model of the user's own raising something else: as before (retried, under its type's name),
+            # unless its text holds a secret, which then stays out, with the traceback that would repeat it.
+            if (text := self._hidden(model, str(exc))) == str(exc):
+                raise
+            if isinstance(exc, ApplicationError):  # its own classification kept; its details may quote it too
+                raise ApplicationError(
+                    text, type=exc.type, non_retryable=exc.non_retryable, next_retry_delay=exc.next_retry_delay
+                ) from None
+            raise ApplicationError(text, type=type(exc).__name__) from None
+
+    def _hidden(self, model: Model, text: str) -> str:
+        """A failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
+        the worker's or of this model's in it, whatever the provider quoted (review T5)."""
+        return self.credentials.plus(getattr(model, "credentials", ()))(text)
 
     def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:
         key = (agent.name, tools_ref)

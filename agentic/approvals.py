@@ -23,6 +23,21 @@ from agentic.signing import ApproverKey, signature_problem, signed_text
 
 DEFAULT_TIMEOUT = 24 * 3600.0
 UNREADABLE = "(unreadable)"  # the call id audited for a decision that could not be read
+UNKNOWN_CALL = "(unknown call)"  # where rejections of calls the run never had are counted
+
+# What one decision may carry (review T3): anybody who may signal a run chooses its size, and a run carries its
+# audit trail to its continuation, whose input Temporal caps at 2 MB. The runs API allows the same reason.
+REASON_MAX = 2000
+APPROVER_MAX = 200  # the runs API's names are at most 100
+CLIENT_MAX = 200
+ID_MAX = 100  # call ids (`3.1`), execution ids (a UUID)
+HASH_MAX = 128  # a sha256 in hex is 64
+SIGNATURE_MAX = 200  # an Ed25519 signature in base64 is 88
+# A rejected decision changed nothing: the audit keeps it cut short, and keeps at most this many per call and
+# in all; the rest are counted (`ApprovalBook.uncounted`). Their signals stay in the run's history.
+REJECTED_TEXT_MAX = 300
+REJECTED_PER_CALL = 10
+REJECTED_KEPT = 100
 
 
 def arguments_hash(call: ToolCall) -> str:
@@ -60,16 +75,23 @@ class Decision(OmitDefaults):
 
     model_config = ConfigDict(frozen=True)
 
-    call_id: str
+    # Every field bounded (review T3): a decision is what any client that may signal a run sends.
+    call_id: str = Field(max_length=ID_MAX)
     approve: bool
-    approver: str = Field(min_length=1)
-    reason: str = ""
-    arguments_hash: str
-    signature: str | None = Field(None, description="The approver's Ed25519 signature (agentic.signing).")
-    client: str | None = Field(None, description="The sending client's identity, as it states it (unverified).")
+    approver: str = Field(min_length=1, max_length=APPROVER_MAX)
+    reason: str = Field("", max_length=REASON_MAX)
+    arguments_hash: str = Field(max_length=HASH_MAX)
+    signature: str | None = Field(
+        None, max_length=SIGNATURE_MAX, description="The approver's Ed25519 signature (agentic.signing)."
+    )
+    client: str | None = Field(
+        None, max_length=CLIENT_MAX, description="The sending client's identity, as it states it (unverified)."
+    )
     # Which execution and which request the decision answers, as the pending request showed them: signed with
     # the rest, so a signature counts for this request of this execution only (unset on older decisions).
-    execution: str | None = Field(None, description="The run's first execution id (`PendingApproval`).")
+    execution: str | None = Field(
+        None, max_length=ID_MAX, description="The run's first execution id (`PendingApproval`)."
+    )
     deadline: datetime | None = Field(None, description="The deadline of the request it answers.")
 
     @classmethod
@@ -187,6 +209,10 @@ class ApprovalBook(OmitDefaults):
         default_factory=dict,
         description="The approvals that took effect, by call: what the tool activity is shown before it acts.",
     )
+    uncounted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Rejected decisions left out of the audit, by call: past the number kept (review T3).",
+    )
 
     def use_keys(self, keys: Mapping[str, str], execution: str) -> None:
         """The runner's approver keys as they are now (a run asks again whenever it continues as new). Once
@@ -274,8 +300,9 @@ class ApprovalBook(OmitDefaults):
         return self._log(decision, self.outcomes[decision.call_id].value, pending.tool, now)  # type: ignore[arg-type]
 
     def unreadable(self, now: datetime, problem: str) -> AuditEntry:
-        """A decision that could not even be read (not JSON, the wrong shape): it changes nothing, and is
-        audited like any other rejected decision (its problem cut short: the sender chose its size)."""
+        """A decision that could not even be read (not JSON, the wrong shape, a field too long): it changes
+        nothing, and is audited like any other rejected decision (its problem cut short: the sender chose its
+        size)."""
         entry = AuditEntry(
             call_id=UNREADABLE,
             tool=None,
@@ -283,10 +310,35 @@ class ApprovalBook(OmitDefaults):
             approver=None,
             at=now,
             arguments_hash=None,
-            rejection=f"the decision could not be read: {problem[:300]}",
+            rejection=f"the decision could not be read: {problem[:REJECTED_TEXT_MAX]}",
         )
-        self.audit.append(entry)
+        self._audit_rejected(UNREADABLE, entry)
         return entry
+
+    def bounded(self) -> ApprovalBook:
+        """This book with its rejected entries cut short and capped as they are when audited now: what a run
+        hands to its continuation, whatever an earlier version audited whole (review T3)."""
+        kept = self.model_copy(update={"audit": [], "uncounted": dict(self.uncounted)})
+        for entry in self.audit:
+            if entry.event != "rejected":
+                kept.audit.append(entry)
+            else:
+                kept._audit_rejected(kept._counted_as(entry.call_id), _cut(entry))
+        return kept
+
+    def _counted_as(self, call_id: str) -> str:
+        """Rejections are capped per call the run has (pending, decided or being decided); those naming any
+        other call share one count, or a sender would get a cap per call id it invents."""
+        known = call_id in self.pending or call_id in self.outcomes or call_id in self.early
+        return call_id if known or call_id == UNREADABLE else UNKNOWN_CALL
+
+    def _audit_rejected(self, counted_as: str, entry: AuditEntry) -> None:
+        rejected = [e for e in self.audit if e.event == "rejected"]
+        same = sum(1 for e in rejected if self._counted_as(e.call_id) == counted_as)
+        if same >= REJECTED_PER_CALL or len(rejected) >= REJECTED_KEPT:
+            self.uncounted[counted_as] = self.uncounted.get(counted_as, 0) + 1
+        else:
+            self.audit.append(entry)
 
     def expire(self, call_id: str) -> AuditEntry:
         """The request expired at its deadline: recorded at the deadline itself, not at whenever a worker
@@ -327,7 +379,10 @@ class ApprovalBook(OmitDefaults):
             signed=bool(self.approver_keys) and rejection is None,
             client=decision.client,
         )
-        if not early:  # an early decision is audited when it takes effect, with its call's tool
+        if rejection is not None:  # it changed nothing: kept cut short, and only so many
+            entry = _cut(entry)
+            self._audit_rejected(self._counted_as(decision.call_id), entry)
+        elif not early:  # an early decision is audited when it takes effect, with its call's tool
             self.audit.append(entry)
         return entry
 
@@ -360,6 +415,24 @@ def effect_refusal(
             f"({execution}); nothing was done"
         )
     return None
+
+
+def _cut(entry: AuditEntry) -> AuditEntry:
+    """A rejected entry with each text the sender chose cut short."""
+
+    def short(text: str | None) -> str | None:
+        return text[:REJECTED_TEXT_MAX] if text is not None else None
+
+    return entry.model_copy(
+        update={
+            "call_id": entry.call_id[:ID_MAX],
+            "approver": short(entry.approver),
+            "reason": entry.reason[:REJECTED_TEXT_MAX],
+            "rejection": short(entry.rejection),
+            "arguments_hash": entry.arguments_hash[:HASH_MAX] if entry.arguments_hash is not None else None,
+            "client": short(entry.client),
+        }
+    )
 
 
 def _instant(moment: datetime) -> str:

@@ -22,6 +22,7 @@ from duragent.activities.served import ServedAgents
 from duragent.activities.tools import ToolActivities
 from duragent.activities.webhook import WebhookActivities
 from duragent.config.approver_keys import approver_public_keys
+from duragent.config.credentials import worker_credentials
 from duragent.config.models import declared_models
 from duragent.config.settings import STICKY_TIMEOUT, Settings
 from duragent.config.webhook_signing import load_secret
@@ -92,14 +93,12 @@ def build_worker(
     engine = engine or EngineOptions()
     worker_keys = worker_keys if worker_keys is not None else load_worker_keys(settings)
     describe = DescribeActivities(served, engine)
-    model = ModelActivities(served, transcripts, engine.limits)
+    signing = webhook_secret if webhook_secret is not None else load_secret(settings)
+    model = ModelActivities(served, transcripts, engine.limits, worker_credentials(settings, signing))
     tools = ToolActivities(served, transcripts, engine.limits)
     mcp = MCPActivities(served, transcripts)
     delegation = DelegationActivities()
-    webhooks = WebhookActivities(
-        webhook_secret if webhook_secret is not None else load_secret(settings),
-        allow_loopback=settings.webhook_allow_loopback,
-    )
+    webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
     return Worker(
         client,
         task_queue=task_queue,

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import platform
 import shutil
 import sys
 import tempfile
@@ -310,6 +311,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # fresh machine whichever test imported it first started that process and broke the guard below. Built
         # here (0.3 s; a file in matplotlib's cache directory afterwards), no test pays for it.
         import matplotlib.font_manager  # noqa: F401
+    # The OpenAI SDK sends `platform.platform()` in its headers, which runs `uname -p` once per process: the
+    # first test in a process to call a model over HTTP broke the guard (alone, or first in its xdist worker).
+    # Cached here, in every process, before the guard watches.
+    platform.platform()
     GUARD.install()
     # SIGTERM or SIGHUP (a CI timeout, `kill` of a `make test`) ends the session as Ctrl-C does, so the session's
     # fixtures stop the servers they started in sessions of their own (PostgreSQL, the model server, dev servers):

@@ -79,6 +79,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent.activities.tools import ToolActivities
     from duragent.activities.transcripts import NOT_IN_THIS_STORE
     from duragent.stores.transcripts import ref_of
+    from duragent.workflows.decisions import DECISION_BOUNDS_PATCH, read_decision
     from duragent.workflows.delegation import failed_child, run_child
     from duragent.workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
     from duragent.workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
@@ -305,7 +306,8 @@ class AgentWorkflow:
         description="Approvals waiting, and the audit trail of every decision, rejection and expiry.",
     )
     def approvals(self) -> ApprovalsView:
-        return ApprovalsView(pending=list(self.book.pending.values()), audit=self.book.audit)
+        book = self.book
+        return ApprovalsView(pending=list(book.pending.values()), audit=book.audit, uncounted=book.uncounted)
 
     @workflow.signal(name=DECISION_SIGNAL, description="A human's approve/deny for a pending call (with its hash).")
     def decision(self, payload: RawValue) -> None:
@@ -314,7 +316,7 @@ class AgentWorkflow:
         here rather than by the SDK, so one that cannot be read at all is audited too instead of dropped
         with only a worker log line."""
         try:
-            decision = workflow.payload_converter().from_payload(payload.payload, Decision)
+            decision = read_decision(payload.payload)  # every field bounded (review T3)
         except Exception as exc:
             self.book.unreadable(workflow.now(), f"{type(exc).__name__}: {exc}")
             self._publish_status(self.status, self.label)
@@ -547,11 +549,14 @@ class AgentWorkflow:
         # Handlers still running would be cut off by the handover; let them finish writing the book.
         await workflow.wait_condition(workflow.all_handlers_finished)
         assert self.spec is not None
+        # The audit trail travels in the handover, under Temporal's 2 MB cap on the new run's input: rejected
+        # entries go cut short and capped, also those a version before the bounds audited whole (review T3).
+        book = self.book.bounded() if workflow.patched(DECISION_BOUNDS_PATCH) else self.book
         carry = Handover(
             spec=self.spec,
             loop=self.loop.state,
             transcript=self.transcript,
-            book=self.book,
+            book=book,
             continued=self.continued + 1,
         )
         # On a versioned worker (duragent/versioning.py) the new run starts on the deployment's current

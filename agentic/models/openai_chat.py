@@ -33,6 +33,7 @@ from agentic.errors import (
 )
 from agentic.messages import Message, ToolCall
 from agentic.models.base import TOOL_CHOICE_MODES, ModelReply, ModelSettings, Pricing, ToolSchema
+from agentic.scrub import Scrubber
 
 # List prices in dollars per million tokens (input, output).
 PRICES: dict[str, Pricing] = {
@@ -96,6 +97,15 @@ class OpenAIChatModel:
         # servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
         key = api_key or NO_KEY
         self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+        # What this model sends as its bearer: masked in every error it raises (review T5), so an endpoint or a
+        # proxy quoting it back cannot put it into a run's history.
+        sent = getattr(self._client, "api_key", None)
+        self._hide = Scrubber([sent] if sent != NO_KEY else [])
+
+    @property
+    def credentials(self) -> tuple[str, ...]:
+        """The secrets this model sends (its API key): what a runner masks in any text about its calls."""
+        return self._hide.secrets
 
     @property
     def temperature(self) -> float | None:
@@ -131,6 +141,13 @@ class OpenAIChatModel:
         settings: ModelSettings | None = None,
     ) -> ModelReply:
         request = self.request(messages, tools, settings)
+        try:
+            return self._complete(request, call_index)
+        except ModelError as err:
+            err.args = tuple(self._hide(a) if isinstance(a, str) else a for a in err.args)
+            raise
+
+    def _complete(self, request: dict[str, Any], call_index: int | None) -> ModelReply:
         # The raw response, parsed here: the SDK's own parsing tolerates missing fields and non-JSON
         # bodies silently, which would turn a broken reply into an empty answer.
         try:
@@ -261,14 +278,27 @@ def _count(value: Any) -> int:
 
 
 def _status_error(model: str, err: openai.APIStatusError) -> ModelError:
+    # The status and the provider's error code and type, never its message: the message is free text that may
+    # quote what the request carried (an echoing gateway quotes the key whole, review T5), and this text becomes
+    # the run's failure, in history and in front of viewers.
     status = err.status_code
     message = _provider_message(err)
     if status in (400, 413) and _is_context_overflow(err, message):
         return _context_overflow(model, status, err, message)
-    text = f"HTTP {status}: {message}"
+    text = f"HTTP {status}{_provider_kind(err)}"
     if status in RETRYABLE_STATUSES or status >= 500:
         return RetryableModelError(text, status=status, retry_after=_retry_after(err.response.headers))
     return NonRetryableModelError(text, status=status)
+
+
+_KIND = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # an identifier, not prose: what a code or a type is
+
+
+def _provider_kind(err: openai.APIStatusError) -> str:
+    """` (type, code)` from the provider's error body, each only if it is an identifier."""
+    body = err.body if isinstance(err.body, Mapping) else {}
+    kinds = [v for v in (body.get("type"), body.get("code")) if isinstance(v, str) and _KIND.fullmatch(v)]
+    return f" ({', '.join(dict.fromkeys(kinds))})" if kinds else ""
 
 
 def _provider_message(err: openai.APIStatusError) -> str:
@@ -301,7 +331,7 @@ def _context_overflow(model: str, status: int, err: openai.APIStatusError, messa
     limit = f" of {window} tokens" if window is not None else ""
     return ContextOverflowError(
         f"{model}: the transcript{size} exceeds the model's context window{limit}; retrying cannot help — "
-        f"shorten the transcript or use a model with a longer context (HTTP {status}: {message})",
+        f"shorten the transcript or use a model with a longer context (HTTP {status}{_provider_kind(err)})",
         status=status,
         input_tokens=tokens,
         context_window=window,

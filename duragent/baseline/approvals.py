@@ -30,6 +30,8 @@ from pydantic import ValidationError
 
 from agentic import ToolCall
 from agentic.approvals import (
+    APPROVER_MAX,
+    REASON_MAX,
     ApprovalBook,
     ApprovalPolicy,
     AuditEntry,
@@ -141,8 +143,9 @@ def _verified(store: Store, run_id: str, call: ToolCall, row: sqlite3.Row, keys:
     decision = Decision(  # what the runner knows itself: the call it is about to make, its own run and request
         call_id=call.identity,
         approve=row["status"] == Outcome.APPROVED.value,
-        approver=row["decided_by"] or "?",
-        reason=row["reason"],
+        # Cut to the bounds a decision has now (review T3): a longer one recorded before cannot verify anyway.
+        approver=(row["decided_by"] or "?")[:APPROVER_MAX],
+        reason=row["reason"][:REASON_MAX],
         arguments_hash=arguments_hash(call),
         signature=row["signature"],
         execution=_execution(store.query("SELECT execution FROM runs WHERE run_id = ?", (run_id,))),

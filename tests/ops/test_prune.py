@@ -318,12 +318,13 @@ def test_release_of_a_run_that_owns_nothing_is_nothing(tmp_path: Path) -> None:
 # -- the command line, and a prune killed half-way ------------------------------------------------------
 
 
-def cli_env(client: Client, backend: Backend, **extra: str) -> dict[str, str]:
-    """The environment of a `starter.py` pointed at this test's namespace and the workers' stores."""
+def cli_env(client: Client, backend: Backend, task_queue: str, **extra: str) -> dict[str, str]:
+    """The environment of a `starter.py` pointed at this test's namespace, task queue and the workers' stores."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "TEMPORAL_"))}
     env |= {
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
         "TEMPORAL_NAMESPACE": client.namespace,
+        "TEMPORAL_TASK_QUEUE": task_queue,  # prune lists the runs on the agents' queue only
         "AGENT_DATA_DIR": str(backend.directory),
         "AGENT_LEDGER": str(backend.directory / "ledger.db"),
     }
@@ -364,15 +365,19 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
     prune_yes = ("prune", "--yes", "--now", now, "--json")
 
     if point == "after_archive":  # without --yes (or with --dry-run) prune only says what it would do
-        code, out, err = await starter("prune", "--dry-run", "--now", now, "--json", env=cli_env(client, backend))
+        code, out, err = await starter(
+            "prune", "--dry-run", "--now", now, "--json", env=cli_env(client, backend, task_queue)
+        )
         assert code == 0, err
         assert json.loads(out)["archived"] == [run_id] and json.loads(out)["dry_run"] is True
-        code, out, _ = await starter("prune", "--now", now, env=cli_env(client, backend))
+        code, out, _ = await starter("prune", "--now", now, env=cli_env(client, backend, task_queue))
         assert code == 0 and out.startswith("would archive and delete 1 run(s) (a dry run: add --yes to do it):")
         assert not stack.archive_dir.exists() and not await gone(client, run_id)
 
     # A process: the command SIGKILLs itself at `point`.
-    code, _, _ = await starter(*prune_yes, env=cli_env(client, backend, AGENT_PRUNE_CRASH_AT=point), process=True)
+    code, _, _ = await starter(
+        *prune_yes, env=cli_env(client, backend, task_queue, AGENT_PRUNE_CRASH_AT=point), process=True
+    )
     assert code == -signal.SIGKILL
     [first] = sorted(stack.archive_dir.glob("*.jsonl.gz"))
     assert not list(stack.archive_dir.glob("*.partial"))
@@ -383,7 +388,7 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
     assert (stack.stores.ledger.effects(run_id) == []) is released
     assert (run_id in stack.owners()) is not released
 
-    code, out, err = await starter(*prune_yes, env=cli_env(client, backend))
+    code, out, err = await starter(*prune_yes, env=cli_env(client, backend, task_queue))
     assert code == 0, err
     again = json.loads(out)
     archives = sorted(stack.archive_dir.glob("*.jsonl.gz"))
@@ -400,10 +405,12 @@ async def test_a_prune_killed_between_archive_and_delete_archives_again_or_finis
     assert stack.stores.journal.entries() == []
 
     # The archive reads back: the whole record, and a summary a person can read.
-    code, out, err = await starter("archive", "show", str(first), run_id, "--json", env=cli_env(client, backend))
+    code, out, err = await starter(
+        "archive", "show", str(first), run_id, "--json", env=cli_env(client, backend, task_queue)
+    )
     assert code == 0, err
     assert json.loads(out) == record
-    code, out, _ = await starter("archive", "show", str(first), run_id, env=cli_env(client, backend))
+    code, out, _ = await starter("archive", "show", str(first), run_id, env=cli_env(client, backend, task_queue))
     assert code == 0 and "transcript (5 messages):" in out and "assistant: -> refund({'order_id': '4471'})" in out
     assert effects[0]["key"] in out and "approved  refund  by maria" in out
 

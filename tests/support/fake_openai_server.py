@@ -23,6 +23,7 @@ class ScriptedResponse:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    echo_key: bool = False  # `{key}` in the body becomes the bearer the request sent
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,18 @@ class FakeOpenAIServer:
         body = {"error": {"message": message, "type": "fake_error", "code": None, "param": None}}
         self.queue(body, status=status, headers=headers)
 
+    def queue_key_echo(self, status: int = 401, *, raw: str | None = None) -> None:
+        """Queue a reply quoting the bearer the request sent, as OpenAI-compatible gateways do on a 401
+        (review T5): OpenAI's JSON error shape, or `raw` text with `{key}` in it."""
+        if raw is not None:
+            self.queue(raw=raw, status=status)
+        else:
+            message = "Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com."
+            error = {"message": message, "type": "invalid_request_error", "code": "invalid_api_key", "param": None}
+            self.queue({"error": error}, status=status)
+        with self._lock:
+            self._queue[-1] = ScriptedResponse(**{**self._queue[-1].__dict__, "echo_key": True})
+
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping on a `delay`
         self._httpd.shutdown()
@@ -156,6 +169,11 @@ class FakeOpenAIServer:
                     return
                 request = ReceivedRequest(self.path, dict(self.headers.items()), raw_body)
                 response = server._next(request)
+                if response.echo_key:
+                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    response = ScriptedResponse(
+                        response.status, response.body.replace(b"{key}", key.encode()), response.headers
+                    )
                 if response.delay and server._closing.wait(response.delay):
                     return
                 self._send(response)

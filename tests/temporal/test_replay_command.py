@@ -72,7 +72,10 @@ def test_the_command_replays_todays_recorded_histories():
 
 def test_an_engine_change_without_a_patch_fails_the_command_naming_each_history_it_breaks(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(UNGATED_ENGINE)  # today's code, changed, in every process
-    done = starter_replay("--json", *map(str, HISTORIES), env={"PYTHONPATH": str(tmp_path)})
+    # Added to PYTHONPATH, not in its place: a checkout run with PYTHONPATH=$PWD (a worktree beside the venv's
+    # editable install) would otherwise import the install's packages, not its own.
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    done = starter_replay("--json", *map(str, HISTORIES), env={"PYTHONPATH": path})
     assert done.returncode == 1, done.stdout + done.stderr
     report = json.loads(done.stdout)
     failed = {Path(r["source"]).name: r["problem"] for r in report["replayed"] if r["problem"]}

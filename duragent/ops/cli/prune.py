@@ -52,6 +52,9 @@ async def cmd_prune(args: argparse.Namespace, settings: Settings) -> int:
             request.policy,
             dry_run=request.dry_run,
             wait_seconds=args.wait,
+            # The agents' queue only: an `AgentWorkflow` of a stranger's on a queue of its own is not ours to
+            # archive, nor to stop the prune (review T7).
+            task_queue=settings.task_queue,
         )
     except StoreUnavailable as exc:
         raise CliError(str(exc)) from exc

@@ -107,14 +107,22 @@ class Skipped:
     why: str
 
 
-async def find_due(client: Client, now: datetime, policy: Policy) -> tuple[list[ClosedRun], list[Skipped]]:
-    """The closed runs due for pruning as of `now`, oldest first, and the due ones left alone (with why)."""
+async def find_due(
+    client: Client, now: datetime, policy: Policy, task_queue: str | None = None
+) -> tuple[list[ClosedRun], list[Skipped]]:
+    """The closed runs due for pruning as of `now`, oldest first, and the due ones left alone (with why).
+    With `task_queue`, only the runs on it: a workflow type is a name anybody may give their own workflow, the
+    agents' queue is where only the agents' workers poll (review T7)."""
     cut = now - timedelta(days=min(policy.completed_days, policy.failed_days))
     # ContinuedAsNew executions are links of a chain whose last execution decides; Running ones are never due.
     query = (
         f'WorkflowType = "{WORKFLOW_TYPE}" AND ExecutionStatus != "Running"'
         f' AND ExecutionStatus != "ContinuedAsNew" AND CloseTime < "{_rfc3339(cut)}"'
     )
+    if task_queue is not None:
+        if not _queryable(task_queue):
+            raise ValueError(f"task queue {task_queue!r} cannot be put in a visibility query (a quote or backslash)")
+        query += f' AND TaskQueue = "{task_queue}"'
     due: list[ClosedRun] = []
     async for execution in client.list_workflows(query):
         closed = closed_run(execution, policy)

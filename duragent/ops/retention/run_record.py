@@ -61,11 +61,27 @@ class ServerChain(Exception):
         )
 
 
+class NotOurs(Exception):
+    """The run's result or failure cannot be read as an `AgentResult`: a workflow of someone else's under our
+    type's name, on a queue of its own, returned something else (review T7) — or a payload the keys here cannot
+    decode. Prune skips it with this reason and goes on with every other run: one such run must not stop
+    retention for everybody."""
+
+    def __init__(self, run_id: str, error: BaseException) -> None:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        super().__init__(
+            f"its result is not a run's result ({type(error).__name__}: {first}): not an agents' run, or"
+            f" encrypted with keys this prune lacks; delete it with `temporal workflow delete` once {run_id}"
+            " is not needed"
+        )
+
+
 async def run_record(
     client: Client, run: ClosedRun, transcripts: Transcripts, ledger: PrunableLedger, archived_at: datetime
 ) -> RunRecord | None:
     """The run's record; None when Temporal no longer has it (deleted meanwhile). `TranscriptMissing` when
-    the store does not hold its transcript; `ServerChain` when the server continues the id (cron, retry)."""
+    the store does not hold its transcript; `ServerChain` when the server continues the id (cron, retry);
+    `NotOurs` when its result is not an `AgentResult`."""
     handle = client.get_workflow_handle(run.run_id, run_id=run.execution, result_type=AgentResult)
     try:
         histories = await RunHandle(AgentClient(client), handle).histories()
@@ -85,6 +101,8 @@ async def run_record(
         failure, result = _failure(exc)
     except WorkflowContinuedAsNewError:  # the same, seen by the result's own reading of the close
         raise ServerChain(run.run_id) from None
+    except (ValueError, TypeError, LookupError) as exc:  # pydantic's ValidationError is a ValueError
+        raise NotOurs(run.run_id, exc) from exc
     head = result.transcript_ref if result else await _last_head(client, histories)
     transcript, used = _transcript(transcripts, head, result)
     owned = releasable(transcripts.store).owned_blobs(run.run_id)

@@ -46,7 +46,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from duragent.ops.retention.archive import SUFFIX, ArchiveWriter
 from duragent.ops.retention.journal import Entry, PruneJournal
 from duragent.ops.retention.policy import ClosedRun, Policy, Skipped, find_due
-from duragent.ops.retention.run_record import ServerChain, TranscriptMissing, run_record
+from duragent.ops.retention.run_record import NotOurs, ServerChain, TranscriptMissing, run_record
 from duragent.stores.ledger import PrunableLedger
 from duragent.stores.transcripts import Transcripts, releasable
 
@@ -108,13 +108,16 @@ async def prune(
     *,
     dry_run: bool = True,
     wait_seconds: float = 60.0,
+    task_queue: str | None = None,
 ) -> Pass:
+    """One pass. `task_queue`: only runs on the agents' queue (the CLI passes the settings'); None: every
+    `AgentWorkflow` of the namespace, a stranger's under that name included (each skipped with its reason)."""
     crash_point = _crash_point()
     outcome = Pass(now=now, policy=policy, dry_run=dry_run)
     outcome.warnings += await _retention_warnings(client, policy)
     journal = stores.journal.entries()
     outcome.unfinished = [entry.run_id for entry in journal]
-    due, outcome.skipped = await find_due(client, now, policy)
+    due, outcome.skipped = await find_due(client, now, policy, task_queue)
     in_journal = set(outcome.unfinished)
     outcome.due = [run for run in due if run.run_id not in in_journal]
     if dry_run:
@@ -138,6 +141,9 @@ async def prune(
                 continue
             except ServerChain as exc:
                 chains.add(run.run_id)
+                outcome.skipped.append(Skipped(run.run_id, str(exc)))
+                continue
+            except NotOurs as exc:
                 outcome.skipped.append(Skipped(run.run_id, str(exc)))
                 continue
             if made is None:
