@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "bench.knobs",
     "bench.profile",
     "bench.release",
+    "bench.peers.command",
 ]
 
 
