@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "bench.knobs",
     "bench.profile",
     "bench.release",
+    "bench.rpc_counts",
     "bench.peers.command",
 ]
 
