@@ -20,6 +20,7 @@ from datetime import timedelta
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 from temporalio.workflow import ActivityConfig
@@ -70,7 +71,8 @@ class PeersPydanticWorkflow(PydanticAIWorkflow):
 
     @workflow.run
     async def run(self, task: str) -> str:
-        result = await temporal_agent.run(task)
+        # pydantic-ai stops a run at 50 model requests by default; the script's length is the bench's to choose.
+        result = await temporal_agent.run(task, usage_limits=UsageLimits(request_limit=None))
         return result.output
 
 
