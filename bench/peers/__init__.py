@@ -2,9 +2,10 @@
 `TemporalAgent` and the OpenAI Agents SDK on Temporal (`temporalio.contrib.openai_agents`) — on one dev server.
 
 One module per stack (`ours.py`, `pydantic_stack.py`, `openai_stack.py`: each an agent, its workflow and its
-worker process), what they share (`script.py`: the script and the de-duplicating provider), and the command
-(`command.py`). The peers are the optional `peers` group (requirements-peers.lock, `make peers`): only this
-package imports them, and only the modules of the stacks that need them.
+worker process; `worker_main.py`: the peers' worker process), what they share (`script.py`: the script and the
+de-duplicating provider), the command (`command.py`) and its table (`report.py`, which `bench all`'s report
+and the README table use too). The peers are the optional `peers` group (requirements-peers.lock, `make
+peers`): only this package imports them, and only the modules of the stacks that need them.
 """
 
 from __future__ import annotations
