@@ -28,8 +28,9 @@ PROGRESS_INTERVAL = timedelta(seconds=2)
 # `workflow.patched(PROGRESS_BY_TIME)` where the two rules would upsert differently (a marker when it runs
 # on; false when replaying a history older than issue 36; true replaying one that recorded the marker) and
 # follows the answer to its end. The record replaces the marker because a marker comes with an upsert of
-# `TemporalChangeVersion`: on a loaded worker every run lasts over the interval, and so paid two events and a
-# visibility write more than before issue 36 (issue 50, docs/benchmarks.md).
+# `TemporalChangeVersion`: on a loaded worker every run lasts over the interval, and so paid two events more
+# (and their reads on the server; the upsert shares its visibility write with the progress upsert beside it)
+# than before issue 36 (issue 50, docs/benchmarks.md).
 PROGRESS_EVERY = 5
 PROGRESS_BY_TIME = "progress-by-time"
 
