@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LLM_STAMP := $(VENV)/.llm-installed
+PEERS_STAMP := $(VENV)/.peers-installed
 
-.PHONY: setup llm demo demo-llm test test-fast test-slow lint bench chaos clean secrets
+.PHONY: setup llm peers demo demo-llm test test-fast test-slow lint bench chaos clean secrets
 
 # Python's bytecode cache stays on whatever the environment says. With PYTHONDONTWRITEBYTECODE set (this
 # machine's shell sets it, as some CI images do) every process the suite starts compiled the project's modules
@@ -52,6 +53,18 @@ $(LLM_STAMP): $(STAMP) requirements-llm.lock
 		echo "WARNING: the llm group (llama-cpp-python) did not install; the real-model tests will be skipped"; \
 	fi
 
+# The optional `peers` group: the stacks `python -m bench peers` measures ours against (pydantic-ai's
+# TemporalAgent, the OpenAI Agents SDK on Temporal), pinned in requirements-peers.lock on top of
+# requirements.lock. Never imported outside bench/peers/; without it `bench peers` and its test say so in one line.
+peers: $(PEERS_STAMP)
+
+$(PEERS_STAMP): $(STAMP) requirements-peers.lock
+	@if $(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock -r requirements-peers.lock; then \
+		touch $@; \
+	else \
+		echo "WARNING: the peers group did not install; the bench peers test will be skipped"; \
+	fi
+
 demo: setup
 	$(BIN)/python starter.py demo
 
@@ -65,7 +78,7 @@ demo-llm: setup llm
 # of the first two minutes, while the heaviest files waited on their servers; six saturate them for no gain.
 # The 25 slowest tests are printed at the end. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 5
-test: setup llm
+test: setup llm peers
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
 
 # The inner loop, about a minute: every test that starts no process of its own, plus the ones on the shared

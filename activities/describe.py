@@ -36,7 +36,8 @@ class DescribeActivities:
         model = self.served.model(served, input.model)
         options = self.served.options(served, input.options)
         spec = served.agent.spec(options, model=input.model or model.name)
-        return DescribedAgent(**dict(spec) | {"approver_keys": self.served.approver_keys, "engine": self.engine})
+        recorded = {"approver_keys": self.served.approver_keys, "engine": self.engine, "progress_by_time": True}
+        return DescribedAgent(**dict(spec) | recorded)
 
 
 async def _handed_over_by(previous: str) -> None:

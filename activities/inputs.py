@@ -77,6 +77,13 @@ class DescribedAgent(AgentSpec):
     options (absent from runs recorded before they were: the defaults)."""
 
     engine: EngineOptions = Field(default_factory=EngineOptions)
+    # The worker publishes progress by workflow time (issue 36), and says so here, in the record every run makes
+    # at its start: a run that reads it follows that rule without asking `workflow.patched`, whose marker
+    # brings the SDK's `TemporalChangeVersion` upsert — two events (and the history service's namespace reads)
+    # per run that lasts over the progress interval (every run of a loaded worker: issue 50). Absent (False)
+    # from the records of runs described before: those ask the patch where the rules differ, as they did
+    # (workflows/visibility.py).
+    progress_by_time: bool = False
 
 
 class TranscriptPart(OmitDefaults):

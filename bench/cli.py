@@ -36,6 +36,8 @@ COMMAND_MODULES = [
     "bench.knobs",
     "bench.profile",
     "bench.release",
+    "bench.rpc_counts",
+    "bench.peers.command",
 ]
 
 

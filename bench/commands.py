@@ -22,6 +22,7 @@ from typing import Any
 from bench import loc, machine, report
 from bench.cli import Command, register
 from bench.overhead import OverheadConfig
+from bench.peers import missing as missing_peers
 from bench.recovery import RecoveryConfig
 from bench.stalled import Unfinished
 from bench.storage import StorageConfig
@@ -297,6 +298,31 @@ def run_chaos(engine: str, runs: int, seed: int, out: Path) -> dict[str, Any]:
     }
 
 
+# `bench peers` at tiny counts, for `bench all --quick`.
+QUICK_PEERS = ["--steps", "3", "--long-steps", "5", "--reps", "1", "--concurrent", "3", "--kill-steps", "3"]
+
+
+def run_peers(args: argparse.Namespace) -> dict[str, Any]:
+    """`bench peers` as a subprocess, as a person would run it; its results file, or why there is none. Only with
+    the `peers` group installed (`make peers`): without it, one line saying so."""
+    absent = missing_peers()
+    if absent:
+        say(f"[peers] skipped: {', '.join(absent)} not installed (make peers)")
+        return {"skipped": f"{', '.join(absent)} not installed (make peers)"}
+    command = [sys.executable, "-m", "bench", "peers", "--out", str(args.out), "--server-profile", args.server_profile]
+    command += QUICK_PEERS if args.quick else []
+    say(f"[peers] {' '.join(command[1:])}")
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    out: dict[str, Any] = {"command": "python " + " ".join(command[1:]), "exit_code": done.returncode}
+    if done.returncode == 0:
+        out |= json.loads((args.out / "peers.json").read_text())
+    else:
+        out["error"] = (done.stderr or done.stdout).strip()[-1000:]
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
 def write(results: dict[str, Any], out: Path, name: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(results, indent=2, default=str))
@@ -341,6 +367,8 @@ def run_sections(args: argparse.Namespace, sections: tuple[str, ...], name: str,
                     engine: run_chaos(engine, args.chaos_runs, args.seed, args.out)
                     for engine in ("temporal", "baseline")
                 }
+            if args.peers:
+                results["peers"] = run_peers(args)
         ok = stopped is None
     finally:
         if ok and not args.keep:
@@ -389,6 +417,9 @@ def configure_all(sub: argparse.ArgumentParser) -> None:
     add_measurements(sub, SECTIONS)
     sub.add_argument("--chaos-runs", type=int, default=10, help="runs per engine of the chaos check (0: skip)")
     sub.add_argument("--seed", type=int, default=1, help="the chaos check's seed")
+    sub.add_argument(
+        "--no-peers", dest="peers", action="store_false", help="skip `bench peers` (run when the peers are installed)"
+    )
 
 
 def section_command(section: str, help: str) -> Command:

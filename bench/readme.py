@@ -239,6 +239,61 @@ def _chaos_row(data: dict[str, Any]) -> list[str]:
     return ["chaos, 10 runs, seed 1", "", tail("baseline"), tail("temporal"), ""]
 
 
+def _peers_rows(data: dict[str, Any]) -> list[list[str]]:
+    """`bench peers` on the server we ship (the tuned one when it ran; bench/peers/): the peers' figures beside
+    ours, in ours' column (the table's columns are this project's engines)."""
+    if "results" not in data:
+        return []
+    profile = "tuned" if "tuned" in data["results"] else next(iter(data["results"]))
+    r = data["results"][profile]
+    names = {"ours": "ours", "pydantic-ai": "pydantic-ai", "openai-agents": "OpenAI Agents SDK"}
+
+    def each(cell: Any) -> str:
+        return "; ".join(f"{label} {cell(stack)}" for stack, label in names.items())
+
+    steps, long = data["config"]["steps"], data["config"]["long_steps"]
+    tp, kill = r["throughput"], r["kill"]
+    ours = r["approval"]["ours"]
+    return [
+        [
+            f"peers (`bench peers`, {profile} server): per step, {TIMES} ours ({steps} tool calls)",
+            "",
+            "",
+            each(lambda n: f"{r['per_step'][n]['x_ours']:.2f}{TIMES}"),
+            "",
+        ],
+        [
+            f"peers: runs/s, {data['config']['concurrent']} at once; CPU per run, worker / server (ms)",
+            "",
+            "",
+            each(lambda n: f"{tp[n]['runs_per_s']:.1f} ({tp[n]['worker_cpu_ms']:.0f} / {tp[n]['server_cpu_ms']:.0f})"),
+            "",
+        ],
+        [
+            f"peers: history per run at {steps} / {long} tool calls (KB)",
+            "",
+            "",
+            each(lambda n: f"{r['per_step'][n]['bytes'] / 1024:,.0f} / {r['long'][n]['bytes'] / 1024:,.0f}"),
+            "",
+        ],
+        [
+            "peers: SIGKILL mid-tool, effects / executions (a provider de-duplicating on each one's key)",
+            "",
+            "",
+            each(lambda n: f"{kill[n]['effects']} / {kill[n]['executions']}"),
+            "",
+        ],
+        [
+            "peers: a tool held for a human, across a worker restart; one approval's round trip",
+            "",
+            "",
+            f"ours {'yes' if ours['held_across_restart'] else 'NO'}, {ours['round_trip_ms']:.0f} ms; "
+            "pydantic-ai, OpenAI Agents SDK: no built-in",
+            "",
+        ],
+    ]
+
+
 def readme_table(results: dict[str, Any]) -> str:
     rows: list[list[str]] = []
     if results.get("overhead"):
@@ -253,6 +308,8 @@ def readme_table(results: dict[str, Any]) -> str:
         rows += _waiting_rows(results["waiting"])
     if results.get("chaos"):
         rows.append(_chaos_row(results["chaos"]))
+    if results.get("peers"):
+        rows += _peers_rows(results["peers"])
     lines = ["| " + " | ".join(COLUMNS) + " |", "|---|---:|---:|---:|---:|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.overhead import engine_name
+from bench.peers.report import PeersConfig
+from bench.peers.report import table as peers_table
 
 GOALS = {
     "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it (issue 20)
@@ -516,6 +518,17 @@ def chaos_section(data: dict[str, Any]) -> list[str]:
     return ["### Chaos", "", *table(["engine", "command", "last line", "exit", "seconds"], rows)]
 
 
+def peers_section(data: dict[str, Any]) -> list[str]:
+    """`bench peers` as `bench all` ran it (bench/peers/): its table, or why there is none."""
+    lines = ["### Side by side with the peers (`bench peers`)", ""]
+    if data.get("skipped"):
+        return [*lines, f"Skipped: {data['skipped']}."]
+    if data.get("exit_code") != 0 or "results" not in data:
+        return [*lines, f"`{data.get('command')}` failed (exit {data.get('exit_code')}): {data.get('error', '')}"]
+    config = PeersConfig(**data["config"])
+    return [*lines, f"`{data['command']}` ({_s(data.get('seconds'))} s)", "", peers_table(data["results"], config)]
+
+
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     overhead = results.get("overhead")
@@ -657,6 +670,7 @@ def markdown(results: dict[str, Any]) -> str:
         ("waiting", waiting_section),
         ("loc", loc_section),
         ("chaos", chaos_section),
+        ("peers", peers_section),
     ):
         if results.get(key):
             lines += [*render(results[key]), ""]

@@ -217,6 +217,7 @@ class AgentWorkflow:
                 ) from exc
         spec = self.spec
         self.handover_at = _handover_policy(input, spec)
+        self.publish.by_time_recorded = isinstance(spec, DescribedAgent) and spec.progress_by_time
         # The MCP tools the model is offered: the recorded ones, as one document in the transcript store.
         self.mcp_schemas = schemas_of(spec.tools)
         self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas else None

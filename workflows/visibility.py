@@ -23,10 +23,14 @@ with workflow.unsafe.imports_passed_through():
 PROGRESS_INTERVAL = timedelta(seconds=2)
 
 # Before issue 36 they were refreshed every PROGRESS_EVERY steps. A run whose history was written so keeps
-# that rule: where the two rules would upsert differently, the run asks `workflow.patched(PROGRESS_BY_TIME)`
-# once (a marker in new runs; false when replaying an older one) and follows the answer to its end. Runs
-# where the rules agree — up to PROGRESS_EVERY - 1 fast steps, or any run without search attributes —
-# never ask, so they record no marker (a marker comes with an upsert of `TemporalChangeVersion`).
+# that rule. A run knows which rule it follows from its start's record (`DescribedAgent.progress_by_time`,
+# set by today's workers): by time, asking nothing. A run whose record predates that field asks
+# `workflow.patched(PROGRESS_BY_TIME)` where the two rules would upsert differently (a marker when it runs
+# on; false when replaying a history older than issue 36; true replaying one that recorded the marker) and
+# follows the answer to its end. The record replaces the marker because a marker comes with an upsert of
+# `TemporalChangeVersion`: on a loaded worker every run lasts over the interval, and so paid two events more
+# (and their reads on the server; the upsert shares its visibility write with the progress upsert beside it)
+# than before issue 36 (issue 50, docs/benchmarks.md).
 PROGRESS_EVERY = 5
 PROGRESS_BY_TIME = "progress-by-time"
 
@@ -48,6 +52,7 @@ class Publisher:
         self.started = False
         self.search_attributes = search_attributes  # False: the run asked to publish none (AgentInput)
         self.progress_at: datetime | None = None  # workflow time progress was last due (by time)
+        self.by_time_recorded = False  # the run's start record says: by time (set once the spec is recorded)
 
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
@@ -89,7 +94,8 @@ class Publisher:
         by_time = _changes(wanted | progress if due else wanted, current)
         every_few_steps = changed or charged or state.consumed.steps % PROGRESS_EVERY == 0
         by_steps = _changes(wanted | progress if every_few_steps else wanted, current)
-        updates = by_time if by_time == by_steps or workflow.patched(PROGRESS_BY_TIME) else by_steps
+        by_time_rule = by_time == by_steps or self.by_time_recorded or workflow.patched(PROGRESS_BY_TIME)
+        updates = by_time if by_time_rule else by_steps
         if updates:
             workflow.upsert_search_attributes([key.value_set(value) for key, value in updates.items()])  # type: ignore[attr-defined]
 

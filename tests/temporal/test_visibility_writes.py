@@ -17,6 +17,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from agentic import Stop
+from duragent.activities import describe
+from duragent.activities.inputs import DescribedAgent
 from duragent.client import AgentClient
 from duragent.workflows import search_attributes as sa
 from duragent.workflows import visibility
@@ -98,8 +100,8 @@ async def test_a_run_started_without_search_attributes_writes_none(skipping_env,
 
 async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, ledger, task_queue):
     """Nine fast steps: the rule of every 5th step would have upserted step 5 on the way; by time, the progress
-    is shown once, at the end, with the status. The run records that it follows the new rule (one marker, and
-    the SDK's `TemporalChangeVersion`), where the two rules first differ."""
+    is shown once, at the end, with the status. The run follows the new rule because its start's record says so
+    (`progress_by_time`): no patch marker, no `TemporalChangeVersion` upsert (issue 50)."""
     async with new_worker(skipping_env.client, task_queue, ledger):
         run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
             agent_named("migration"), options={"records": 8}
@@ -118,9 +120,28 @@ async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, l
             "AgentCost": result.usage.cost,
         }
     ]
+    assert len(found) == 1 and not patch_markers(history.events)
+    assert description.typed_search_attributes.get(sa.AGENT_STEP) == 9
+
+
+async def test_a_run_described_before_the_record_asks_the_patch(skipping_env, ledger, task_queue, monkeypatch):
+    """A run whose start record has no `progress_by_time` (described by a worker before issue 50, and still in
+    flight at the deploy) asks `workflow.patched` where the rules first differ, as it did: by time, with the
+    marker and the SDK's `TemporalChangeVersion` — the same commands its history was recorded with."""
+    monkeypatch.setattr(
+        describe, "DescribedAgent", lambda **fields: DescribedAgent(**fields | {"progress_by_time": False})
+    )
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("migration"), options={"records": 8}
+        )
+        result = await run.result()
+        history = await run.workflow.fetch_history()
+    assert result.usage.steps == 9
+    found = upserts(history.events)
+    assert [u.get("AgentStep") for u in ours(found)] == [9]  # by time: the end only
     assert [u for u in found if PATCH_ATTRIBUTE in u] == [{PATCH_ATTRIBUTE: [visibility.PROGRESS_BY_TIME]}]
     assert len(patch_markers(history.events)) == 1
-    assert description.typed_search_attributes.get(sa.AGENT_STEP) == 9
 
 
 async def test_a_short_fast_run_records_no_marker(skipping_env, ledger, task_queue):
