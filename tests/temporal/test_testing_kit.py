@@ -13,6 +13,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
@@ -22,7 +23,9 @@ from durable_agents import DurableAgentsPlugin, SearchAttributesMissing, Tempora
 from durable_agents import testing as kit
 from durable_agents.testing import agent_server
 from examples.refund import agent as refund_agent
+from stores.configured import migrate
 from stores.ledger import EffectsLedger
+from stores.postgres.schema import TABLES
 from tests.conftest import agent_named
 from tests.support.docs import code_block_after
 from tests.support.processes import run_to_end
@@ -108,6 +111,24 @@ async def test_a_server_without_our_search_attributes_is_its_own_error_naming_bo
         assert len(ledger.effects(run.run_id)) == 1
     finally:
         await env.shutdown()
+
+
+async def test_a_shared_database_in_the_environment_gets_nothing_of_a_tests_run(
+    skipping_env, ledger, postgres_url, monkeypatch
+):
+    """A developer's shell has `AGENT_DATABASE_URL` set (the team's PostgreSQL, its tables made): the kit's
+    worker keeps its stores in its scratch directory, so a test's run leaves not one row in that database."""
+    migrate(postgres_url)
+    monkeypatch.setenv("AGENT_DATABASE_URL", postgres_url)
+    async with agent_server([refund_agent], deps={"refund": _demo_deps(ledger)}, env=skipping_env) as agents:
+        run = await agents.start(refund_agent)
+        [waiting] = await run.wait_for_approval()
+        await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
+        assert (await run.result()).status == "completed"
+    assert len(ledger.effects(run.run_id)) == 1
+    with psycopg.connect(postgres_url) as shared:
+        rows = {table: shared.execute(f"SELECT count(*) FROM {table}").fetchone() for table in TABLES}
+    assert rows == {table: (0,) for table in TABLES}
 
 
 async def test_the_dev_server_kit_holds_a_kill_test():
