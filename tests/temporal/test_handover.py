@@ -21,6 +21,7 @@ from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
+from durable_agents.replay import LOCAL_ACTIVITY_MARKER
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
 from workflows.agent import AgentWorkflow
@@ -80,9 +81,15 @@ async def test_a_cron_run_is_never_handed_a_forged_carry(dev_env, ledger, task_q
         try:
             # The first run is rejected (no predecessor); the next one is the cron's.
             why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+            first = await client.get_workflow_handle(run_id, run_id=handle.result_run_id).fetch_history()
+            cron_run = await client.get_workflow_handle(run_id, run_id=_next_run(first)).fetch_history()
         finally:
             await handle.terminate(reason="the test is over")
     assert ledger.effects(run_id) == []
+    # Refused in its first workflow task, from what the server says of how it started: the worker was never
+    # asked to describe the agent (or to check the predecessor), so no local activity marker is in its history.
+    markers = [e.marker_recorded_event_attributes.marker_name for e in cron_run.events]
+    assert LOCAL_ACTIVITY_MARKER not in markers
     assert "never to a cron run" in why, why
 
 
