@@ -7,6 +7,7 @@ carry_cron.py, as workflows the tests start.
 - `ImpostorAgent` is the same under the name `AgentWorkflow` (a workflow type is a name its author picks),
   and `ImpostorNotifier` under `WebhookDelivery`.
 - `ForeignHandover` continues as new *into* `AgentWorkflow` on the agents' queue, with a `carry` it forged.
+- `ForeignParent` starts `AgentWorkflow` on the agents' queue as its child, claiming another run delegated to it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ParentClosePolicy
 
 
 async def attempt_all(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,6 +80,18 @@ class ImpostorHandover:
     @workflow.run
     async def run(self, task_queue: str, forged: dict[str, Any]) -> None:
         workflow.continue_as_new(forged, workflow="AgentWorkflow", task_queue=task_queue)
+
+
+@workflow.defn(name="ForeignParent", sandboxed=False)
+class ForeignParent:
+    """Starts `AgentWorkflow` on `task_queue` as its own child, with an input (`delegation`) that claims another
+    run delegated to it, and ends, leaving the child to run (the server keeps the parent link)."""
+
+    @workflow.run
+    async def run(self, task_queue: str, child_id: str, input: dict[str, Any]) -> None:
+        await workflow.start_child_workflow(
+            "AgentWorkflow", input, id=child_id, task_queue=task_queue, parent_close_policy=ParentClosePolicy.ABANDON
+        )
 
 
 def forged_continuation(run_id: str, order_id: str) -> dict[str, Any]:

@@ -12,7 +12,13 @@ from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHistory,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
@@ -21,9 +27,10 @@ from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
 from durable_agents.client import AgentClient
+from durable_agents.errors import UnknownRun
 from durable_agents.replay import LOCAL_ACTIVITY_MARKER
 from tests.conftest import eventually, new_worker
-from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
+from tests.support.outsider import ForeignHandover, ForeignParent, ImpostorHandover, forged_continuation
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
 
@@ -191,3 +198,38 @@ async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
             await handle.result()
     assert "it claims run 'victim-root' delegated to it, but a client started it" in str(failed.value.cause)
     assert ledger.effects(handle.id) == []
+
+
+async def test_a_strangers_child_cannot_claim_a_place_in_anothers_delegation_tree(dev_env, ledger, task_queue) -> None:
+    """The same claim from a workflow of the stranger's own, which starts the run as its child: a parent link
+    exists, but not to the claimed parent. The decoy never waits in the victim's tree (where the inbox would
+    show it as part of the victim's run) and does nothing. On the dev server: the time-skipping one, after a
+    child started from another task queue, now and then stopped skipping time for the tests after this one."""
+    client = dev_env.client
+    own_queue = f"{task_queue}-stranger"
+    victim, child_id = f"victim-{uuid.uuid4().hex[:8]}", f"decoy-{uuid.uuid4().hex[:8]}"
+    claim = AgentInput(agent="refund", delegation=Delegation(path=[victim], call_id="2.1", tool="billing"))
+    stranger = Worker(client, task_queue=own_queue, workflows=[ForeignParent])
+    async with new_worker(client, task_queue, ledger), stranger:
+        await client.start_workflow(
+            ForeignParent.run,
+            args=[task_queue, child_id, claim.model_dump(mode="json")],
+            id=f"stranger-{uuid.uuid4().hex[:8]}",
+            task_queue=own_queue,
+        )
+        child = AgentClient(client, task_queue=task_queue).handle(child_id)
+
+        async def settled() -> bool:
+            try:
+                description = await child.describe()
+            except UnknownRun:
+                return False
+            return description.status != WorkflowExecutionStatus.RUNNING or bool(await child.pending())
+
+        await eventually(settled, timeout=30, what="the decoy child to fail or to wait")
+        in_tree = [p for p in await child.pending() if p.root_run_id == victim]
+        status = (await child.describe()).status
+        if status == WorkflowExecutionStatus.RUNNING:  # a decoy let in: it waits for an approval for a day
+            await child.workflow.terminate("test over")
+    assert in_tree == [] and status == WorkflowExecutionStatus.FAILED
+    assert ledger.effects(child_id) == []
