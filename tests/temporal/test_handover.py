@@ -7,6 +7,8 @@ without: nothing is refunded, and the run that was handed the forged carry fails
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
 from datetime import timedelta
 
@@ -23,6 +25,7 @@ from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
 from activities.inputs import ContinueAsNewPolicy, EngineOptions
+from agentic import Registry
 from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
@@ -30,6 +33,7 @@ from durable_agents.client import AgentClient
 from durable_agents.errors import UnknownRun
 from durable_agents.replay import LOCAL_ACTIVITY_MARKER
 from tests.conftest import eventually, new_worker
+from tests.support.agents_for_tests import PAY_SEQUENCE
 from tests.support.outsider import ForeignHandover, ForeignParent, ImpostorHandover, forged_continuation
 from workflows.agent import AgentWorkflow
 from workflows.inputs import AgentInput
@@ -178,6 +182,28 @@ async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skip
     assert result.continued >= 2
     assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-2"}]
     assert [(a.event, a.signed) for a in result.audit] == [("declined", False), ("approved", True)]
+
+
+async def test_a_continuation_takes_the_tools_flags_from_the_worker_again(skipping_env, ledger, task_queue) -> None:
+    """Nor the flags of the agent's own tools (only the MCP tools the run listed are its record): a deploy that
+    changes a tool reaches the runs in flight at their next continuation. The first worker's `pay` requires an
+    approval, the second's does not: once s-1 is approved the run continues as new and pays s-2 without asking."""
+    client = skipping_env.client
+    run_id = f"sec-reflagged-{uuid.uuid4().hex[:8]}"
+    [pay] = PAY_SEQUENCE.registry
+    ungated = dataclasses.replace(
+        PAY_SEQUENCE, registry=Registry([dataclasses.replace(pay, requires_confirmation=False)])
+    )
+    await client.start_workflow(AgentWorkflow.run, AgentInput(agent="t-pay-sequence"), id=run_id, task_queue=task_queue)
+    run = AgentClient(client, task_queue=task_queue).handle(run_id)
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    async with new_worker(client, task_queue, ledger, max_cached_workflows=0, engine=often):
+        [first] = await run.wait_for_approval()
+    async with new_worker(client, task_queue, ledger, agents=[ungated], engine=often):
+        await run.approve(first.call_id, by="maria", arguments_hash=first.arguments_hash)
+        result = await asyncio.wait_for(run.result(), 30)  # bounded: a run that asks again does not end soon
+    assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-1"}, {"supplier": "s-2"}]
+    assert [a.event for a in result.audit] == ["approved"] and result.continued >= 1
 
 
 async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
