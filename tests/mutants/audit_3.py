@@ -97,9 +97,10 @@ AUDIT_3 = [
         "an undo whose tool/arguments differ from the call the run recorded is refused",
         _t("temporal/compensate_input", "temporal/outsider", "temporal/saga"),
         equivalent=(
-            "compensate undoes the recorded call with the recorded options whatever the input's step names: a "
-            "step whose tool or arguments differ from the record changes only the refusal's wording, not what is "
-            "undone"
+            "compensate acts with the call and options the run recorded, never the step's; and the step an "
+            "agents' run schedules is planned from that same record, so its tool and arguments are the "
+            "record's. Only a crafted input could differ, and the caller check refuses those first (called "
+            "directly, past that check, the mutant would undo the recorded call where HEAD refuses)"
         ),
     ),
     AuditMutant(
