@@ -317,7 +317,7 @@ AUDIT_3 = [
         "if key_path.exists() or name in known:",
         "if key_path.exists():",
         "make secrets never gives an approver whose public key is already configured a new pair",
-        _t("ops/compose"),
+        _t("ops/compose_secrets"),
     ),
     AuditMutant(
         "M34",

@@ -28,7 +28,7 @@ from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest, Register
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from agentic.signing import ApproverKey, parse_public_keys, signature_problem
+from agentic.signing import ApproverKey, parse_public_keys
 from config.approver_keys import approver_public_keys
 from config.settings import ROOT, TEMPORAL_STANDARD, Settings
 from config.webhook_signing import load_secret
@@ -496,23 +496,6 @@ def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Pa
     ignored = subprocess.run(["git", "check-ignore", "-q", "secrets/postgres_password"], cwd=ROOT)
     assert ignored.returncode == 0, "secrets/ is git-ignored"
     assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
-
-
-def test_make_secrets_keeps_the_public_key_of_an_approver_who_took_her_private_key(tmp_path: Path) -> None:
-    """Maria's private key was handed to her and removed from the host, as the operator is told to: re-running
-    `make secrets APPROVERS=maria` writes nothing, so the workers still count what she signs with her own key
-    (a new pair would lock her out: `parse_public_keys` keeps the last entry)."""
-    directory = tmp_path / "secrets"
-    make_secrets(directory, ["maria"])
-    private = directory / "approvers" / "maria.key"
-    maria = ApproverKey.parse(private.read_text())
-    private.unlink()
-    before = (directory / "approver_keys").read_bytes()
-
-    assert make_secrets(directory, ["maria"]) == []
-    assert (directory / "approver_keys").read_bytes() == before and not private.exists()
-    keys = parse_public_keys((directory / "approver_keys").read_text())
-    assert signature_problem(keys, maria.sign(b"a decision"), "maria", b"a decision") is None
 
 
 @pytest.mark.system  # processes of its own
