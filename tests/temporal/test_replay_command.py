@@ -123,18 +123,19 @@ async def test_a_run_in_flight_survives_an_agent_edit_but_not_its_agent_or_tool_
         await run.cancel()
 
 
-async def test_an_open_run_with_mcp_tools_is_not_stranded_by_its_own_agent(skipping_env, task_queue, ledger, crm_db):
+async def test_an_open_run_with_mcp_tools_is_not_stranded_by_its_own_agent(dev_env, task_queue, ledger, crm_db):
     """The pre-deploy check for an MCP agent's run waiting for its approval, in a continuation (whose recorded
     spec, carried over, lists the MCP tools): those tools are the MCP server's, listed at the run's start, not
     the agent's registry; given the same agent, the run replays and nothing is reported (every deploy of an
-    MCP agent would otherwise be held back)."""
+    MCP agent would otherwise be held back). On the dev server: on the time-skipping one, time skipping was
+    now and then stuck after this test."""
     agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))
     often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
-    async with new_worker(skipping_env.client, task_queue, ledger, agents=[agent], engine=often):
-        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(agent)
+    async with new_worker(dev_env.client, task_queue, ledger, agents=[agent], engine=often):
+        run = await AgentClient(dev_env.client, task_queue=task_queue).start(agent)
         [waiting] = await run.wait_for_approval()
         assert waiting.tool == "crm__close_account"
-        histories = await fetch_histories(skipping_env.client, run_ids=[run.run_id])
+        histories = await fetch_histories(dev_env.client, run_ids=[run.run_id])
         report = await replay(histories, agents=[agent])
         await run.cancel()
     assert report.ok, report
