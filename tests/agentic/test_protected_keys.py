@@ -33,6 +33,16 @@ ATTEMPTS = [
     "admin_flag",
     "PERMISSIONS_v2",
     "\uff52\uff4f\uff4c\uff45",  # full-width letters
+    # The other grammatical number of a PROTECTED entry: plurals of the singular ones, singulars of the plural ones
+    # (a key is compared as its words with a plural `s` dropped, on both sides).
+    "discounts",
+    "prices",
+    "balances",
+    "admins",
+    "permission",
+    "privilege",
+    "entitlement",
+    "scope",
 ]
 
 

@@ -5,12 +5,13 @@ the test files that state the rule, the catching file first. A mutant is *caught
 first failing test is named: `-x`), and *survives* when they pass. Nothing is committed: each mutant is applied
 to a scratch copy (tests/mutants/scratch.py), after the same tests passed on the unmutated copy.
 
-    python -m tests.mutants audit                   # every mutant of the latest audit, one at a time
-    python -m tests.mutants audit --only N01 --only N20
+    python -m tests.mutants audit                   # every mutant of the latest audit (3), one at a time
+    python -m tests.mutants audit --only M07 --only M08
+    python -m tests.mutants audit --audit 2 --only N01
     python -m tests.mutants audit --list            # what each breaks, and its tests
 
-`tests/mutants/test_audit_catalogue.py` keeps the catalogue in step with the code: every text still there once,
-every test file still there.
+Audit 2's catalogue is below, audit 3's in tests/mutants/audit_3.py. `tests/mutants/test_audit_catalogue.py`
+keeps the catalogues in step with the code: every text still there once, every test file still there.
 """
 
 from __future__ import annotations
@@ -19,28 +20,11 @@ import argparse
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from tests.mutants.audit_3 import AUDIT_3
+from tests.mutants.mutant import AuditMutant, _t
 from tests.mutants.scratch import copy_repository, preload, replaced, run_tests
-
-
-@dataclass(frozen=True)
-class AuditMutant:
-    id: str
-    path: str
-    old: str
-    new: str
-    rule: str  # what the mutant breaks
-    tests: tuple[str, ...]
-    # Why no test can catch it, when none can (an equivalent mutant): it is run, and expected to survive.
-    equivalent: str | None = None
-
-
-def _t(*names: str) -> tuple[str, ...]:
-    """Test files by their short names (`agentic/signing_rules` -> tests/agentic/test_signing_rules.py)."""
-    return tuple(f"tests/{name.rsplit('/', 1)[0]}/test_{name.rsplit('/', 1)[1]}.py" for name in names)
-
 
 # Mutation audit 2 (../shared/reviews/mutation-audit-2.md, at 835fe98), paths as the layout moved them.
 AUDIT_2 = [
@@ -367,7 +351,7 @@ AUDIT_2 = [
         _t("temporal/mcp"),
     ),
 ]
-AUDITS = {"2": AUDIT_2}
+AUDITS = {"2": AUDIT_2, "3": AUDIT_3}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ carry_cron.py, as workflows the tests start.
 - `ForeignHandover` continues as new *into* `AgentWorkflow` on the agents' queue, with a `carry` it forged.
 - `ImpostorParent`, an `AgentWorkflow` of a rogue worker on the agents' queue, starts a child `AgentWorkflow` whose
   input claims a place in another run's delegation tree.
+- `ForeignParent` starts `AgentWorkflow` on the agents' queue as its child, claiming another run delegated to it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ParentClosePolicy
 
 
 async def attempt_all(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,6 +93,18 @@ class ImpostorParent:
     async def run(self, child_id: str, child: dict[str, Any]) -> None:
         await workflow.start_child_workflow(
             "AgentWorkflow", child, id=child_id, parent_close_policy=workflow.ParentClosePolicy.ABANDON
+        )
+
+
+@workflow.defn(name="ForeignParent", sandboxed=False)
+class ForeignParent:
+    """Starts `AgentWorkflow` on `task_queue` as its own child, with an input (`delegation`) that claims another
+    run delegated to it, and ends, leaving the child to run (the server keeps the parent link)."""
+
+    @workflow.run
+    async def run(self, task_queue: str, child_id: str, input: dict[str, Any]) -> None:
+        await workflow.start_child_workflow(
+            "AgentWorkflow", input, id=child_id, task_queue=task_queue, parent_close_policy=ParentClosePolicy.ABANDON
         )
 
 

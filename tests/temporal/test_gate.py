@@ -62,6 +62,12 @@ def test_at_the_effect_only_a_signed_approval_of_this_call_in_this_execution_cou
     assert "not maria's" in (refusal(flipped) or "")
     unbound = approval().signed("r1", MARIA)  # signed the way decisions were before executions were bound
     assert "no execution" in (refusal(unbound) or "")
+    # Signed over this execution but over no request: a decision the approval tooling never makes (mutant M22).
+    assert refusal(approval(execution="exec-1").signed("r1", MARIA)) is not None
+    # Maria's signature over another execution, the field edited to this one: the signature covers it (M23).
+    assert refusal(approval(execution="exec-0", deadline=NOW).signed("r1", MARIA), execution="exec-0") is None
+    moved = approval(execution="exec-0", deadline=NOW).signed("r1", MARIA).model_copy(update={"execution": "exec-1"})
+    assert refusal(moved) is not None
     # Without keys nothing can be authenticated: the decision must still be an approval of exactly this call.
     assert refusal(approval(), keys={}) is None
     assert "other arguments" in (refusal(approval(), other, keys={}) or "")
@@ -77,9 +83,26 @@ def test_a_book_bound_to_an_execution_takes_signatures_over_it_and_over_the_requ
     assert "not this execution" in (book.rejection(approval(deadline=pending.deadline).signed("r1", MARIA), NOW) or "")
     other_request = approval(execution="exec-1", deadline=pending.deadline + timedelta(seconds=1)).signed("r1", MARIA)
     assert "answers another request" in (book.rejection(other_request, NOW) or "")
+    # Maria's approval of another request for this call, its deadline edited to this one's: the signature covers
+    # the deadline, so the edited copy is not hers and decides nothing (mutant M24).
+    moved = other_request.model_copy(update={"deadline": pending.deadline})
+    assert book.decide(moved, NOW).event == "rejected" and book.outcomes == {} and "1.1" in book.pending
     entry = book.decide(answering.signed("r1", MARIA), NOW)
     assert (entry.event, entry.signed) == ("approved", True)
     assert book.decisions["1.1"].signature  # kept, to show at the effect
+
+
+def test_a_request_open_when_the_keys_first_arrive_can_be_approved_with_them() -> None:
+    """A run that hands over at its request onto a build whose workers have approver keys (mutant M21): the
+    request it carries is bound to the execution with the book, so the approval tooling signs over it, the book
+    takes maria's decision and the effect accepts it."""
+    book = ApprovalBook(run_id="r1")
+    book.request("r1", REFUND, NOW, 3600)
+    book.use_keys(KEYS, "exec-1")
+    decision = Decision.answering(book.pending["1.1"], True, "maria").signed("r1", MARIA)
+    assert book.decide(decision, NOW).event == "approved" and book.pending == {}
+    shown = book.decisions["1.1"]
+    assert effect_refusal(shown, REFUND, run_id="r1", execution="exec-1", keys=KEYS) is None
 
 
 def test_a_decision_carries_the_hash_of_what_was_shown_not_the_hash_it_was_told() -> None:
@@ -121,7 +144,17 @@ def split_workers(client, task_queue, ledger) -> tuple[Worker, Worker]:  # type:
     return workflows, effects
 
 
-@pytest.mark.parametrize("signing", ["unsigned", "signed-without-execution"])
+# How the decision shown at the effect is wrong, and the reason the effects worker gives.
+SIGNINGS = {
+    "unsigned": "not signed",
+    "signed-without-execution": "signed for no execution",
+    "signed-without-deadline": "not this execution",  # mutant M22
+    "execution-edited": "not maria's",  # M23: signed for another execution, the field edited to this one
+    "deadline-edited": "not maria's",  # M24: signed for another request, the field edited to this one's deadline
+}
+
+
+@pytest.mark.parametrize("signing", SIGNINGS)
 async def test_an_approval_the_workflow_took_does_nothing_unless_the_effects_worker_verifies_it(
     skipping_env, ledger, task_queue, signing
 ) -> None:
@@ -131,16 +164,25 @@ async def test_an_approval_the_workflow_took_does_nothing_unless_the_effects_wor
             "refund", run_id=f"gate-{uuid.uuid4().hex[:8]}"
         )
         [waiting] = await run.wait_for_approval()
+        execution = (await run.workflow.describe()).run_id  # the first execution: this run never continued
         decision = Decision(call_id=waiting.call_id, approve=True, approver="maria", arguments_hash=waiting.shown_hash)
         if signing == "signed-without-execution":
             decision = decision.signed(run.run_id, MARIA)
+        elif signing == "signed-without-deadline":
+            decision = decision.model_copy(update={"execution": execution}).signed(run.run_id, MARIA)
+        elif signing == "execution-edited":
+            signed = decision.model_copy(update={"execution": "an-earlier-execution", "deadline": waiting.deadline})
+            decision = signed.signed(run.run_id, MARIA).model_copy(update={"execution": execution})
+        elif signing == "deadline-edited":
+            other = waiting.deadline - timedelta(hours=1)
+            signed = decision.model_copy(update={"execution": execution, "deadline": other})
+            decision = signed.signed(run.run_id, MARIA).model_copy(update={"deadline": waiting.deadline})
         entry = await run.workflow.execute_update(AgentWorkflow.decide, decision)
         assert entry.event == "approved"  # the keyless book took it
         result = await run.result()
     assert ledger.effects(run.run_id) == []
     [refused] = [r for r in result.records if r.call.name == "refund"]
-    assert refused.status is ToolStatus.ERROR
-    assert ("not signed" if signing == "unsigned" else "signed for no execution") in refused.content
+    assert refused.status is ToolStatus.ERROR and SIGNINGS[signing] in refused.content
 
 
 async def test_a_signature_from_an_earlier_execution_under_the_same_id_is_refused(

@@ -7,24 +7,36 @@ without: nothing is refunded, and the run that was handed the forged carry fails
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
 from datetime import timedelta
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHistory, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHistory,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
+from agentic import Registry
 from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
 from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
 from duragent.client import AgentClient
+from duragent.errors import UnknownRun
+from duragent.replay import LOCAL_ACTIVITY_MARKER
 from duragent.workflows.agent import AgentWorkflow
 from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
-from tests.support.outsider import ForeignHandover, ImpostorHandover, forged_continuation
+from tests.support.agents_for_tests import PAY_SEQUENCE
+from tests.support.outsider import ForeignHandover, ForeignParent, ImpostorHandover, forged_continuation
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
@@ -80,9 +92,15 @@ async def test_a_cron_run_is_never_handed_a_forged_carry(dev_env, ledger, task_q
         try:
             # The first run is rejected (no predecessor); the next one is the cron's.
             why = await failure_of_the_run_after(client, run_id, handle.result_run_id or "")
+            first = await client.get_workflow_handle(run_id, run_id=handle.result_run_id).fetch_history()
+            cron_run = await client.get_workflow_handle(run_id, run_id=_next_run(first)).fetch_history()
         finally:
             await handle.terminate(reason="the test is over")
     assert ledger.effects(run_id) == []
+    # Refused in its first workflow task, from what the server says of how it started: the worker was never
+    # asked to describe the agent (or to check the predecessor), so no local activity marker is in its history.
+    markers = [e.marker_recorded_event_attributes.marker_name for e in cron_run.events]
+    assert LOCAL_ACTIVITY_MARKER not in markers
     assert "never to a cron run" in why, why
 
 
@@ -166,6 +184,28 @@ async def test_a_continuation_takes_the_approver_keys_from_the_worker_again(skip
     assert [(a.event, a.signed) for a in result.audit] == [("declined", False), ("approved", True)]
 
 
+async def test_a_continuation_takes_the_tools_flags_from_the_worker_again(skipping_env, ledger, task_queue) -> None:
+    """Nor the flags of the agent's own tools (only the MCP tools the run listed are its record): a deploy that
+    changes a tool reaches the runs in flight at their next continuation. The first worker's `pay` requires an
+    approval, the second's does not: once s-1 is approved the run continues as new and pays s-2 without asking."""
+    client = skipping_env.client
+    run_id = f"sec-reflagged-{uuid.uuid4().hex[:8]}"
+    [pay] = PAY_SEQUENCE.registry
+    ungated = dataclasses.replace(
+        PAY_SEQUENCE, registry=Registry([dataclasses.replace(pay, requires_confirmation=False)])
+    )
+    await client.start_workflow(AgentWorkflow.run, AgentInput(agent="t-pay-sequence"), id=run_id, task_queue=task_queue)
+    run = AgentClient(client, task_queue=task_queue).handle(run_id)
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    async with new_worker(client, task_queue, ledger, max_cached_workflows=0, engine=often):
+        [first] = await run.wait_for_approval()
+    async with new_worker(client, task_queue, ledger, agents=[ungated], engine=often):
+        await run.approve(first.call_id, by="maria", arguments_hash=first.arguments_hash)
+        result = await asyncio.wait_for(run.result(), 30)  # bounded: a run that asks again does not end soon
+    assert [e.args for e in ledger.effects(run_id)] == [{"supplier": "s-1"}, {"supplier": "s-2"}]
+    assert [a.event for a in result.audit] == ["approved"] and result.continued >= 1
+
+
 async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
     skipping_env, ledger, task_queue
 ) -> None:
@@ -184,3 +224,38 @@ async def test_a_run_a_client_started_cannot_claim_a_place_in_a_delegation_tree(
             await handle.result()
     assert "it claims run 'victim-root' delegated to it, but a client started it" in str(failed.value.cause)
     assert ledger.effects(handle.id) == []
+
+
+async def test_a_strangers_child_cannot_claim_a_place_in_anothers_delegation_tree(dev_env, ledger, task_queue) -> None:
+    """The same claim from a workflow of the stranger's own, which starts the run as its child: a parent link
+    exists, but not to the claimed parent. The decoy never waits in the victim's tree (where the inbox would
+    show it as part of the victim's run) and does nothing. On the dev server: the time-skipping one, after a
+    child started from another task queue, now and then stopped skipping time for the tests after this one."""
+    client = dev_env.client
+    own_queue = f"{task_queue}-stranger"
+    victim, child_id = f"victim-{uuid.uuid4().hex[:8]}", f"decoy-{uuid.uuid4().hex[:8]}"
+    claim = AgentInput(agent="refund", delegation=Delegation(path=[victim], call_id="2.1", tool="billing"))
+    stranger = Worker(client, task_queue=own_queue, workflows=[ForeignParent])
+    async with new_worker(client, task_queue, ledger), stranger:
+        await client.start_workflow(
+            ForeignParent.run,
+            args=[task_queue, child_id, claim.model_dump(mode="json")],
+            id=f"stranger-{uuid.uuid4().hex[:8]}",
+            task_queue=own_queue,
+        )
+        child = AgentClient(client, task_queue=task_queue).handle(child_id)
+
+        async def settled() -> bool:
+            try:
+                description = await child.describe()
+            except UnknownRun:
+                return False
+            return description.status != WorkflowExecutionStatus.RUNNING or bool(await child.pending())
+
+        await eventually(settled, timeout=30, what="the decoy child to fail or to wait")
+        in_tree = [p for p in await child.pending() if p.root_run_id == victim]
+        status = (await child.describe()).status
+        if status == WorkflowExecutionStatus.RUNNING:  # a decoy let in: it waits for an approval for a day
+            await child.workflow.terminate("test over")
+    assert in_tree == [] and status == WorkflowExecutionStatus.FAILED
+    assert ledger.effects(child_id) == []

@@ -1,7 +1,8 @@
 """Security review 2, N2, played as the outsider: someone with Temporal frontend access only (no approver key,
 no API token) runs workflows of their own, on a task queue of their own, with their own worker, and schedules
 every activity the agents' worker serves on the agents' task queue, with inputs of their choosing
-(tests/support/outsider.py). The agents' worker requires signed decisions (maria's key).
+(tests/support/outsider.py). The agents' worker requires signed decisions (maria's key); the first test plays it
+against a worker without keys, where the caller checks alone hold.
 
 The gated tool and the compensation do nothing — counted in the ledger: zero — and each refusal says why; what
 the rest can do is what docs/operations.md ("Trust model", the activities table) says."""
@@ -21,8 +22,8 @@ from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
 from duragent.client import AgentClient
-from duragent.stores.transcripts import EMPTY
-from tests.conftest import new_worker
+from duragent.stores.transcripts import EMPTY, releasable
+from tests.conftest import new_worker, transcripts_next_to
 from tests.support.baseline_helpers import free_port
 from tests.support.outsider import ImpostorAgent, ImpostorNotifier, Outsider
 
@@ -124,6 +125,40 @@ def attempts(queue: str, me: str, *, bill: str, victim: str, hook: str) -> list[
 def outcome(outcomes: list[dict[str, Any]], index: int) -> tuple[bool, str]:
     found = outcomes[index]
     return found["ok"], found.get("type", "")
+
+
+async def test_with_no_approver_keys_an_impostor_still_makes_no_effect_and_writes_nothing_as_another_run(
+    skipping_env, ledger, task_queue
+) -> None:
+    """A deployment without approver keys (an approval is then any approval of exactly the call): the impostor,
+    named `AgentWorkflow` but on its own queue, shows the gated refund an approval it wrote itself, and calls the
+    model as another run (whose transcript rows it would then own). Only the task queue check stands between it
+    and the refund, and only the run check between it and the other run's rows: nothing happens."""
+    client = skipping_env.client
+    own_queue = f"{task_queue}-stranger"
+    impostor, victim = f"impostor-{uuid.uuid4().hex[:8]}", f"victim-{uuid.uuid4().hex[:8]}"
+    refund = call("refund", order_id="ROGUE-778")
+    empty = {"head": EMPTY}
+    tool = {"run_id": impostor, "agent": "refund", "call": refund, "idempotency_key": f"{impostor}:1.1"}
+    model = {"run_id": victim, "agent": "refund", "call_index": 0}
+    planned = [
+        {
+            "activity": "run_tool",
+            "task_queue": task_queue,
+            "input": tool | {"transcript": empty, "approved": True, "decision": approval_of(refund)},
+        },
+        {
+            "activity": "call_model",
+            "task_queue": task_queue,
+            "input": model | {"transcript": {"head": EMPTY, "unsaved": [{"role": "user", "content": "hi"}]}},
+        },
+    ]
+    stranger = Worker(client, task_queue=own_queue, workflows=[ImpostorAgent])
+    async with new_worker(client, task_queue, ledger, approver_keys={}), stranger:
+        gated, as_victim = await client.execute_workflow(ImpostorAgent.run, planned, id=impostor, task_queue=own_queue)
+    assert ledger.effects() == []
+    assert releasable(transcripts_next_to(ledger).store).owned_blobs(victim) == []
+    assert not gated["ok"] and not as_victim["ok"]
 
 
 async def test_an_outsider_schedules_every_activity_and_the_gate_holds(

@@ -7,12 +7,21 @@ themselves. On the dev server (visibility queries), with signed decisions requir
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Awaitable
 from datetime import datetime, timedelta
 
 import pytest
+from temporalio.api.enums.v1 import RoutingConfigUpdateState
+from temporalio.api.workflowservice.v1 import (
+    DescribeWorkerDeploymentRequest,
+    SetWorkerDeploymentCurrentVersionRequest,
+)
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.service import RPCError
+from temporalio.worker import Worker
 
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
@@ -23,6 +32,7 @@ from duragent.workflows import search_attributes as sa
 from duragent.workflows.inputs import AgentInput
 from duragent.workflows.names import WORKFLOW_TYPE
 from tests.conftest import eventually, new_worker
+from tests.support.deploy_agents import HOLD_THEN_REFUND
 
 MARIA = ApproverKey.generate("maria")
 KEYS = parse_public_keys(MARIA.public_entry())
@@ -142,3 +152,72 @@ async def test_with_no_worker_a_runs_progress_shows_what_it_reported_never_what_
     assert (shown.worker_answered, shown.status) == (False, "awaiting_approval")
     assert shown.pending_approvals == [asked] and "waiting for a worker" in shown.label
     await agents.handle(run_id).workflow.terminate(reason="the test is over")
+
+
+async def test_a_run_handed_over_to_a_build_with_no_worker_up_yet_still_shows_and_takes_its_approval(
+    dev_env, ledger, task_queue, tmp_path
+) -> None:
+    """A deploy makes build v2 current while no v2 worker is up. A v1 run mid-step then reaches its approval
+    wait and hands over to v2 first (workflows/agent.py, before a wait), its request carried: the continuation
+    has not run, so the pending list is the one its predecessor published, found back along the chain. The
+    approver sees the call, her decision waits at the server (a signal), and the first v2 worker applies it."""
+    client = dev_env.client
+    deployment = f"pending-{uuid.uuid4().hex[:8]}"
+    release = tmp_path / "release"
+
+    async def make_current(build_id: str) -> None:
+        request = SetWorkerDeploymentCurrentVersionRequest(
+            namespace=client.namespace, deployment_name=deployment, build_id=build_id, allow_no_pollers=True
+        )
+        await client.workflow_service.set_worker_deployment_current_version(request)
+
+    async def propagated() -> bool:
+        """The routing change reached the task queue's partitions (it does after the request returns)."""
+        request = DescribeWorkerDeploymentRequest(namespace=client.namespace, deployment_name=deployment)
+        described = await client.workflow_service.describe_worker_deployment(request)
+        state = described.worker_deployment_info.routing_config_update_state
+        return state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
+
+    def worker(build_id: str) -> Worker:
+        return new_worker(
+            client, task_queue, ledger, agents=[HOLD_THEN_REFUND], deployment=deployment, build_id=build_id
+        )
+
+    agents = AgentClient(client, task_queue=task_queue)
+    async with worker("v1"):
+        await eventually(lambda: _succeeds(make_current("v1")), timeout=30, what="v1 current")
+        await eventually(propagated, timeout=30, what="v1 current on the task queue")
+        run = await agents.start(HOLD_THEN_REFUND, f"hold on {release}")
+        first = (await run.workflow.describe()).run_id
+
+        async def holding() -> bool:
+            return bool((await run.workflow.describe()).raw_description.pending_activities)
+
+        await eventually(holding, timeout=30, what="the run mid-step, in its hold")
+        async with worker("v2"):  # the new build's workers poll once (the server learns its task queue)...
+            await eventually(lambda: _succeeds(make_current("v2")), timeout=30, what="v2 current")
+            await eventually(propagated, timeout=30, what="v2 current on the task queue")
+        release.touch()  # ...and are stopped before the run moves on
+
+        async def handed_over() -> bool:
+            return (await run.workflow.describe()).run_id != first
+
+        await eventually(handed_over, timeout=30, what="the run to hand over to v2 at its approval wait")
+    [waiting] = await run.pending()  # no worker up for v2: from the history of the chain
+    assert (waiting.tool, waiting.arguments) == ("refund", {"order_id": "4471"})
+    outcome = await run.approve(
+        waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash, wait=timedelta(seconds=2)
+    )
+    assert (outcome.via, outcome.decision) == ("signal", "queued")
+    async with worker("v2"):
+        result = await asyncio.wait_for(run.result(), 60)
+    assert result.status == "completed" and result.continued >= 1
+    assert [e.args for e in ledger.effects(run.run_id)] == [{"order_id": "4471"}]
+
+
+async def _succeeds(call: Awaitable[None]) -> bool:
+    try:
+        await call
+    except RPCError:
+        return False
+    return True

@@ -16,17 +16,22 @@ from pathlib import Path
 import pytest
 
 from agentic import Agent, Registry
+from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent.client import AgentClient
 from duragent.config.settings import ROOT
 from duragent.replay import fetch_histories, load_histories, replay, save_histories
 from duragent.stores.ledger import EffectsLedger
 from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent
-from tests.conftest import agent_named, eventually
+from tests.conftest import agent_named, eventually, new_worker
+from tests.support import mcp_agents
 from tests.support.docs import code_block_after
+from tests.temporal.test_mcp import crm_db
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
+__all__ = ["crm_db"]  # the fixture, shared with test_mcp.py
 
 HISTORIES = sorted((ROOT / "tests" / "histories").glob("*.json"))
 APPROVAL_HISTORIES = {"refund-expired.json", "support~2.1.json"}  # the runs whose tool waited for a human
@@ -119,6 +124,25 @@ async def test_a_run_in_flight_survives_an_agent_edit_but_not_its_agent_or_tool_
         done = starter_replay("--run", run.run_id, "--agents", "examples.orders", env=env)
         assert done.returncode == 1 and "agent 'refund' is not among the agents given (orders)" in done.stdout
         await run.cancel()
+
+
+async def test_an_open_run_with_mcp_tools_is_not_stranded_by_its_own_agent(dev_env, task_queue, ledger, crm_db):
+    """The pre-deploy check for an MCP agent's run waiting for its approval, in a continuation (whose recorded
+    spec, carried over, lists the MCP tools): those tools are the MCP server's, listed at the run's start, not
+    the agent's registry; given the same agent, the run replays and nothing is reported (every deploy of an
+    MCP agent would otherwise be held back). On the dev server: on the time-skipping one, time skipping was
+    now and then stuck after this test."""
+    agent = mcp_agents.crm_agent(mcp_agents.crm_stdio(crm_db))
+    often = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=12))
+    async with new_worker(dev_env.client, task_queue, ledger, agents=[agent], engine=often):
+        run = await AgentClient(dev_env.client, task_queue=task_queue).start(agent)
+        [waiting] = await run.wait_for_approval()
+        assert waiting.tool == "crm__close_account"
+        histories = await fetch_histories(dev_env.client, run_ids=[run.run_id])
+        report = await replay(histories, agents=[agent])
+        await run.cancel()
+    assert report.ok, report
+    assert [(r.open, r.agent) for r in report.replayed][-2:] == [(False, "crm"), (True, "crm")]  # it continued
 
 
 async def test_saved_histories_of_a_delegating_run_replay_from_their_files(tmp_path, monkeypatch):

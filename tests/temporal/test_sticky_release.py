@@ -9,6 +9,7 @@ import asyncio
 import time
 
 import pytest
+from temporalio import workflow
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
@@ -16,10 +17,11 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from duragent.client import AgentClient
 from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.sticky import own_build, stepping_runs
+from duragent.sticky import own_build, release_sticky_runs, stepping_runs
 from duragent.stores.ledger import EffectsLedger
 from duragent.workflows.agent import AgentWorkflow
 from duragent.workflows.inputs import Timeouts
+from duragent.workflows.search_attributes import AGENT_STATUS
 from duragent.workflows.versioned import PinnedAgentWorkflow
 from tests.conftest import dev_settings, eventually
 
@@ -62,6 +64,47 @@ async def test_a_restarted_worker_takes_the_killed_workers_runs_at_once(dev_env,
     # Released, the next workflow task goes to the shared queue; not released, it first times out on the
     # dead worker's sticky queue (the 5 s the release saves).
     assert (len(timed_out) == 0) is release
+
+
+@workflow.defn(name="StatusHolder", sandboxed=False)
+class StatusHolder:
+    """An open run that shows `status` as its AgentStatus (none: a run started without our search attributes,
+    or the webhook notifier) and waits."""
+
+    @workflow.run
+    async def run(self, status: str | None) -> None:
+        if status is not None:
+            workflow.upsert_search_attributes([AGENT_STATUS.value_set(status)])
+        await workflow.wait_condition(lambda: False)
+
+
+async def test_a_starting_worker_releases_every_run_that_may_be_stepping_and_leaves_the_waiting_ones(
+    dev_env, task_queue
+):
+    """Running and compensating runs take steps, and so may a run without our status: each is released (its
+    next workflow task goes to the shared queue at once); a run waiting for a human is left alone."""
+    client = dev_env.client
+    statuses = {"running": True, "compensating": True, None: True, "awaiting_approval": False}
+    async with Worker(client, task_queue=task_queue, workflows=[StatusHolder]):
+        handles = [
+            await client.start_workflow(StatusHolder.run, status, id=f"{task_queue}-{status}", task_queue=task_queue)
+            for status in statuses
+        ]
+        try:
+
+            async def all_shown() -> bool:
+                shown = [
+                    w.search_attributes.get("AgentStatus")
+                    async for w in client.list_workflows(f"TaskQueue = '{task_queue}'")
+                ]
+                return len(shown) == len(statuses) and sum(s is not None for s in shown) == len(statuses) - 1
+
+            await eventually(all_shown, timeout=30, what="the runs and their statuses in visibility")
+            released = await release_sticky_runs(client, task_queue)
+        finally:
+            for handle in handles:
+                await handle.terminate("test over")
+    assert released == sum(statuses.values())
 
 
 def test_the_query_names_the_task_queue_and_refuses_what_it_cannot_quote():

@@ -13,6 +13,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
@@ -20,7 +21,9 @@ from duragent import DurableAgentsPlugin, SearchAttributesMissing, TemporalUnava
 from duragent import testing as kit
 from duragent.config.settings import ROOT
 from duragent.config.temporal_binaries import TIME_SKIPPING_SERVER, TemporalBinaryMissing, require
+from duragent.stores.configured import migrate
 from duragent.stores.ledger import EffectsLedger
+from duragent.stores.postgres.schema import TABLES
 from duragent.testing import agent_server
 from examples.refund import agent as refund_agent
 from tests.conftest import agent_named
@@ -111,6 +114,24 @@ async def test_a_server_without_our_search_attributes_is_its_own_error_naming_bo
         assert len(ledger.effects(run.run_id)) == 1
     finally:
         await env.shutdown()
+
+
+async def test_a_shared_database_in_the_environment_gets_nothing_of_a_tests_run(
+    skipping_env, ledger, postgres_url, monkeypatch
+):
+    """A developer's shell has `AGENT_DATABASE_URL` set (the team's PostgreSQL, its tables made): the kit's
+    worker keeps its stores in its scratch directory, so a test's run leaves not one row in that database."""
+    migrate(postgres_url)
+    monkeypatch.setenv("AGENT_DATABASE_URL", postgres_url)
+    async with agent_server([refund_agent], deps={"refund": _demo_deps(ledger)}, env=skipping_env) as agents:
+        run = await agents.start(refund_agent)
+        [waiting] = await run.wait_for_approval()
+        await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
+        assert (await run.result()).status == "completed"
+    assert len(ledger.effects(run.run_id)) == 1
+    with psycopg.connect(postgres_url) as shared:
+        rows = {table: shared.execute(f"SELECT count(*) FROM {table}").fetchone() for table in TABLES}
+    assert rows == {table: (0,) for table in TABLES}
 
 
 async def test_the_dev_server_kit_holds_a_kill_test():
