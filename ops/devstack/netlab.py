@@ -167,13 +167,14 @@ class Lab:
         devices = {h.device: h.address for h in self.hosts.values()}
         self._say({"devices": devices}, expect="ready")
 
-    def _say(self, command: dict[str, object], expect: str = "ok") -> None:
+    def _say(self, command: dict[str, object], expect: str = "ok") -> dict[str, list[str]]:
         assert self.wire is not None and self.wire.stdin is not None and self.wire.stdout is not None
         self.wire.stdin.write(json.dumps(command) + "\n")
         self.wire.stdin.flush()
-        answer = self.wire.stdout.readline().strip()
-        if answer != expect:
-            raise LabUnavailable(f"the wire answered {answer!r} (exit code {self.wire.poll()})")
+        word, _, state = self.wire.stdout.readline().strip().partition(" ")
+        if word != expect:
+            raise LabUnavailable(f"the wire answered {word!r} (exit code {self.wire.poll()})")
+        return json.loads(state) if state else {}
 
     def __enter__(self) -> Lab:
         return self.open()
@@ -200,6 +201,17 @@ class Lab:
         """Nothing passes between `a` and `b`, either way (every other pair of hosts keeps talking)."""
         self.link(a, b, cut=True)
         self.link(b, a, cut=True)
+
+    def cut_on(self, a: str, b: str, match: bytes) -> None:
+        """Cut `a` from `b` (both ways) at the first packet from `a` to `b` that holds `match`, that packet
+        dropped: a request sent and never answered (the lab's traffic is plaintext)."""
+        self._say({"arm": {"from": self.hosts[a].device, "to": self.hosts[b].device, "match": match.decode()}})
+
+    def tripped(self) -> list[str]:
+        """The cuts `cut_on` made so far, as `a>b` (host names)."""
+        names = {h.device: h.name for h in self.hosts.values()}
+        found = self._say({"ask": "tripped"})["tripped"]
+        return [">".join(names[d] for d in pair.split(">")) for pair in found]
 
     def degrade(self, *, delay_ms: float, loss: float) -> None:
         """Every packet between any two hosts waits `delay_ms` and is dropped with probability `loss`."""

@@ -11,7 +11,12 @@ creates the devices (in its own namespace: the lab moves them), prints `ready`, 
 per change, answering `ok` to each:
 
     {"rule": {"from": "w1", "to": "temporal", "delay_ms": 200, "loss": 0.05, "cut": false}}   ("*": any host)
-    {"clear": true}                                                                         (every rule off)
+    {"arm": {"from": "w1", "to": "postgres", "match": "INSERT INTO"}}   (cut both ways at the first packet
+                                                                       from w1 to postgres holding those bytes,
+                                                                       that packet included: mid-request)
+    {"clear": true}                                                    (every rule and armed cut off)
+
+Each answer is `ok` and the cuts that armed rules made so far, as JSON: `ok {"tripped": ["w1>postgres"]}`.
 
 The devices live as long as this process: when it exits (or is killed), the kernel deletes them.
 """
@@ -58,6 +63,8 @@ class Wire:
         self.rules: dict[tuple[str, str], Rule] = {}
         self.pending: list[tuple[float, int, int, bytes]] = []  # (due, order, fd, packet): FIFO per link
         self.order = 0
+        self.armed: dict[tuple[str, str], bytes] = {}
+        self.tripped: list[str] = []
         self.rng = rng or random.Random()
 
     def rule(self, source: str, target: str) -> Rule:
@@ -72,7 +79,13 @@ class Wire:
         out = self.fd_for.get(packet[16:20])
         if out is None or out == fd:
             return  # no host of the lab has that address: dropped, as a router with no route would
-        rule = self.rule(self.host_of[fd], self.host_of[out])
+        source, target = self.host_of[fd], self.host_of[out]
+        match = self.armed.get((source, target))
+        if match is not None and match in packet:
+            del self.armed[(source, target)]
+            self.rules[(source, target)] = self.rules[(target, source)] = Rule(cut=True)
+            self.tripped.append(f"{source}>{target}")
+        rule = self.rule(source, target)
         if rule.cut or (rule.loss and self.rng.random() < rule.loss):
             return
         if rule.delay_ms <= 0:
@@ -97,6 +110,10 @@ class Wire:
         command = json.loads(line)
         if command.get("clear"):
             self.rules.clear()
+            self.armed.clear()
+        if "arm" in command:
+            spec = command["arm"]
+            self.armed[(spec["from"], spec["to"])] = spec["match"].encode()
         if "rule" in command:
             spec = command["rule"]
             self.rules[(spec.get("from", ANY), spec.get("to", ANY))] = Rule(
@@ -123,7 +140,7 @@ class Wire:
                 while b"\n" in buffered:
                     line, buffered = buffered.split(b"\n", 1)
                     self.obey(line.decode())
-                    print("ok", flush=True)
+                    print("ok", json.dumps({"tripped": self.tripped}), flush=True)
 
     def drain(self, fd: int) -> None:
         for _ in range(64):  # a burst, then the other devices get their turn
