@@ -86,10 +86,12 @@ test-slow: setup
 bench: setup
 	$(BIN)/python -m bench all
 
-# Workers (and the Temporal dev server) SIGKILLed at random; fails on a lost run or a duplicate effect.
+# Workers (and the Temporal dev server) SIGKILLed at random; fails on a lost run or a duplicate effect. Then the
+# network fault matrix (docs/testing.md, "Network faults"): needs root and iproute2 (exit 2, one line, without).
 chaos: setup
 	$(BIN)/python -m bench chaos --engine baseline
 	$(BIN)/python -m bench chaos --engine temporal
+	$(BIN)/python -m bench chaos-net
 
 # ruff, then the architecture's import contracts (pyproject.toml [tool.importlinter]).
 lint: setup

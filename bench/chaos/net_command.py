@@ -43,7 +43,7 @@ def say(text: str) -> None:
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--short", action="store_true", help="the bounded matrix the test suite runs")
     sub.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of: {', '.join(FAULTS)}")
-    sub.add_argument("--runs", type=int, help="demo runs per fault, besides one orders run (short 2, long 10)")
+    sub.add_argument("--runs", type=int, help="demo runs per fault, besides one orders run (short 5, long 10)")
     sub.add_argument("--hold", type=float, help="seconds a cut or a degraded network lasts (short 6, long 20)")
     sub.add_argument("--seed", type=int, default=1)
     sub.add_argument("--out", type=Path, default=Path("results"), help="where chaos-net.json goes")
@@ -61,7 +61,7 @@ def last_line(rows: list[Row]) -> str:
 
 async def matrix(faults: list[str], m: Matrix, workdir: Path) -> list[Row]:
     rows = []
-    with Lab(["temporal", "postgres", "provider", "w1", "w2"], log=workdir / "wire.log", seed=m.seed) as lab:
+    with Lab(["temporal", "postgres", "provider", "w1", "w2"], log=workdir / "wire.log") as lab:
         hosts = ", ".join(f"{h.name} {h.address}" for h in lab.hosts.values())
         say(f"lab: {hosts}")
         async with net_stack(lab, workdir, provider_delay=PROVIDER_DELAY) as stack:

@@ -33,7 +33,9 @@ class LabPostgres(local_postgres.LocalPostgres):
 
     def __init__(self, bin_dir: Path, lab: Lab) -> None:
         self.lab = lab  # before the base class starts the server
-        super().__init__(bin_dir, settings={"fsync": "off", "full_page_writes": "off"})
+        # In /tmp, whatever TMPDIR says: the server runs as `postgres`, who cannot reach a root-only scratch
+        # directory (a test's); `close()` removes it.
+        super().__init__(bin_dir, settings={"fsync": "off", "full_page_writes": "off"}, parent=Path("/tmp"))
 
     @property
     def url(self) -> str:

@@ -35,7 +35,11 @@ from stores.postgres.pool import Database
 from workflows.inputs import Timeouts
 
 TIMEOUTS = Timeouts(heartbeat_seconds=2.0, model_seconds=10.0)
-APPEND = b"INSERT INTO transcript_"  # what a transcript append sends first (the lab's traffic is plaintext)
+# What only a transcript append sends to PostgreSQL: its statement's text, or — once psycopg prepared the
+# statement (its fifth run on a connection) and sends only the parameters — a message body
+# (`stores.transcripts.encode`), which the `bytea[]` parameter carries in PostgreSQL's array text, its quotes
+# escaped. The lab's traffic is plaintext.
+APPEND = (b"INSERT INTO transcript_", b'"role":"', b'\\"role\\":\\"')
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Matrix:
     seed: int = 1
 
 
-SHORT = Matrix(runs=2, hold=6.0, deadline=40.0)
+SHORT = Matrix(runs=5, hold=6.0, deadline=40.0)  # every demo agent and outcome once, and an orders run
 LONG = Matrix(runs=10, hold=20.0, deadline=180.0)
 
 
@@ -226,7 +230,7 @@ async def completed_by(run: RunHandle, activity_id: str) -> tuple[str, int] | No
 
 async def postgres_cut(f: FaultRun, m: Matrix) -> None:
     lab = f.stack.lab
-    lab.cut_on("w1", "postgres", APPEND)
+    lab.cut_on("w1", "postgres", *APPEND)
     try:
 
         async def tripped() -> bool:

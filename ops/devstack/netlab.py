@@ -120,19 +120,17 @@ def sweep_orphans() -> list[str]:
 class Lab:
     """Hosts by name, each in a namespace of its own (the driver excepted), on one wire."""
 
-    def __init__(self, names: Sequence[str], *, log: Path | None = None, seed: int | None = None) -> None:
+    def __init__(self, names: Sequence[str], *, log: Path | None = None) -> None:
         self.tag = secrets.token_hex(2)
-        rng = random.Random(seed)
         self.names = list(names)
         self.log = log
         self.hosts: dict[str, Host] = {}
         self.namespaces: list[str] = []
         self.wire: subprocess.Popen[str] | None = None
-        self._rng = rng
 
     def open(self) -> Lab:
         sweep_orphans()
-        subnet = pick_subnet(self._rng)
+        subnet = pick_subnet(random.SystemRandom())  # never a seed's: two labs at once must not draw alike
         for i, name in enumerate([DRIVER, *self.names]):
             namespace = None if name == DRIVER else f"{PREFIX}{os.getpid()}-{self.tag}-{name}"
             self.hosts[name] = Host(name, f"{subnet}.{i + 1}", f"nf{self.tag}{i}", namespace)
@@ -202,10 +200,11 @@ class Lab:
         self.link(a, b, cut=True)
         self.link(b, a, cut=True)
 
-    def cut_on(self, a: str, b: str, match: bytes) -> None:
-        """Cut `a` from `b` (both ways) at the first packet from `a` to `b` that holds `match`, that packet
-        dropped: a request sent and never answered (the lab's traffic is plaintext)."""
-        self._say({"arm": {"from": self.hosts[a].device, "to": self.hosts[b].device, "match": match.decode()}})
+    def cut_on(self, a: str, b: str, *matches: bytes) -> None:
+        """Cut `a` from `b` (both ways) at the first packet from `a` to `b` that holds any of `matches`, that
+        packet dropped: a request sent and never answered (the lab's traffic is plaintext)."""
+        ends = {"from": self.hosts[a].device, "to": self.hosts[b].device}
+        self._say({"arm": ends | {"match": [m.decode() for m in matches]}})
 
     def tripped(self) -> list[str]:
         """The cuts `cut_on` made so far, as `a>b` (host names)."""

@@ -11,9 +11,9 @@ creates the devices (in its own namespace: the lab moves them), prints `ready`, 
 per change, answering `ok` to each:
 
     {"rule": {"from": "w1", "to": "temporal", "delay_ms": 200, "loss": 0.05, "cut": false}}   ("*": any host)
-    {"arm": {"from": "w1", "to": "postgres", "match": "INSERT INTO"}}   (cut both ways at the first packet
-                                                                       from w1 to postgres holding those bytes,
-                                                                       that packet included: mid-request)
+    {"arm": {"from": "w1", "to": "postgres", "match": ["INSERT", ...]}} (cut both ways at the first packet
+                                                                       from w1 to postgres holding any of these
+                                                                       bytes, that packet included: mid-request)
     {"clear": true}                                                    (every rule and armed cut off)
 
 Each answer is `ok` and the cuts that armed rules made so far, as JSON: `ok {"tripped": ["w1>postgres"]}`.
@@ -63,7 +63,7 @@ class Wire:
         self.rules: dict[tuple[str, str], Rule] = {}
         self.pending: list[tuple[float, int, int, bytes]] = []  # (due, order, fd, packet): FIFO per link
         self.order = 0
-        self.armed: dict[tuple[str, str], bytes] = {}
+        self.armed: dict[tuple[str, str], list[bytes]] = {}
         self.tripped: list[str] = []
         self.rng = rng or random.Random()
 
@@ -80,8 +80,8 @@ class Wire:
         if out is None or out == fd:
             return  # no host of the lab has that address: dropped, as a router with no route would
         source, target = self.host_of[fd], self.host_of[out]
-        match = self.armed.get((source, target))
-        if match is not None and match in packet:
+        matches = self.armed.get((source, target), ())
+        if any(match in packet for match in matches):
             del self.armed[(source, target)]
             self.rules[(source, target)] = self.rules[(target, source)] = Rule(cut=True)
             self.tripped.append(f"{source}>{target}")
@@ -113,7 +113,7 @@ class Wire:
             self.armed.clear()
         if "arm" in command:
             spec = command["arm"]
-            self.armed[(spec["from"], spec["to"])] = spec["match"].encode()
+            self.armed[(spec["from"], spec["to"])] = [m.encode() for m in spec["match"]]
         if "rule" in command:
             spec = command["rule"]
             self.rules[(spec.get("from", ANY), spec.get("to", ANY))] = Rule(
