@@ -43,8 +43,8 @@ def say(text: str) -> None:
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--short", action="store_true", help="the bounded matrix the test suite runs")
     sub.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, of: {', '.join(FAULTS)}")
-    sub.add_argument("--runs", type=int, help="demo runs per fault, besides one orders run (short 5, long 10)")
-    sub.add_argument("--hold", type=float, help="seconds a cut or a degraded network lasts (short 6, long 20)")
+    sub.add_argument("--runs", type=int, help="demo runs per fault, besides one orders run (short 5, long 20)")
+    sub.add_argument("--hold", type=float, help="seconds a cut or a degraded network lasts (short 6, long 30)")
     sub.add_argument("--seed", type=int, default=1)
     sub.add_argument("--out", type=Path, default=Path("results"), help="where chaos-net.json goes")
     sub.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, databases)")

@@ -53,7 +53,7 @@ class Matrix:
 
 
 SHORT = Matrix(runs=5, hold=6.0, deadline=40.0)  # every demo agent and outcome once, and an orders run
-LONG = Matrix(runs=10, hold=20.0, deadline=180.0)
+LONG = Matrix(runs=20, hold=30.0, deadline=240.0)
 
 
 @dataclass
