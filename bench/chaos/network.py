@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import psycopg
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, PendingActivityState
 
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.net_invariants import Approval, Record, Row, evaluate
@@ -198,12 +198,27 @@ async def frontend_cut(f: FaultRun, m: Matrix) -> None:
         return
     activity_id = found[0]
     f.say(f"frontend-cut: {victim} (running {run_id}'s refund, activity {activity_id}) cut off from temporal")
+    trail: list[str] = []  # each attempt the server started, and on which worker (as it believes)
+
+    async def completion_or_trail() -> tuple[str, int] | None:
+        done = await completed_by(f.handle(run_id), activity_id)
+        if done is None:
+            for activity in (await f.handle(run_id).describe()).raw_description.pending_activities:
+                started = activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                if activity.activity_id == activity_id and started:
+                    seen = f"{activity.attempt} on {f.stack.worker_of(activity.last_worker_identity)}"
+                    if seen not in trail:
+                        trail.append(seen)
+        return done
+
     lab.cut(victim, "temporal")
     try:
-        completion = await until(lambda: completed_by(f.handle(run_id), activity_id), m.deadline, 0.5)
+        completion = await until(completion_or_trail, m.deadline, 0.5)
     finally:
         lab.heal()
-    f.say(f"frontend-cut: healed; the refund's completion came from {completion}")
+    if isinstance(completion, tuple):
+        trail.append(f"{completion[1]} on {f.stack.worker_of(completion[0])}, completed")
+    f.say(f"frontend-cut: healed; the refund's attempts: {'; '.join(trail)}")
     if not isinstance(completion, tuple):
         f.failures.append(f"{run_id}: the refund never completed while {victim} was cut off")
     elif f.stack.worker_of(completion[0]) == victim or completion[1] < 2:
