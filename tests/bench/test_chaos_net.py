@@ -16,7 +16,7 @@ import pytest
 from bench.chaos.net_command import LAST_LINE
 from ops.devstack.netlab import PREFIX, why_unavailable
 from tests.support.postgres_server import binaries
-from tests.support.processes import run_to_end
+from tests.support.processes import run_to_end, stop_gracefully
 
 # Processes of its own: a dev server, PostgreSQL, the orders service and two workers, in namespaces.
 pytestmark = [pytest.mark.system, pytest.mark.postgres]
@@ -67,3 +67,45 @@ def test_the_short_network_fault_matrix_is_clean_and_leaves_nothing(tmp_path: Pa
     assert namespaces() <= before_namespaces
     assert lab_devices() <= before_devices
     assert not list(tmp_path.glob("chaos-net-*"))
+
+
+def test_a_matrix_stopped_by_sigterm_leaves_nothing_running(tmp_path: Path):
+    """SIGTERM once the lab's servers and workers are up: every process that ran in its namespaces is gone, and so
+    are the namespaces and devices (the command cancels its work where it awaits; the finallys stop all by pid)."""
+    reason = why_unavailable() or (None if binaries() else "no PostgreSQL binaries (apt-get install postgresql)")
+    if reason:
+        pytest.skip(f"network fault matrix: {reason}")
+    before_devices = lab_devices()
+    command = [sys.executable, "-m", "bench", "chaos-net", "--short", "--out", str(tmp_path)]
+    with subprocess.Popen(
+        command, env=os.environ | {"TMPDIR": str(tmp_path)}, stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("fault frontend-cut"):  # the lab is up, with every server and worker in it
+                    break
+            ours = [name for name in namespaces() if name.startswith(f"{PREFIX}{process.pid}-")]
+            assert len(ours) == 5, ours
+            pids = {
+                int(pid)
+                for name in ours
+                for pid in subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True).stdout.split()
+            }
+            assert len(pids) >= 5  # the dev server, PostgreSQL's processes, the orders service, two workers
+            process.terminate()
+            process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                stop_gracefully(process)
+    assert not [name for name in namespaces() if name.startswith(f"{PREFIX}{process.pid}-")]
+    assert lab_devices() <= before_devices
+    assert not [pid for pid in pids if alive(pid)]
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper is not)."""
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+    except FileNotFoundError:
+        return False
