@@ -7,8 +7,10 @@ user's code would. The faults, each healed before its runs are waited for:
   the answer (`--slow-after-effect`): the activity misses its heartbeats, the other worker runs it again under
   the same key (the provider answers with the first refund), and the cut-off worker's late completion — sent
   once the cut heals — is refused by the server: the history's completion is the other worker's.
-* `postgres-cut`: worker w1 loses PostgreSQL at the first packet of a transcript append it sends (that packet
+* `postgres-cut`: a worker loses PostgreSQL at the first packet of a transcript append it sends (that packet
   dropped: the append is in flight, unanswered); the cut holds, then heals.
+* `provider-cut`: the orders service loses both workers at the first refund request one of them sends (that
+  request dropped: sent, never answered); the cut holds, then heals, and the refund is made once.
 * `slow-lossy`: 200 ms each way and 5 % of packets dropped, on every link between any two hosts.
 """
 
@@ -25,7 +27,7 @@ from temporalio.api.enums.v1 import EventType, PendingActivityState
 
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.net_invariants import Approval, Record, Row, evaluate
-from bench.chaos.net_stack import NetStack
+from bench.chaos.net_stack import WORKERS, NetStack
 from bench.chaos.plan import plan
 from bench.chaos.temporal import status_of
 from durable_agents.client import RunHandle
@@ -39,6 +41,7 @@ TIMEOUTS = Timeouts(heartbeat_seconds=2.0, model_seconds=10.0)
 # statement (its fifth run on a connection) and sends only the parameters — a message body
 # (`stores.transcripts.encode`), which the `bytea[]` parameter carries in PostgreSQL's array text, its quotes
 # escaped. The lab's traffic is plaintext.
+REFUND_REQUEST = b"POST /orders/"  # the orders agent's refund, over plain HTTP
 APPEND = (b"INSERT INTO transcript_", b'"role":"', b'\\"role\\":\\"')
 
 
@@ -245,16 +248,41 @@ async def completed_by(run: RunHandle, activity_id: str) -> tuple[str, int] | No
 
 async def postgres_cut(f: FaultRun, m: Matrix) -> None:
     lab = f.stack.lab
-    lab.cut_on("w1", "postgres", *APPEND)
+    for worker in WORKERS:  # whichever appends first: the other disarms
+        lab.cut_on(worker, "postgres", *APPEND)
     try:
 
-        async def tripped() -> bool:
-            return bool(lab.tripped())
+        async def tripped() -> list[str]:
+            return lab.tripped()
 
-        if not await until(tripped, m.deadline):
-            f.failures.append("postgres-cut: w1 sent no transcript append to cut")
+        cut = await until(tripped, m.deadline)
+        if not isinstance(cut, list):
+            seen = {pair: n for pair, n in lab.packets().items() if pair.endswith(">postgres")}
+            f.failures.append(f"postgres-cut: no worker sent a transcript append to cut (packets: {seen})")
             return
-        f.say(f"postgres-cut: w1 cut off from postgres in the middle of an append; holding {m.hold:g}s")
+        worker = cut[0].partition(">")[0]
+        f.say(f"postgres-cut: {worker} cut off from postgres in the middle of an append; holding {m.hold:g}s")
+        await asyncio.sleep(m.hold)
+    finally:
+        lab.heal()
+
+
+async def provider_cut(f: FaultRun, m: Matrix) -> None:
+    lab = f.stack.lab
+    for worker in WORKERS:
+        lab.cut_on(worker, "provider", REFUND_REQUEST)
+    try:
+
+        async def tripped() -> list[str]:
+            return lab.tripped()
+
+        first = await until(tripped, m.deadline)
+        if not first:
+            f.failures.append("provider-cut: no worker sent the refund request to cut")
+            return
+        for worker in WORKERS:  # the other worker's retry must not get through either
+            lab.cut(worker, "provider")
+        f.say(f"provider-cut: the provider cut off from the workers at a refund request ({first}); holding {m.hold:g}s")
         await asyncio.sleep(m.hold)
     finally:
         lab.heal()
@@ -272,6 +300,7 @@ async def slow_lossy(f: FaultRun, m: Matrix) -> None:
 FAULTS: dict[str, Callable[[FaultRun, Matrix], Awaitable[None]]] = {
     "frontend-cut": frontend_cut,
     "postgres-cut": postgres_cut,
+    "provider-cut": provider_cut,
     "slow-lossy": slow_lossy,
 }
 

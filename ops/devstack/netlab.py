@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from config.settings import ROOT
 
@@ -165,7 +166,7 @@ class Lab:
         devices = {h.device: h.address for h in self.hosts.values()}
         self._say({"devices": devices}, expect="ready")
 
-    def _say(self, command: dict[str, object], expect: str = "ok") -> dict[str, list[str]]:
+    def _say(self, command: dict[str, object], expect: str = "ok") -> dict[str, Any]:
         assert self.wire is not None and self.wire.stdin is not None and self.wire.stdout is not None
         self.wire.stdin.write(json.dumps(command) + "\n")
         self.wire.stdin.flush()
@@ -202,7 +203,8 @@ class Lab:
 
     def cut_on(self, a: str, b: str, *matches: bytes) -> None:
         """Cut `a` from `b` (both ways) at the first packet from `a` to `b` that holds any of `matches`, that
-        packet dropped: a request sent and never answered (the lab's traffic is plaintext)."""
+        packet dropped: a request sent and never answered (the lab's traffic is plaintext). The first armed cut
+        to trip disarms the others."""
         ends = {"from": self.hosts[a].device, "to": self.hosts[b].device}
         self._say({"arm": ends | {"match": [m.decode() for m in matches]}})
 
@@ -211,6 +213,12 @@ class Lab:
         names = {h.device: h.name for h in self.hosts.values()}
         found = self._say({"ask": "tripped"})["tripped"]
         return [">".join(names[d] for d in pair.split(">")) for pair in found]
+
+    def packets(self) -> dict[str, int]:
+        """Packets the wire saw so far (delivered or not), by `a>b` (host names)."""
+        names = {h.device: h.name for h in self.hosts.values()}
+        seen = self._say({"ask": "packets"})["packets"]
+        return {">".join(names[d] for d in pair.split(">")): n for pair, n in seen.items()}
 
     def degrade(self, *, delay_ms: float, loss: float) -> None:
         """Every packet between any two hosts waits `delay_ms` and is dropped with probability `loss`."""

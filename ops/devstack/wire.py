@@ -16,7 +16,9 @@ per change, answering `ok` to each:
                                                                        bytes, that packet included: mid-request)
     {"clear": true}                                                    (every rule and armed cut off)
 
-Each answer is `ok` and the cuts that armed rules made so far, as JSON: `ok {"tripped": ["w1>postgres"]}`.
+The first packet that matches an armed pair trips it and disarms every other. Each answer is `ok` and, as JSON,
+the cuts that armed rules made so far and the packets seen per pair of hosts (delivered or not):
+`ok {"tripped": ["w1>postgres"], "packets": {"w1>temporal": 812, ...}}`.
 
 The devices live as long as this process: when it exits (or is killed), the kernel deletes them.
 """
@@ -33,6 +35,7 @@ import selectors
 import struct
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 TUNSETIFF = 0x400454CA
@@ -65,6 +68,7 @@ class Wire:
         self.order = 0
         self.armed: dict[tuple[str, str], list[bytes]] = {}
         self.tripped: list[str] = []
+        self.packets: Counter[str] = Counter()
         self.rng = rng or random.Random()
 
     def rule(self, source: str, target: str) -> Rule:
@@ -80,9 +84,10 @@ class Wire:
         if out is None or out == fd:
             return  # no host of the lab has that address: dropped, as a router with no route would
         source, target = self.host_of[fd], self.host_of[out]
+        self.packets[f"{source}>{target}"] += 1
         matches = self.armed.get((source, target), ())
         if any(match in packet for match in matches):
-            del self.armed[(source, target)]
+            self.armed.clear()
             self.rules[(source, target)] = self.rules[(target, source)] = Rule(cut=True)
             self.tripped.append(f"{source}>{target}")
         rule = self.rule(source, target)
@@ -140,7 +145,7 @@ class Wire:
                 while b"\n" in buffered:
                     line, buffered = buffered.split(b"\n", 1)
                     self.obey(line.decode())
-                    print("ok", json.dumps({"tripped": self.tripped}), flush=True)
+                    print("ok", json.dumps({"tripped": self.tripped, "packets": self.packets}), flush=True)
 
     def drain(self, fd: int) -> None:
         for _ in range(64):  # a burst, then the other devices get their turn

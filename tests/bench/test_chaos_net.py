@@ -1,7 +1,8 @@
 """`python -m bench chaos-net --short` as a person runs it: the network fault matrix on a lab of namespaces made for
 the run (a worker cut off from the Temporal frontend mid tool call, a worker cut off from PostgreSQL mid append,
-200 ms and 5 % loss on every link), every fault clean — and nothing of the lab left behind. The long matrix is
-`make chaos`'s. Skipped, with one line, where network namespaces cannot be made (not root, no `ip`)."""
+the tool provider cut off mid request, 200 ms and 5 % loss on every link), every fault clean — and nothing of the
+lab left behind. The long matrix is `make chaos`'s. Skipped, with one line, where network namespaces cannot be made
+(not root, no `ip`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from tests.support.processes import run_to_end, stop_gracefully
 # Processes of its own: a dev server, PostgreSQL, the orders service and two workers, in namespaces.
 pytestmark = [pytest.mark.system, pytest.mark.postgres]
 
-FAULTS = 3
+NAMES = ["frontend-cut", "postgres-cut", "provider-cut", "slow-lossy"]
+FAULTS = len(NAMES)
 GATED_PER_FAULT = 2  # the refund demo run and the orders run each wait for one approval
 
 
@@ -55,14 +57,15 @@ def test_the_short_network_fault_matrix_is_clean_and_leaves_nothing(tmp_path: Pa
     assert result["approvals"] == FAULTS * GATED_PER_FAULT == result["honoured"], done.stdout[-3000:]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # One row per fault, printed: its lost / duplicate / approvals-honoured counts.
-    for fault in ("frontend-cut", "postgres-cut", "slow-lossy"):
+    for fault in NAMES:
         assert any(line.startswith(fault) and line.rstrip().split()[-2] == "ok" for line in lines), fault
     rows = json.loads((tmp_path / "chaos-net.json").read_text())["rows"]
-    assert [row["fault"] for row in rows] == ["frontend-cut", "postgres-cut", "slow-lossy"]
+    assert [row["fault"] for row in rows] == NAMES
     for row in rows:  # every run of the mix ended answered or compensated (1 in 5 demo runs is the failing trip)
         assert row["answered"] + row["compensated"] == row["runs"] and row["compensated"] == 1, row
     # The cut really came mid-call and mid-append (else the fault itself reports a failure, above) ...
     assert "cut off from temporal" in done.stdout and "in the middle of an append" in done.stdout
+    assert "the provider cut off from the workers at a refund request" in done.stdout
     # ... and the lab is gone: its namespaces, its devices, its scratch directory.
     assert namespaces() <= before_namespaces
     assert lab_devices() <= before_devices
