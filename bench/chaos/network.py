@@ -37,12 +37,12 @@ from stores.postgres.pool import Database
 from workflows.inputs import Timeouts
 
 TIMEOUTS = Timeouts(heartbeat_seconds=2.0, model_seconds=10.0)
-# What only a transcript append sends to PostgreSQL: its statement's text, or — once psycopg prepared the
-# statement (its fifth run on a connection) and sends only the parameters — a message body
-# (`stores.transcripts.encode`), which the `bytea[]` parameter carries in PostgreSQL's array text, its quotes
-# escaped. The lab's traffic is plaintext.
 REFUND_REQUEST = b"POST /orders/"  # the orders agent's refund, over plain HTTP
-APPEND = (b"INSERT INTO transcript_", b'"role":"', b'\\"role\\":\\"')
+# What only a transcript append sends to PostgreSQL (the lab's traffic is plaintext): the shared advisory lock its
+# transaction takes first (stores/postgres/transcripts.py: reads take none, a release takes it exclusively), its
+# INSERTs, and the message bodies of its `bytea[]` parameter, in PostgreSQL's array text (quotes escaped) or raw.
+# Several, as a pattern can straddle two packets.
+APPEND = (b"pg_advisory_xact_lock_shared", b"INSERT INTO transcript_", b'"role":"', b'\\"role\\":\\"')
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,20 @@ class FaultRun:
     say: Callable[[str], None]
     approvals: list[Approval] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    approvers: list[asyncio.Task[None]] = field(default_factory=list)
 
     def handle(self, run_id: str) -> RunHandle:
         return self.stack.agents.handle(run_id)
 
-    async def start(self) -> list[asyncio.Task[None]]:
+    async def start(self) -> None:
+        """Start every run, and the approvers of the gated ones: each fault calls it at its own moment (a cut
+        armed for the first append or request is armed before)."""
         for spec in self.specs:
             await self.stack.agents.start(spec.agent, run_id=spec.run_id, options=spec.options, timeouts=TIMEOUTS)
         for run_id in self.orders:
             await self.stack.agents.start("orders", run_id=run_id, timeouts=TIMEOUTS)
         gated = [s.run_id for s in self.specs if s.agent == "refund"] + self.orders
-        return [asyncio.create_task(self.approve(run_id)) for run_id in gated]
+        self.approvers = [asyncio.create_task(self.approve(run_id)) for run_id in gated]
 
     async def approve(self, run_id: str) -> None:
         """Approve the run's one gated call as soon as it waits, exactly once (the server may be unreachable
@@ -180,6 +183,7 @@ async def until(check: Callable[[], Awaitable[object]], timeout: float, interval
 
 async def frontend_cut(f: FaultRun, m: Matrix) -> None:
     run_id, lab = f.orders[0], f.stack.lab
+    await f.start()
 
     async def refunded() -> bool:
         return bool(provider_refunds(f.stack, [run_id]))
@@ -248,17 +252,19 @@ async def completed_by(run: RunHandle, activity_id: str) -> tuple[str, int] | No
 
 async def postgres_cut(f: FaultRun, m: Matrix) -> None:
     lab = f.stack.lab
+    before = lab.packets()
     for worker in WORKERS:  # whichever appends first: the other disarms
         lab.cut_on(worker, "postgres", *APPEND)
     try:
+        await f.start()
 
         async def tripped() -> list[str]:
             return lab.tripped()
 
         cut = await until(tripped, m.deadline)
         if not isinstance(cut, list):
-            seen = {pair: n for pair, n in lab.packets().items() if pair.endswith(">postgres")}
-            f.failures.append(f"postgres-cut: no worker sent a transcript append to cut (packets: {seen})")
+            seen = {pair: n - before.get(pair, 0) for pair, n in lab.packets().items() if pair.endswith(">postgres")}
+            f.failures.append(f"postgres-cut: no worker sent a transcript append to cut (packets since: {seen})")
             return
         worker = cut[0].partition(">")[0]
         f.say(f"postgres-cut: {worker} cut off from postgres in the middle of an append; holding {m.hold:g}s")
@@ -272,6 +278,7 @@ async def provider_cut(f: FaultRun, m: Matrix) -> None:
     for worker in WORKERS:
         lab.cut_on(worker, "provider", REFUND_REQUEST)
     try:
+        await f.start()
 
         async def tripped() -> list[str]:
             return lab.tripped()
@@ -292,6 +299,7 @@ async def slow_lossy(f: FaultRun, m: Matrix) -> None:
     f.stack.lab.degrade(delay_ms=200, loss=0.05)
     f.say(f"slow-lossy: 200 ms each way and 5 % loss on every link for {m.hold:g}s")
     try:
+        await f.start()  # over the degraded network too
         await asyncio.sleep(m.hold)
     finally:
         f.stack.lab.heal()
@@ -310,12 +318,11 @@ async def run_fault(stack: NetStack, name: str, m: Matrix, say: Callable[[str], 
     prefix = f"net-{name}-{m.seed}-{int(time.time() * 1000) % 10**8}"
     specs = plan(m.runs, m.seed, prefix)
     f = FaultRun(stack, name, specs, [f"{prefix}-orders"], say)
-    approvers = await f.start()
     try:
         await FAULTS[name](f, m)
         statuses = await f.settle(time.monotonic() + m.deadline)
     finally:
-        for task in approvers:
+        for task in f.approvers:
             task.cancel()
     late = [run_id for run_id, status in statuses.items() if status not in TERMINAL]
     try:
