@@ -87,11 +87,12 @@ bench: setup
 	$(BIN)/python -m bench all
 
 # Workers (and the Temporal dev server) SIGKILLed at random; fails on a lost run or a duplicate effect. Then the
-# network fault matrix (docs/testing.md, "Network faults"): needs root and iproute2 (exit 2, one line, without).
+# network fault matrix (docs/testing.md, "Network faults"), which fails on any unclean fault; where network
+# namespaces cannot be made (not root, no iproute2) it says so in one line and exits 2, which is let pass here.
 chaos: setup
 	$(BIN)/python -m bench chaos --engine baseline
 	$(BIN)/python -m bench chaos --engine temporal
-	$(BIN)/python -m bench chaos-net
+	$(BIN)/python -m bench chaos-net || test $$? -eq 2
 
 # ruff, then the architecture's import contracts (pyproject.toml [tool.importlinter]).
 lint: setup
