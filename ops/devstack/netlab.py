@@ -209,7 +209,7 @@ class Lab:
         self._say({"arm": ends | {"match": [m.decode() for m in matches]}})
 
     def tripped(self) -> list[str]:
-        """The cuts `cut_on` made so far, as `a>b` (host names)."""
+        """The cuts `cut_on` made since the last `heal`, as `a>b` (host names)."""
         names = {h.device: h.name for h in self.hosts.values()}
         found = self._say({"ask": "tripped"})["tripped"]
         return [">".join(names[d] for d in pair.split(">")) for pair in found]
@@ -225,6 +225,7 @@ class Lab:
         self.link("*", "*", delay_ms=delay_ms, loss=loss)
 
     def heal(self) -> None:
+        """Every link as it was made: rules off, armed cuts disarmed, their trips forgotten."""
         self._say({"clear": True})
 
     def close(self) -> None:

@@ -14,10 +14,10 @@ per change, answering `ok` to each:
     {"arm": {"from": "w1", "to": "postgres", "match": ["INSERT", ...]}} (cut both ways at the first packet
                                                                        from w1 to postgres holding any of these
                                                                        bytes, that packet included: mid-request)
-    {"clear": true}                                                    (every rule and armed cut off)
+    {"clear": true}                                                    (every rule, armed cut and trip off)
 
 The first packet that matches an armed pair trips it and disarms every other. Each answer is `ok` and, as JSON,
-the cuts that armed rules made so far and the packets seen per pair of hosts (delivered or not):
+the cuts that armed rules made since the last clear and the packets seen per pair of hosts (delivered or not):
 `ok {"tripped": ["w1>postgres"], "packets": {"w1>temporal": 812, ...}}`.
 
 The devices live as long as this process: when it exits (or is killed), the kernel deletes them.
@@ -116,6 +116,7 @@ class Wire:
         if command.get("clear"):
             self.rules.clear()
             self.armed.clear()
+            self.tripped.clear()
         if "arm" in command:
             spec = command["arm"]
             self.armed[(spec["from"], spec["to"])] = [m.encode() for m in spec["match"]]

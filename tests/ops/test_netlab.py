@@ -99,6 +99,7 @@ def test_an_armed_cut_trips_at_the_first_packet_with_its_bytes(lab: Lab):
     assert round_trip(lab, "a", timeout=1.5) is None  # and a stays cut off until the heal
     lab.heal()
     assert round_trip(lab, "a") is not None
+    assert lab.tripped() == []  # a heal forgets the trip: the next armed cut's is its own
 
 
 def test_nothing_of_a_lab_outlives_it_even_when_its_block_fails():
