@@ -39,10 +39,10 @@ from workflows.inputs import Timeouts
 TIMEOUTS = Timeouts(heartbeat_seconds=2.0, model_seconds=10.0)
 REFUND_REQUEST = b"POST /orders/"  # the orders agent's refund, over plain HTTP
 # What only a transcript append sends to PostgreSQL (the lab's traffic is plaintext): the shared advisory lock its
-# transaction takes first (stores/postgres/transcripts.py: reads take none, a release takes it exclusively), its
-# INSERTs, and the message bodies of its `bytea[]` parameter, in PostgreSQL's array text (quotes escaped) or raw.
-# Several, as a pattern can straddle two packets.
-APPEND = (b"pg_advisory_xact_lock_shared", b"INSERT INTO transcript_", b'"role":"', b'\\"role\\":\\"')
+# transaction takes first (stores/postgres/transcripts.py: reads take none, a release takes it exclusively) and its
+# INSERTs — as text until psycopg prepared them, on a connection's fifth run — and always its message bodies, which
+# the `bytea[]` parameter carries hex-encoded: `"role":"` below. Several, as one can straddle two packets.
+APPEND = (b"pg_advisory_xact_lock_shared", b"INSERT INTO transcript_", b'"role":"'.hex().encode())
 
 
 @dataclass(frozen=True)
