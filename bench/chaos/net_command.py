@@ -22,8 +22,9 @@ import tempfile
 from pathlib import Path
 
 from bench.chaos.net_invariants import Row, table
+from bench.chaos.net_run import LONG, SHORT, Matrix
 from bench.chaos.net_stack import net_stack
-from bench.chaos.network import FAULTS, LONG, SHORT, Matrix, run_fault
+from bench.chaos.network import FAULTS, run_fault
 from bench.cli import Command, register
 from ops.devstack.netlab import Lab, why_unavailable
 from ops.devstack.signals import until_signalled
