@@ -29,6 +29,7 @@ COMMANDS: dict[str, Command] = {}
 COMMAND_MODULES = [
     "bench.commands",
     "bench.chaos.command",
+    "bench.chaos.net_command",
     "bench.history",
     "bench.real_model",
     "bench.delegation",

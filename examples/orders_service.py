@@ -4,7 +4,7 @@ It behaves like a real payments provider: `POST /orders/{id}/refund` with an `Id
 refunds at most once per key — a retry with the same key gets the first answer back, never a second
 refund. State is in SQLite, so every effect can be counted (`GET /refunds`).
 
-    python -m examples.orders_service --port 8090 --db .data/orders.db [--slow-after-effect 2]
+    python -m examples.orders_service --port 8090 --db .data/orders.db [--slow-after-effect 2] [--host 127.0.0.1]
 
 `--slow-after-effect S` waits S seconds after a refund committed, before answering: the window in which a
 worker that dies has made the effect without learning it did — the case the key exists for.
@@ -94,14 +94,15 @@ def handler(orders: Orders, slow_after_effect: float) -> type[BaseHTTPRequestHan
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.orders_service")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (a lab host's own, say)")
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--db", type=Path, default=Path(".data/orders.db"))
     parser.add_argument("--slow-after-effect", type=float, default=0.0)
     args = parser.parse_args(argv)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(Orders(args.db), args.slow_after_effect))
+    server = ThreadingHTTPServer((args.host, args.port), handler(Orders(args.db), args.slow_after_effect))
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: threading.Thread(target=server.shutdown).start())
-    print(f"orders service on http://127.0.0.1:{server.server_port}", flush=True)
+    print(f"orders service on http://{args.host}:{server.server_port}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     return 0

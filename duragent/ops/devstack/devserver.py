@@ -63,13 +63,15 @@ def server_command(
     headless: bool = False,
     extra: list[str] | None = None,
     profile: ServerProfile = TUNED,
+    ip: str = "127.0.0.1",
 ) -> list[str]:
+    """`ip`: the frontend's address; a host of a network lab (duragent/ops/devstack/netlab.py) listens on its own."""
     command = [
         str(TEMPORAL_BIN),
         "server",
         "start-dev",
         "--ip",
-        "127.0.0.1",
+        ip,
         "--port",
         str(port),
         "--db-filename",

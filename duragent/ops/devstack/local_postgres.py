@@ -36,10 +36,11 @@ class LocalPostgres:
     """A server that may be stopped and started again (the fault tests do). `settings` are server settings
     (`-c name=value`) on top of PostgreSQL's defaults."""
 
-    def __init__(self, bin_dir: Path, *, settings: Mapping[str, str] | None = None) -> None:
+    def __init__(self, bin_dir: Path, *, settings: Mapping[str, str] | None = None, parent: Path | None = None) -> None:
+        """`parent`: where its directory goes (default: the temp directory, which the `postgres` user must reach)."""
         self.bin_dir = bin_dir
         self.settings = dict(settings or {})
-        self.dir = Path(tempfile.mkdtemp(prefix="pg-local-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="pg-local-", dir=parent))
         self.data = self.dir / "data"
         self.log = self.dir / "server.log"
         self.port = free_port()
