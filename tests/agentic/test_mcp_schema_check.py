@@ -109,7 +109,7 @@ def test_no_dialect_named_in_the_schema_brings_backtracking_back():
     recursive = {"$schema": draft7, "properties": {"q": {"pattern": "^(a+)+$"}, "child": {"$ref": "#"}}}
     started = time.perf_counter()
     problems = argument_errors(recursive, {"child": {"child": {"q": "a" * 30 + "!"}}})
-    assert time.perf_counter() - started < 1.0  # on `re`, about a minute
+    assert time.perf_counter() - started < 10.0  # on `re`, about a minute; generous for a loaded machine
     assert problems is not None and problems.startswith("child.child.q: ")
 
 
@@ -125,7 +125,8 @@ def test_a_schema_that_takes_exponential_time_to_check_is_cut_off_at_the_deadlin
         argument_errors(schema, {"q": "no"})
         == "checking them against the server's schema took over 0.3s (CHECK_SECONDS)"
     )
-    assert time.perf_counter() - started < 1.0  # the check stopped: no thread left spinning
+    # The check stopped near its deadline (unbounded, 2^40 branches never end); generous for a loaded machine.
+    assert time.perf_counter() - started < 10 * 0.3
 
 
 def test_a_schema_that_cannot_be_checked_is_a_clear_refusal_never_an_exception():
