@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from datetime import timedelta
 
@@ -24,6 +23,7 @@ from bench.floor import (
 )
 from duragent.config.settings import STICKY_TIMEOUT, Settings
 from duragent.connection import connect
+from duragent.ops.devstack.signals import serve_until_stopped
 
 
 async def main() -> None:
@@ -41,13 +41,7 @@ async def main() -> None:
         # fire, and a batch's server CPU counts them only if they fire before the batch settles.
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        print(f"worker ready: floor {settings.address} queue={settings.task_queue}", flush=True)
-        await stop.wait()
+    await serve_until_stopped(worker, f"worker ready: floor {settings.address} queue={settings.task_queue}")
     print("worker stopped", flush=True)
 
 

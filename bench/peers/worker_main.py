@@ -3,9 +3,7 @@ environment, a `worker ready` line, SIGTERM to drain), with the worker settings 
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +14,7 @@ from temporalio.client import Client, Plugin
 from temporalio.worker import Worker
 
 from duragent.config.settings import STICKY_TIMEOUT
+from duragent.ops.devstack.signals import serve_until_stopped
 
 
 async def serve(
@@ -33,13 +32,7 @@ async def serve(
         graceful_shutdown_timeout=timedelta(seconds=10),
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        print(f"worker ready: {name} {address} queue={queue}", flush=True)
-        await stop.wait()
+    await serve_until_stopped(worker, f"worker ready: {name} {address} queue={queue}")
     print("worker stopped", flush=True)
     sys.stdout.flush()
     os._exit(0)  # as worker.py: interpreter teardown can abort after a clean shutdown

@@ -192,7 +192,7 @@ AUDIT_3 = [
     AuditMutant(
         "M19",
         "workflows/visibility.py",
-        "updates = by_time if by_time == by_steps or workflow.patched(PROGRESS_BY_TIME) else by_steps",
+        "updates = by_time if by_time_rule else by_steps",
         "updates = by_time",
         "runs recorded before progress-by-time replay with the old every-5-steps rule (workflow.patched)",
         _t("temporal/replay"),

@@ -13,9 +13,7 @@ TEMPORAL_TASK_QUEUE and the rest of docs/operations.md. In Python, `duragent.bui
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +28,7 @@ from duragent.ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from duragent.ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from duragent.ops.cli.connection import require_namespace
 from duragent.ops.cli.output import CliError
+from duragent.ops.devstack.signals import serve_until_stopped
 from duragent.stores import configured as stores
 from duragent.stores.configured import transcripts_for
 from duragent.versioning import WorkerVersioningError, worker_deployment
@@ -73,19 +72,13 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
         settings=settings,
         worker_keys=worker_keys,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        print(
-            f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
-            f"agents={','.join(sorted(a.name or '' for a in agents))}"
-            + (f" build={settings.deployment_name}:{settings.build_id}" if settings.build_id else "")
-            + (f" metrics=http://{settings.metrics_address}/metrics" if settings.metrics_address else ""),
-            flush=True,
-        )
-        await stop.wait()
+    ready = (
+        f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
+        f"agents={','.join(sorted(a.name or '' for a in agents))}"
+        + (f" build={settings.deployment_name}:{settings.build_id}" if settings.build_id else "")
+        + (f" metrics=http://{settings.metrics_address}/metrics" if settings.metrics_address else "")
+    )
+    await serve_until_stopped(worker, ready)
     observability.shutdown_tracing()
     print("worker stopped", flush=True)
     return 0

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -118,9 +119,32 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port free on 127.0.0.1 now, from below the kernel's ephemeral range when it can.
+
+    A port from `bind(0)` is an ephemeral one, which any process's outgoing connection may take as its local port
+    before the server we start binds it: a model server that loads for seconds lost its port that way (`[Errno 98]
+    address already in use` in a full `make test`). Below the range only another server's bind can take it, and
+    the pick is random, so two pickers rarely meet."""
+    low, high = _below_the_ephemeral_range()
+    for _ in range(100):
+        port = random.randint(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # nothing free down there (or no range to read): the kernel's choice
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _below_the_ephemeral_range() -> tuple[int, int]:
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first = 32768  # Linux's default
+    return (10000, first - 1) if first > 11000 else (1024, 1024)
 
 
 @dataclass

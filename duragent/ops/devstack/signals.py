@@ -17,7 +17,7 @@ import asyncio
 import functools
 import signal
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -102,3 +102,16 @@ async def until_signalled(work: Awaitable[T], signals: tuple[signal.Signals, ...
         for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
             signal.signal(sig, handler)
+
+
+async def serve_until_stopped(worker: AbstractAsyncContextManager[Any], ready: str) -> None:
+    """Run `worker` until SIGINT or SIGTERM, printing `ready` once it polls: the contract of every worker process
+    (duragent/ops/devstack/worker_process.py waits for a `worker ready` line; SIGTERM drains it). On the event
+    loop's own handlers, so the signal is taken between awaits and the worker's `async with` drains it."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(ready, flush=True)
+        await stop.wait()
