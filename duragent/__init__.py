@@ -21,10 +21,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from duragent._source_layout import map_the_checkouts_folders
-
-map_the_checkouts_folders()  # in a source checkout, its own workflows/ and activities/ (duragent/_source_layout.py)
-
 # Each public name is imported where it lives on first use (PEP 562): a program loads only what it touches.
 # The checkpoint runner's `job` needs `run` and the client's errors, not Temporal's worker, the workflows and
 # the activities, which `import duragent` loaded whole: a third of every `job` process's start-up CPU.
