@@ -6,6 +6,7 @@ streams per principal); only the streams' lifetime is shortened (`--stream-secon
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -13,9 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
-from duragent.ops.http.connections import UNAUTHENTICATED_SHARE
+from duragent.config.http_clients import tls_context
+from duragent.ops.http.connections import STRANGER_GRACE, UNAUTHENTICATED_SHARE
 from duragent.ops.http.serve import MAX_CONNECTIONS
 from duragent.ops.http.streams import MAX_STREAMS_PER_PRINCIPAL
 from tests.support.runs_api_stack import APPROVER, VIEWER, ApiStack, checkpoint_stack, finished, waiting
@@ -125,14 +128,20 @@ def test_a_process_without_a_token_holding_idle_sockets_keeps_no_approver_out(st
     idle = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(MAX_CONNECTIONS)]
     try:
         the_approver_lists_and_sees(stack, run_id)
-        # Past their share, the server closed the strangers' oldest sockets to make room: never more than
-        # 48 held, and no answer was sent on them.
-        closed = 0
-        for s in idle:
-            s.setblocking(False)
-            with contextlib.suppress(BlockingIOError):
-                closed += s.recv(1) == b""
-        assert closed >= MAX_CONNECTIONS - int(MAX_CONNECTIONS * UNAUTHENTICATED_SHARE), closed
+        # Once their grace to send a request is over, past their share, the server closed the strangers'
+        # oldest sockets: never more than 48 held, and no answer was sent on them.
+        closed: set[int] = set()
+        deadline = time.monotonic() + STRANGER_GRACE + 10
+        while (
+            len(closed) < MAX_CONNECTIONS - int(MAX_CONNECTIONS * UNAUTHENTICATED_SHARE) and time.monotonic() < deadline
+        ):
+            for i, s in enumerate(idle):
+                s.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    if s.recv(1) == b"":
+                        closed.add(i)
+            time.sleep(0.1)
+        assert len(closed) >= MAX_CONNECTIONS - int(MAX_CONNECTIONS * UNAUTHENTICATED_SHARE), len(closed)
     finally:
         for s in idle:
             s.close()
@@ -178,3 +187,23 @@ def test_an_approver_gets_in_while_a_process_reopens_every_socket_the_server_clo
         for holder in holders:
             holder.join(10)
     assert opened[0] >= MAX_CONNECTIONS  # the attack did run
+
+
+def test_a_client_with_fifty_requests_in_flight_gets_fifty_answers(stack: ApiStack) -> None:
+    """Issue 50 (found by the bench's approvals through the runs API): a client with many requests at once
+    opens as many connections in one burst, accepted before any of their requests is read. Judged at accept
+    time, everyone past the strangers' share (48) was closed unanswered (`httpx.ReadError`); each now has
+    `STRANGER_GRACE` to send its request, and all 50 are answered."""
+    in_flight = int(MAX_CONNECTIONS * UNAUTHENTICATED_SHARE) + 2
+
+    async def burst() -> list[int]:
+        limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+        headers = {"Authorization": f"Bearer {APPROVER}"}
+        async with httpx.AsyncClient(
+            base_url=stack.url, headers=headers, limits=limits, timeout=30, verify=tls_context()
+        ) as http:
+            answers = await asyncio.gather(*(http.get("/runs") for _ in range(in_flight)), return_exceptions=True)
+        return [a.status_code if isinstance(a, httpx.Response) else repr(a) for a in answers]  # type: ignore[misc]
+
+    for _ in range(3):  # three bursts, each on new connections
+        assert asyncio.run(burst()) == [200] * in_flight

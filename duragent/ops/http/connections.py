@@ -14,13 +14,17 @@ local process's idle socket look alike until a request arrives with a token. So 
 on its client holds nothing another needs:
 
 - A connection is *vouched for* once one of its requests was authenticated (`vouch`, called by
-  duragent/ops/http/auth.py). Unauthenticated connections may hold at most `UNAUTHENTICATED_SHARE` of the slots
-  (48 of 64): past it, the newcomer takes the place of the unauthenticated connection that has waited longest
-  on its client (its first request, or the rest of one). The other quarter stays for token holders.
+  duragent/ops/http/auth.py). A new connection has `STRANGER_GRACE` (1 s) to send its request: every real
+  client sends it at once, but a burst of them is accepted before any head is read (a client with 50
+  requests in flight opens 50 connections in one go), so judging a newcomer at its accept closed honest
+  connections unanswered (issue 50: the bench's approvals through the runs API failed so). Past its grace, an
+  unauthenticated connection counts in `UNAUTHENTICATED_SHARE` of the slots (48 of 64): over it, the ones
+  that have waited longest on their client (their first request, or the rest of one) are closed. The other
+  quarter stays for token holders.
 - When all the slots are taken, the newcomer takes the place of the connection that has waited longest on
-  its client: unauthenticated first, else an authenticated one idle between two requests (a keep-alive any
-  HTTP client must expect to lose). Only if every connection has a request in flight (an app at work, an
-  SSE stream) is the newcomer answered 503.
+  its client: unauthenticated first (past its grace, else within it), else an authenticated one idle between
+  two requests (a keep-alive any HTTP client must expect to lose). Only if every connection has a request in
+  flight (an app at work, an SSE stream) is the newcomer answered 503.
 
 So a process without a token cannot keep an approver out by holding idle sockets, however fast it reopens
 them: the approver's connection evicts one of them, and once its request is authenticated it is no longer
@@ -46,6 +50,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 _CLIENT_OWES = (h11.IDLE, h11.SEND_BODY)  # their states in which we wait on them
 _NOT_ANSWERING = (h11.IDLE, h11.SEND_RESPONSE, h11.DONE)  # ours in which nothing is in flight (no head yet, or done)
 UNAUTHENTICATED_SHARE = 0.75  # of the slots, at most, for connections no authenticated request vouched for
+STRANGER_GRACE = 1.0  # seconds a new connection has to send its first request before it counts in that share
 _VOUCH = "agent.vouch"  # the ASGI scope's extension through which the app vouches for its connection
 
 
@@ -64,8 +69,10 @@ class BoundedH11Protocol(H11Protocol):
         self.limit_concurrency = None  # uvicorn's check per request: decided in connection_made instead
         self.read_timeout = float(self.timeout_keep_alive)
         self.vouched = False
+        self._accepted_at = 0.0
         self._quiet_since = 0.0  # the client's last byte, or the end of our last answer: whichever is later
         self._read_timer: asyncio.TimerHandle | None = None
+        self._share_timer: asyncio.TimerHandle | None = None
         app = self.app
 
         async def app_with_vouch(scope: Any, receive: Any, send: Any) -> None:
@@ -79,25 +86,48 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)  # counts this connection in the server's `connections`
-        self._quiet_since = self.loop.time()
-        if self.max_connections is not None and not self._make_room(self.max_connections):
-            self.limit_concurrency = 0  # uvicorn's own rule then answers this connection's request 503, and closes
+        self._accepted_at = self._quiet_since = self.loop.time()
+        if self.max_connections is not None:
+            if not self._make_room(self.max_connections):
+                self.limit_concurrency = 0  # uvicorn's own rule then answers this request 503, and closes
+            self._share_timer = self.loop.call_later(STRANGER_GRACE, self._keep_share, self.max_connections)
         self._read_timer = self.loop.call_later(self.read_timeout, self._check_reads)
 
-    def _make_room(self, most: int) -> bool:
-        """Room for this new connection, by closing one that waits on its client if need be (above)."""
-        others = [
+    def _open_others(self) -> list[BoundedH11Protocol]:
+        return [
             c
             for c in self.connections
             if c is not self and isinstance(c, BoundedH11Protocol) and not c.transport.is_closing()
         ]
-        strangers = [c for c in others if not c.vouched]
-        if len(strangers) + 1 > int(most * UNAUTHENTICATED_SHARE):  # past their share: room among themselves
-            _close_longest_waiting(strangers, idle_only=False)
-        full = 1 + sum(1 for c in others if not c.transport.is_closing()) > most
-        if full and not _close_longest_waiting(strangers, idle_only=False):
-            _close_longest_waiting([c for c in others if c.vouched], idle_only=True)
-        return 1 + sum(1 for c in others if not c.transport.is_closing()) <= most
+
+    def _make_room(self, most: int) -> bool:
+        """Room for this new connection, by closing one that waits on its client if all are taken (above)."""
+        others = self._open_others()
+        if 1 + len(others) > most:
+            strangers = [c for c in others if not c.vouched]
+            now = self.loop.time()
+            if not (
+                _close_longest_waiting([c for c in strangers if c._past_grace(now)], idle_only=False)
+                or _close_longest_waiting(strangers, idle_only=False)
+            ):
+                _close_longest_waiting([c for c in others if c.vouched], idle_only=True)
+        return 1 + len(self._open_others()) <= most
+
+    def _keep_share(self, most: int) -> None:
+        """This connection's grace is over: if the unauthenticated ones past theirs hold more than their
+        share, close those that have waited longest on their client until they do not."""
+        if self.vouched or self.transport.is_closing():
+            return
+        now = max(self.loop.time(), self._accepted_at + STRANGER_GRACE)  # a timer may fire a hair early
+        everyone = [self, *self._open_others()]
+        strangers = [c for c in everyone if not c.vouched and c._past_grace(now)]
+        for _ in range(len(strangers) - int(most * UNAUTHENTICATED_SHARE)):
+            if not _close_longest_waiting(strangers, idle_only=False):
+                return
+            strangers = [c for c in strangers if not c.transport.is_closing()]
+
+    def _past_grace(self, now: float) -> bool:
+        return now - self._accepted_at >= STRANGER_GRACE
 
     def _waiting(self, *, idle_only: bool) -> bool:
         """Whether we wait on the client with nothing in flight: `idle_only`, only between two requests."""
@@ -114,8 +144,9 @@ class BoundedH11Protocol(H11Protocol):
         super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._read_timer is not None:
-            self._read_timer.cancel()
+        for timer in (self._read_timer, self._share_timer):
+            if timer is not None:
+                timer.cancel()
         super().connection_lost(exc)
 
     def _check_reads(self) -> None:
