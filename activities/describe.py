@@ -36,7 +36,12 @@ class DescribeActivities:
         model = self.served.model(served, input.model)
         options = self.served.options(served, input.options)
         spec = served.agent.spec(options, model=input.model or model.name)
-        recorded = {"approver_keys": self.served.approver_keys, "engine": self.engine, "progress_by_time": True}
+        recorded = {
+            "approver_keys": self.served.approver_keys,
+            "engine": self.engine,
+            "progress_by_time": True,
+            "progress_by_work": True,
+        }
         return DescribedAgent(**dict(spec) | recorded)
 
 

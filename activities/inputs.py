@@ -84,6 +84,11 @@ class DescribedAgent(AgentSpec):
     # from the records of runs described before: those ask the patch where the rules differ, as they did
     # (workflows/visibility.py).
     progress_by_time: bool = False
+    # Issue 50: by the activities' own time rather than by workflow time, which under load counts the waits in
+    # the server's queues, so that every run of a loaded worker published its progress mid-run (about two
+    # upserts a run, each an event and a visibility write) just when the server had least to spare. Absent
+    # (False) from the records of runs described before: those keep the rule they started with.
+    progress_by_work: bool = False
 
 
 class TranscriptPart(OmitDefaults):
@@ -144,7 +149,16 @@ class ModelCallInput(OmitDefaults):
     )
 
 
-class ModelStep(OmitDefaults):
+class Worked(OmitDefaults):
+    """A step's result, with how long the activity worked on it: what a run publishes its progress by
+    (workflows/visibility.py), unlike workflow time, which also counts the waits in a loaded server's queues."""
+
+    worked_ms: int = Field(
+        0, ge=0, description="The activity's own time on this step, in ms (0, and left out: under 1 ms, or older)."
+    )
+
+
+class ModelStep(Worked):
     reply: ModelReply
     head: str | None = Field(
         None, description="The transcript stored up to and with the reply (None only in older histories)."
@@ -168,7 +182,7 @@ class ToolCallInput(OmitDefaults):
     )
 
 
-class ToolStep(OmitDefaults):
+class ToolStep(Worked):
     result: ToolResult
     head: str | None = Field(
         None, description="The transcript stored up to and with the result (None: cancelled, nothing stored)."

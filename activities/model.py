@@ -30,6 +30,7 @@ from duragent.activities.heartbeat import heartbeating, in_thread
 from duragent.activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from duragent.activities.served import ServedAgents
 from duragent.activities.transcripts import claim_checked, stored_here
+from duragent.activities.worked import timed
 from duragent.stores.transcripts import Transcripts
 
 
@@ -52,6 +53,9 @@ class ModelActivities:
 
     @activity.defn(name="call_model")
     async def call_model(self, input: ModelCallInput) -> ModelStep:
+        return await timed(self._call_model(input))
+
+    async def _call_model(self, input: ModelCallInput) -> ModelStep:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)

@@ -25,6 +25,7 @@ from duragent.activities.inputs import CompensationInput, PayloadLimits, ToolCal
 from duragent.activities.recorded import recorded_tool_call
 from duragent.activities.served import ServedAgent, ServedAgents
 from duragent.activities.transcripts import claim_checked, stored_here
+from duragent.activities.worked import timed
 from duragent.stores.transcripts import Transcripts
 
 NOT_APPROVED = "NotApproved"  # a tool that requires confirmation was not shown a valid approval: nothing was done
@@ -41,6 +42,9 @@ class ToolActivities:
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
+        return await timed(self._run_tool(input))
+
+    async def _run_tool(self, input: ToolCallInput) -> ToolStep:
         run_id = calling_run(input.run_id)
         call = input.call
         key = idempotency_key(run_id, call.identity)

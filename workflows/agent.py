@@ -217,7 +217,9 @@ class AgentWorkflow:
                 ) from exc
         spec = self.spec
         self.handover_at = _handover_policy(input, spec)
-        self.publish.by_time_recorded = isinstance(spec, DescribedAgent) and spec.progress_by_time
+        recorded = spec if isinstance(spec, DescribedAgent) else None  # the rule its progress is published by
+        self.publish.by_work_recorded = recorded is not None and recorded.progress_by_work
+        self.publish.by_time_recorded = recorded is not None and recorded.progress_by_time
         # The MCP tools the model is offered: the recorded ones, as one document in the transcript store.
         self.mcp_schemas = schemas_of(spec.tools)
         self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas else None
@@ -381,6 +383,7 @@ class AgentWorkflow:
             raise ApplicationError(
                 f"{self.label} failed: {_cause(exc)}", type="ModelCallFailed", non_retryable=True
             ) from exc
+        self.publish.add_work(reply.worked_ms)
         self.transcript.advance(reply.head, self.loop.model_replied(reply.reply))
 
     async def _run_tool(self, step: RunTool) -> None:
@@ -434,6 +437,7 @@ class AgentWorkflow:
             failed = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
             self.transcript.add(self.loop.tool_finished(failed))
             return
+        self.publish.add_work(done.worked_ms)
         self.transcript.advance(done.head, self.loop.tool_finished(done.result))
         self.loop.state.slim_records()  # the output lives in the transcript store, not in state
 

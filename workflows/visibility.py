@@ -16,21 +16,24 @@ with workflow.unsafe.imports_passed_through():
 
 
 # Step, tokens and cost change every step. They are published when the status changes (the end included),
-# and otherwise at most once per PROGRESS_INTERVAL of workflow time (issue 36): a run of fast steps publishes
-# them once, at its end, instead of paying an upsert — a history event and a visibility write that slow
-# the steps around it — every few steps, while a step that takes seconds (a real model) still shows at once.
-# The `progress` query is exact at any time.
+# and otherwise once the activities have worked PROGRESS_INTERVAL since they were last published (issue 50): a
+# run of fast steps publishes them once, at its end, instead of paying an upsert — a history event and a
+# visibility write that slow the steps around it — every few steps, while a step that works for seconds (a real
+# model) still shows at once. The `progress` query is exact at any time.
 PROGRESS_INTERVAL = timedelta(seconds=2)
 
-# Before issue 36 they were refreshed every PROGRESS_EVERY steps. A run whose history was written so keeps
-# that rule. A run knows which rule it follows from its start's record (`DescribedAgent.progress_by_time`,
-# set by today's workers): by time, asking nothing. A run whose record predates that field asks
-# `workflow.patched(PROGRESS_BY_TIME)` where the two rules would upsert differently (a marker when it runs
-# on; false when replaying a history older than issue 36; true replaying one that recorded the marker) and
-# follows the answer to its end. The record replaces the marker because a marker comes with an upsert of
-# `TemporalChangeVersion`: on a loaded worker every run lasts over the interval, and so paid two events more
-# (and their reads on the server; the upsert shares its visibility write with the progress upsert beside it)
-# than before issue 36 (issue 50, docs/benchmarks.md).
+# The time counted is what the model and tool activities report they worked (`Worked.worked_ms`), not workflow
+# time. Issue 36 counted workflow time; under load that counts the waits in the server's queues too, so every run
+# of a loaded worker lasted over the interval and published its progress mid-run (~1.8 upserts a run at 1,000
+# concurrent runs), adding visibility writes just when the server had least to spare (issue 50,
+# docs/benchmarks.md). Before issue 36 progress was refreshed every PROGRESS_EVERY steps.
+#
+# A run follows the rule its start's record names (`DescribedAgent.progress_by_work`, `.progress_by_time`, set
+# by the workers of each change), asking nothing, so replaying any recorded history issues the commands it was
+# recorded with. A run whose record predates both asks `workflow.patched(PROGRESS_BY_TIME)` where the time and
+# step rules would upsert differently (a marker when it runs on; false when replaying a history older than issue
+# 36; true replaying one that recorded the marker) and follows the answer to its end. The records replaced the
+# marker because a marker comes with an upsert of `TemporalChangeVersion`: two events more per run (issue 50).
 PROGRESS_EVERY = 5
 PROGRESS_BY_TIME = "progress-by-time"
 
@@ -52,7 +55,15 @@ class Publisher:
         self.started = False
         self.search_attributes = search_attributes  # False: the run asked to publish none (AgentInput)
         self.progress_at: datetime | None = None  # workflow time progress was last due (by time)
-        self.by_time_recorded = False  # the run's start record says: by time (set once the spec is recorded)
+        self.worked = timedelta()  # the activities' work since progress was last due (by work)
+        # The rule the run's start record names (set once the spec is recorded): by work, by time, or (neither,
+        # an older record) ask the patch between the time and step rules.
+        self.by_work_recorded = False
+        self.by_time_recorded = False
+
+    def add_work(self, worked_ms: int) -> None:
+        """An activity finished a step, having worked `worked_ms` on it (its result says, so a replay adds the same)."""
+        self.worked += timedelta(milliseconds=worked_ms)
 
     def __call__(
         self, status: str, agent: str, state: LoopState, book: ApprovalBook, label: str, *, charged: bool = False
@@ -85,17 +96,23 @@ class Publisher:
         wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
         changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
         now = workflow.now()
-        due = changed or charged or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL
+        at_once = changed or charged or self.progress_at is None
+        if self.by_work_recorded:
+            due = at_once or self.worked >= PROGRESS_INTERVAL
+        else:
+            due = at_once or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL
         if due:
-            self.progress_at = now
+            self.progress_at, self.worked = now, timedelta()
         if not self.search_attributes:
             return
         progress = sa.progress_values(state.consumed)
-        by_time = _changes(wanted | progress if due else wanted, current)
-        every_few_steps = changed or charged or state.consumed.steps % PROGRESS_EVERY == 0
-        by_steps = _changes(wanted | progress if every_few_steps else wanted, current)
-        by_time_rule = by_time == by_steps or self.by_time_recorded or workflow.patched(PROGRESS_BY_TIME)
-        updates = by_time if by_time_rule else by_steps
+        updates = _changes(wanted | progress if due else wanted, current)
+        if not (self.by_work_recorded or self.by_time_recorded):
+            # A record older than both: where the time rule and the old step rule differ, the patch decides.
+            every_few_steps = changed or charged or state.consumed.steps % PROGRESS_EVERY == 0
+            by_steps = _changes(wanted | progress if every_few_steps else wanted, current)
+            if updates != by_steps and not workflow.patched(PROGRESS_BY_TIME):
+                updates = by_steps
         if updates:
             workflow.upsert_search_attributes([key.value_set(value) for key, value in updates.items()])  # type: ignore[attr-defined]
 

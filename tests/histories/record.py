@@ -43,6 +43,9 @@ RECORDINGS = {
     # Issue 36: nine fast steps, progress published by workflow time — the run records the patch marker
     # (`progress-by-time`) where the rule of every 5th step would have upserted.
     "migration-by-time": (AgentInput(agent="migration", options={"records": 8}), None),
+    # Issue 50: progress published by the activities' work — two migrations of 2.1 s each publish it mid-run,
+    # their `worked_ms` in the tool results; the record says `progress_by_work`.
+    "migration-by-work": (AgentInput(agent="migration", options={"records": 2, "step_delay": 2.1}), None),
 }
 
 

@@ -192,19 +192,19 @@ AUDIT_3 = [
     AuditMutant(
         "M19",
         "workflows/visibility.py",
-        "updates = by_time if by_time_rule else by_steps",
-        "updates = by_time",
+        "                updates = by_steps",
+        "                pass",
         "runs recorded before progress-by-time replay with the old every-5-steps rule (workflow.patched)",
         _t("temporal/replay"),
     ),
     AuditMutant(
         "M20",
         "workflows/visibility.py",
-        "due = changed or charged or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL",
-        "due = changed or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL",
+        "at_once = changed or charged or self.progress_at is None",
+        "at_once = changed or self.progress_at is None",
         (
-            "a delegated child's consumption charged to the parent is published at once, not at the next 2 s of "
-            "workflow time"
+            "a delegated child's consumption charged to the parent is published at once, not after the next 2 s "
+            "of the activities' work"
         ),
         _t("temporal/delegation", "temporal/visibility_writes"),
     ),

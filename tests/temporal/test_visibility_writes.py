@@ -2,9 +2,10 @@
 first publish would write, so that publish writes nothing, and such a run writes no empty approvals memo (a
 missing one reads as none) — two history events (and two visibility writes) fewer per run — while what
 visibility shows stays the same. A run started without them (a raw start, an older client) still publishes
-them itself. Issue 36: progress (step, tokens, cost) is published by workflow time, not every 5th step — a fast
-run shows it at its end only, a slow step at once — and a run records which rule it follows (a patch marker)
-only where the two rules would differ."""
+them itself. Issue 36: progress (step, tokens, cost) is published by time, not every 5th step — a fast run shows
+it at its end only, a slow step at once. Issue 50: the time is what the activities worked, not workflow time (a
+run slowed by waits publishes no more than a fast one), and a run follows the rule its start's record names;
+one whose record names none asks a patch where the old rules would differ."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ async def test_a_run_started_without_search_attributes_writes_none(skipping_env,
 async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, ledger, task_queue):
     """Nine fast steps: the rule of every 5th step would have upserted step 5 on the way; by time, the progress
     is shown once, at the end, with the status. The run follows the new rule because its start's record says so
-    (`progress_by_time`): no patch marker, no `TemporalChangeVersion` upsert (issue 50)."""
+    (`progress_by_work`): no patch marker, no `TemporalChangeVersion` upsert (issue 50)."""
     async with new_worker(skipping_env.client, task_queue, ledger):
         run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
             agent_named("migration"), options={"records": 8}
@@ -125,12 +126,10 @@ async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, l
 
 
 async def test_a_run_described_before_the_record_asks_the_patch(skipping_env, ledger, task_queue, monkeypatch):
-    """A run whose start record has no `progress_by_time` (described by a worker before issue 50, and still in
-    flight at the deploy) asks `workflow.patched` where the rules first differ, as it did: by time, with the
-    marker and the SDK's `TemporalChangeVersion` — the same commands its history was recorded with."""
-    monkeypatch.setattr(
-        describe, "DescribedAgent", lambda **fields: DescribedAgent(**fields | {"progress_by_time": False})
-    )
+    """A run whose start record names no rule (described by a worker before issue 50, and still in flight at
+    the deploy) asks `workflow.patched` where the rules first differ, as it did: by time, with the marker and the
+    SDK's `TemporalChangeVersion` — the same commands its history was recorded with."""
+    recorded_by(monkeypatch, progress_by_time=False, progress_by_work=False)
     async with new_worker(skipping_env.client, task_queue, ledger):
         run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
             agent_named("migration"), options={"records": 8}
@@ -142,6 +141,53 @@ async def test_a_run_described_before_the_record_asks_the_patch(skipping_env, le
     assert [u.get("AgentStep") for u in ours(found)] == [9]  # by time: the end only
     assert [u for u in found if PATCH_ATTRIBUTE in u] == [{PATCH_ATTRIBUTE: [visibility.PROGRESS_BY_TIME]}]
     assert len(patch_markers(history.events)) == 1
+
+
+def recorded_by(monkeypatch: Any, **rule: bool) -> None:
+    """Runs started from here on are described as a worker of an earlier change would have: with `rule`."""
+    monkeypatch.setattr(describe, "DescribedAgent", lambda **fields: DescribedAgent(**fields | rule))
+
+
+def running_steps(events: Any) -> list[int]:
+    """The steps a run published while running (progress without a status change)."""
+    return [u["AgentStep"] for u in ours(upserts(events)) if "AgentStatus" not in u]
+
+
+# billing with each tool call failing once, transiently, after its effect: each call waits out a retry's backoff
+# (0.25 s of workflow time, skipped) and works a few milliseconds.
+WAITING = {"flaky_attempts": 1}
+
+
+async def test_a_run_slowed_by_waits_publishes_its_progress_at_its_end(skipping_env, ledger, task_queue, monkeypatch):
+    """Issue 50: each step lasts longer than the interval in workflow time (its retry's backoff), but the
+    activities work only milliseconds: by work, nothing is published mid-run, as for a fast run — a loaded
+    server's queues stretch workflow time the same way, and publishing there added a visibility write per step
+    where the server had least to spare."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.2))
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("billing"), options=WAITING
+        )
+        result = await run.result()
+        history = await run.workflow.fetch_history()
+    assert result.usage.steps >= 2
+    assert running_steps(history.events) == []
+    assert ours(upserts(history.events))[-1]["AgentStep"] == result.usage.steps
+
+
+async def test_a_run_recorded_by_time_keeps_publishing_by_time(skipping_env, ledger, task_queue, monkeypatch):
+    """The same run, described by a worker of issue 36 (its record says by time, not by work), still in flight
+    at the deploy: it publishes as it did, mid-run after each wait, so its history replays with the same commands."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.2))
+    recorded_by(monkeypatch, progress_by_time=True, progress_by_work=False)
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("billing"), options=WAITING
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    assert running_steps(history.events) != []
+    assert not patch_markers(history.events)
 
 
 async def test_a_short_fast_run_records_no_marker(skipping_env, ledger, task_queue):
@@ -157,8 +203,8 @@ async def test_a_short_fast_run_records_no_marker(skipping_env, ledger, task_que
 
 
 async def test_a_slow_step_publishes_its_progress_at_once(skipping_env, ledger, task_queue, monkeypatch):
-    """Steps longer than the interval (here 0.3 s of workflow time, so the test stays short; 2 s as shipped):
-    each step's progress is shown while the run is still running, though no step is a 5th one."""
+    """Steps that work longer than the interval (here 0.3 s, so the test stays short; 2 s as shipped): each
+    step's progress is shown while the run is still running, though no step is a 5th one."""
     monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.3))
     async with new_worker(skipping_env.client, task_queue, ledger):
         run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
