@@ -3,11 +3,16 @@ its test files exist; each sweep target and its tests exist (`python -m tests.mu
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tests.mutants.audit import AUDIT_2, AUDITS, AuditMutant
 from tests.mutants.audit_3 import AUDIT_3
-from tests.mutants.scratch import ROOT
+from tests.mutants.scratch import ROOT, copy_repository
 from tests.mutants.sweep import TARGETS
 
 
@@ -32,3 +37,20 @@ def test_each_sweep_target_and_its_tests_exist() -> None:
     for target, tests in TARGETS.items():
         assert (ROOT / target).is_file(), target
         assert [t for t in tests if not (ROOT / t.split("::")[0]).is_file()] == [], target
+
+
+@pytest.mark.system  # starts git and a Python
+def test_the_scratch_copy_imports_its_own_workflow_and_activity_modules(tmp_path) -> None:
+    """A mutant of `workflows/visibility.py` must be what `duragent.workflows.visibility` is in the copy: the
+    links `duragent/workflows` and `duragent/activities` are links there too. (Skipped, the import fell back to
+    the work tree's unmutated folder through the editable install, and M19 and M20 survived for that alone.)"""
+    copy_repository(tmp_path)
+    code = "import duragent.workflows.visibility as w, duragent.activities.worked as a; print(w.__file__, a.__file__)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    shown = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert [Path(f).resolve() for f in shown] == [
+        (tmp_path / "workflows" / "visibility.py").resolve(),
+        (tmp_path / "activities" / "worked.py").resolve(),
+    ]
