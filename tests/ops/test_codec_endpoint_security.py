@@ -204,8 +204,9 @@ def test_past_the_connection_limit_a_new_connection_is_refused_and_held_ones_are
 
 
 def test_idle_strangers_past_their_share_make_room_for_a_newcomer() -> None:
-    """Review 3, T4: connections without an authenticated request may hold 3 of 4 slots; a fourth stranger takes
-    the place of the one that waited longest, which is closed without an answer. Nobody waits on a timeout."""
+    """Review 3, T4: connections without an authenticated request may hold 3 of 4 slots once past their grace
+    (`STRANGER_GRACE`, 1 s to send a request); with a fourth, the one that waited longest is closed without an
+    answer when the grace ends. Nobody waits on the read timeout."""
     c = codec()
     with serving(c, secrets.token_hex(16), max_connections=4, read_timeout=60) as served:
         idle = []
