@@ -217,9 +217,8 @@ class AgentWorkflow:
                 ) from exc
         spec = self.spec
         self.handover_at = _handover_policy(input, spec)
-        recorded = spec if isinstance(spec, DescribedAgent) else None  # the rule its progress is published by
-        self.publish.by_work_recorded = recorded is not None and recorded.progress_by_work
-        self.publish.by_time_recorded = recorded is not None and recorded.progress_by_time
+        if isinstance(spec, DescribedAgent):  # the rule its progress is published by, as the record names it
+            self.publish.rule = "work" if spec.progress_by_work else "time" if spec.progress_by_time else None
         # The MCP tools the model is offered: the recorded ones, as one document in the transcript store.
         self.mcp_schemas = schemas_of(spec.tools)
         self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas else None

@@ -4,7 +4,7 @@ the Web UI), a memo (pending approvals, readable with no worker running), and cu
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import SearchAttributeKey, TypedSearchAttributes
@@ -56,10 +56,9 @@ class Publisher:
         self.search_attributes = search_attributes  # False: the run asked to publish none (AgentInput)
         self.progress_at: datetime | None = None  # workflow time progress was last due (by time)
         self.worked = timedelta()  # the activities' work since progress was last due (by work)
-        # The rule the run's start record names (set once the spec is recorded): by work, by time, or (neither,
-        # an older record) ask the patch between the time and step rules.
-        self.by_work_recorded = False
-        self.by_time_recorded = False
+        # The rule the run's start record names (set once the spec is recorded): by work, by time, or None (an
+        # older record: ask the patch between the time and step rules).
+        self.rule: Literal["work", "time"] | None = None
 
     def add_work(self, worked_ms: int) -> None:
         """An activity finished a step, having worked `worked_ms` on it (its result says, so a replay adds the same)."""
@@ -96,18 +95,19 @@ class Publisher:
         wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
         changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
         now = workflow.now()
-        at_once = changed or charged or self.progress_at is None
-        if self.by_work_recorded:
-            due = at_once or self.worked >= PROGRESS_INTERVAL
+        if changed or charged or self.progress_at is None:
+            due = True
+        elif self.rule == "work":
+            due = self.worked >= PROGRESS_INTERVAL
         else:
-            due = at_once or self.progress_at is None or now - self.progress_at >= PROGRESS_INTERVAL
+            due = now - self.progress_at >= PROGRESS_INTERVAL
         if due:
             self.progress_at, self.worked = now, timedelta()
         if not self.search_attributes:
             return
         progress = sa.progress_values(state.consumed)
         updates = _changes(wanted | progress if due else wanted, current)
-        if not (self.by_work_recorded or self.by_time_recorded):
+        if self.rule is None:
             # A record older than both: where the time rule and the old step rule differ, the patch decides.
             every_few_steps = changed or charged or state.consumed.steps % PROGRESS_EVERY == 0
             by_steps = _changes(wanted | progress if every_few_steps else wanted, current)

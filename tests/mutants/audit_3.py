@@ -200,8 +200,8 @@ AUDIT_3 = [
     AuditMutant(
         "M20",
         "workflows/visibility.py",
-        "at_once = changed or charged or self.progress_at is None",
-        "at_once = changed or self.progress_at is None",
+        "if changed or charged or self.progress_at is None:",
+        "if changed or self.progress_at is None:",
         (
             "a delegated child's consumption charged to the parent is published at once, not after the next 2 s "
             "of the activities' work"
