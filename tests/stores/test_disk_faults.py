@@ -60,14 +60,19 @@ def test_a_full_disk_fails_every_store_naming_its_file_and_the_write_succeeds_on
         "r", "billing", "{}", owner="w", lease_seconds=60, webhook_url=None, progress=Progress(0, 2, "")
     )
     spec = StepSpec(step=1, name="model", input_hash="h", label="model call 1")
-    before = {
-        "ledger": rows(ledger.path, "effects"),
-        "nodes": rows(disk.path / "transcripts.db", "nodes"),
-        "blobs": rows(disk.path / "transcripts.db", "blobs"),
-        "facts": rows(disk.path / "facts.db", "facts"),
-        "steps": rows(checkpoints.path, "steps"),
-        "outputs": rows(checkpoints.path, "outputs"),
-    }
+
+    def tables() -> dict[str, object]:
+        """Every row of every store the test writes to."""
+        return {
+            "ledger": rows(ledger.path, "effects"),
+            "nodes": rows(disk.path / "transcripts.db", "nodes"),
+            "blobs": rows(disk.path / "transcripts.db", "blobs"),
+            "facts": rows(disk.path / "facts.db", "facts"),
+            "steps": rows(checkpoints.path, "steps"),
+            "outputs": rows(checkpoints.path, "outputs"),
+        }
+
+    before = tables()
 
     disk.fill()
     full = "the disk is full"
@@ -86,14 +91,7 @@ def test_a_full_disk_fails_every_store_naming_its_file_and_the_write_succeeds_on
     faulted(complete, checkpoints.path, full)
     # Nothing half-written: every table holds what it held (the ledger's perform ran inside the rolled-back
     # transaction: a provider behind it would de-duplicate the retry by the key).
-    after = {
-        "ledger": rows(ledger.path, "effects"),
-        "nodes": rows(disk.path / "transcripts.db", "nodes"),
-        "blobs": rows(disk.path / "transcripts.db", "blobs"),
-        "facts": rows(disk.path / "facts.db", "facts"),
-        "steps": rows(checkpoints.path, "steps"),
-        "outputs": rows(checkpoints.path, "outputs"),
-    }
+    after = tables()
     assert after == before
 
     disk.free()
