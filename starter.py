@@ -1,6 +1,6 @@
 """The command line, from the repo: `python starter.py demo`, `python starter.py run billing --wait`, ...
 
-The same code as the installed `duragent` command (duragent/ops/cli/starter.py, where every subcommand is
+The same code as the installed `duragent` command (duragent/_ops/cli/starter.py, where every subcommand is
 listed); here its name in messages is `starter.py`. Without `--agents` or AGENT_MODULES it serves and starts
 the repo's demo agents (`examples/`).
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from duragent.ops.cli import starter as cli
-from duragent.ops.cli.boundary import exit_now
+from duragent._ops.cli import starter as cli
+from duragent._ops.cli.boundary import exit_now
 
 PROG = "starter.py"
 

@@ -4,7 +4,7 @@
     python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
     python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
 
-The same code as the installed `duragent-worker` command (duragent/ops/cli/worker.py); here its name in
+The same code as the installed `duragent-worker` command (duragent/_ops/cli/worker.py); here its name in
 messages is `worker.py`. In Python, `duragent.build_worker` is the whole API.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from duragent.ops.cli import worker as cli
-from duragent.ops.cli.boundary import exit_now
+from duragent._ops.cli import worker as cli
+from duragent._ops.cli.boundary import exit_now
 
 PROG = "worker.py"
 

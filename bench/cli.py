@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from duragent.ops.devstack.signals import stop_on_signals
+from duragent._ops.devstack.signals import stop_on_signals
 
 
 @dataclass(frozen=True)

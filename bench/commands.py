@@ -28,9 +28,9 @@ from bench.stalled import Unfinished
 from bench.storage import StorageConfig
 from bench.throughput import ThroughputConfig
 from bench.waiting import WaitingConfig
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
-from duragent.ops.devstack.signals import Stopped, until_signalled
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, ServerProfile, profile
+from duragent._ops.devstack.signals import Stopped, until_signalled
 
 SECTIONS = ("overhead", "throughput", "recovery", "storage", "waiting")
 LAST_LINE = re.compile(
@@ -60,7 +60,7 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         choices=[*PROFILES, "both"],
         default="both",
         help="the dev server as we ship it (tuned), as it comes (default), or both side by side, runs interleaved"
-        " (recovery and storage run on the tuned one); duragent/ops/devstack/server_profile.py (default: both)",
+        " (recovery and storage run on the tuned one); duragent/_ops/devstack/server_profile.py (default: both)",
     )
     if "overhead" in sections:
         sub.add_argument("--overhead-steps", type=int, default=OverheadConfig.steps)

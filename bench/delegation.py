@@ -32,8 +32,8 @@ from bench.delegation_agents import DELEGATING, INLINE
 from bench.stack import temporal_stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
-from duragent.client import AgentClient
-from duragent.ops.cli.run_options import positive_int
+from duragent._client import AgentClient
+from duragent._ops.cli.run_options import positive_int
 
 
 def _first(events: Sequence[HistoryEvent], field: str, after: int = 0) -> HistoryEvent:

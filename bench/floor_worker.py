@@ -21,9 +21,9 @@ from bench.floor import (
     floor_spec,
     floor_tool,
 )
-from duragent.config.settings import STICKY_TIMEOUT, Settings
-from duragent.connection import connect
-from duragent.ops.devstack.signals import serve_until_stopped
+from duragent._config.settings import STICKY_TIMEOUT, Settings
+from duragent._connection import connect
+from duragent._ops.devstack.signals import serve_until_stopped
 
 
 async def main() -> None:

@@ -31,12 +31,12 @@ from temporalio.worker import Worker
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from bench.cli import Command, register
 from bench.naive import NaiveActivities, NaiveAgentWorkflow, NaiveInput
-from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
-from duragent.client import AgentClient
-from duragent.errors import RunFailed
-from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts, encode
+from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent._client import AgentClient
+from duragent._errors import RunFailed
+from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts, encode
+from duragent._worker import build_worker
 from duragent.testing import start_dev_server
-from duragent.worker import build_worker
 from examples.effects import tool_results
 
 WARN_BYTES, WARN_EVENTS = 10 * 1024 * 1024, 10_240

@@ -1,7 +1,7 @@
 """`python -m bench http-progress`: what streaming the progress of idle Temporal runs costs (issue 15).
 
 N runs wait for an approval (the demo `refund` agent: the 24 h wait of a real approval), each with one
-open SSE stream from the runs API (`duragent/ops/http/`, in this process, on loopback). Over `--idle-seconds` it
+open SSE stream from the runs API (`duragent/_ops/http/`, in this process, on loopback). Over `--idle-seconds` it
 counts the calls the API made to the Temporal server (history long polls and queries, from the feeds'
 own counters) and the events added to those runs' histories (`history_length` before and after). Then a
 `migration` run with one stream measures, for each finished action, the delay from the server's
@@ -27,15 +27,15 @@ import uvicorn
 from temporalio.api.enums.v1 import EventType
 
 from bench.cli import Command, register
-from duragent.client import AgentClient
-from duragent.config.http_clients import tls_context
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.ops.http.app import create_app
-from duragent.ops.http.auth import HttpAuth, TokenTable
-from duragent.ops.http.temporal import TemporalEngine
+from duragent._client import AgentClient
+from duragent._config.http_clients import tls_context
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._ops.http.app import create_app
+from duragent._ops.http.auth import HttpAuth, TokenTable
+from duragent._ops.http.temporal import TemporalEngine
 
 TOKEN = "bench-token-0123456789abcdef"
 POLL_ALTERNATIVE_MS = 200  # what "re-query every run every 200 ms" would cost, per stream
@@ -93,7 +93,7 @@ async def _measure(args: argparse.Namespace, agents: AgentClient) -> dict[str, A
     auth = HttpAuth(TokenTable.parse(f"{TOKEN}=bench:approver"))
     port = devserver.free_port()
     # One client watching every run for the whole measurement: the bench's load, not a viewer's share
-    # (duragent/ops/http/streams.py caps a token identity at 4 streams of 300 s each).
+    # (duragent/_ops/http/streams.py caps a token identity at 4 streams of 300 s each).
     app = create_app(engine, auth, streams_per_principal=args.runs + 1, stream_seconds=args.idle_seconds + 600)
     api = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.create_task(api.serve())

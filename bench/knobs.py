@@ -46,8 +46,8 @@ from bench.stats import percentile, summarize
 from bench.temporal_runs import run_floor
 from bench.throughput import temporal_batch
 from bench.turns import turns
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.server_profile import DEFAULT, TUNED, ServerProfile
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.server_profile import DEFAULT, TUNED, ServerProfile
 
 # Knobs we measured and did not ship: docs/operations.md says what each showed.
 CANDIDATES: dict[str, dict[str, Any]] = {

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 SHARED = "shared"
 
@@ -34,51 +34,52 @@ _LAYOUT = {
 # take) are listed under "shared" and counted for neither, even where an engine's glob also matches them.
 FILE_SETS: dict[str, dict[str, list[str]]] = {
     "temporal": {
-        # The workflow and its activities (workflows/agent.py, activities/*), the worker, the Python client
-        # that starts, approves, cancels and awaits runs (duragent/client.py, duragent/errors.py), the
-        # plugin wiring a client or worker (duragent/plugin.py), the connection and its settings.
+        # The workflow and its activities, the worker, the Python client that starts, approves, cancels and awaits
+        # runs (duragent/_client.py, duragent/_errors.py), the plugin wiring a client or worker, the connection and
+        # its settings.
         "durability": [
-            "workflows/*.py",
-            "activities/*.py",
-            "worker.py",
-            "duragent/config/connection.py",
-            "duragent/config/settings.py",
+            "duragent/_workflows/*.py",
+            "duragent/_activities/*.py",
+            "duragent/_worker.py",
+            "duragent/_plugin.py",
+            "duragent/_config/connection.py",
+            "duragent/_config/settings.py",
         ],
-        # Not listed: the payload codec and observability (ops/codec, duragent/config/observability.py), which the
+        # Not listed: the payload codec and observability (ops/codec, duragent/_config/observability.py), which the
         # baseline has no counterpart of.
         "operations": [
-            "duragent/ops/devstack/devserver.py",
-            "duragent/ops/devstack/worker_process.py",
+            "duragent/_ops/devstack/devserver.py",
+            "duragent/_ops/devstack/worker_process.py",
             "starter.py",
-            "duragent/ops/cli/*.py",
+            "duragent/_ops/cli/*.py",
         ],
     },
     "baseline": {
         "durability": [
-            "duragent/baseline/__init__.py",
-            "duragent/baseline/store.py",
-            "duragent/baseline/schema.py",
-            "duragent/baseline/lease.py",
-            "duragent/baseline/journal.py",
-            "duragent/baseline/steps.py",
-            "duragent/baseline/runner.py",
-            "duragent/baseline/compensation.py",
-            "duragent/baseline/approvals.py",
-            "duragent/baseline/jobs.py",
-            "duragent/baseline/options.py",
-            "duragent/baseline/errors.py",
+            "duragent/_baseline/__init__.py",
+            "duragent/_baseline/store.py",
+            "duragent/_baseline/schema.py",
+            "duragent/_baseline/lease.py",
+            "duragent/_baseline/journal.py",
+            "duragent/_baseline/steps.py",
+            "duragent/_baseline/runner.py",
+            "duragent/_baseline/compensation.py",
+            "duragent/_baseline/approvals.py",
+            "duragent/_baseline/jobs.py",
+            "duragent/_baseline/options.py",
+            "duragent/_baseline/errors.py",
             "agentic/progress.py",
         ],
         # Everything else in baseline/ (so a new file is never silently left out).
-        "operations": ["duragent/baseline/*.py"],
+        "operations": ["duragent/_baseline/*.py"],
     },
     SHARED: {
         "not counted": [
             "agentic/**/*.py",  # the loop, Agent, AgentSet, AgentSpec, tools, models, ledger, stores
             "examples/*.py",  # the demo agents both engines run
-            "duragent/config/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
-            "duragent/config/models.py",  # the models a worker or a `job` process declares
-            "duragent/ops/cli/run_options.py",  # the run flags of `starter.py run` and `job run`
+            "duragent/_config/agent_modules.py",  # `--agents MODULE`: worker.py and `job`
+            "duragent/_config/models.py",  # the models a worker or a `job` process declares
+            "duragent/_ops/cli/run_options.py",  # the run flags of `starter.py run` and `job run`
         ]
     },
 }

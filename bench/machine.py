@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from duragent.config.temporal_binaries import TEMPORAL_CLI
+from duragent._config.temporal_binaries import TEMPORAL_CLI
 
 
 def _cpu_model() -> str:

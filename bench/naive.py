@@ -1,7 +1,7 @@
 """The naive durable agent `bench history` measures ours against: the whole transcript in workflow state,
 handed to every model call — as public Temporal agent integrations do — so each model call's input, and the
 history, grows with the transcript (quadratic in the number of calls). Not the engine's way: `AgentWorkflow`
-keeps its transcript by reference (workflows/transcript.py).
+keeps its transcript by reference (duragent/_workflows/transcript.py).
 
 The same loop (`AgentLoop`) and agent; only the transcript travels differently. No approvals, saga,
 search attributes or continue-as-new: nothing that would make its history differ for another reason.

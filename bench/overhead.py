@@ -29,9 +29,9 @@ from bench.stack import Stack
 from bench.stats import intervals, ratio, summarize
 from bench.temporal_runs import run_floor, run_ours
 from bench.turns import turns
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
 
 LOCAL_ENGINES = ("in-process", "baseline")
 # floor+sa: the floor plus our per-step search attribute upsert (bench/floor.py), to price visibility;

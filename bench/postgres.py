@@ -14,8 +14,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from duragent.ops.devstack.local_postgres import LocalPostgres, find_binaries
-from duragent.stores.postgres import describe
+from duragent._ops.devstack.local_postgres import LocalPostgres, find_binaries
+from duragent._stores.postgres import describe
 
 SETTINGS = {"synchronous_commit": "off", "shared_preload_libraries": "pg_stat_statements"}
 

@@ -66,7 +66,7 @@ PLUMBING = (
     "selectors.py",
     "contextlib.py",
 )
-ENTRY = ("(worker.py)", "(duragent/ops/cli/worker.py)", "(duragent/ops/cli/boundary.py)", "(bench/floor_worker.py)")
+ENTRY = ("(worker.py)", "(duragent/_ops/cli/worker.py)", "(duragent/_ops/cli/boundary.py)", "(bench/floor_worker.py)")
 
 
 def plumbing(frame: str) -> bool:

@@ -1,8 +1,8 @@
 """`python -m bench real-model`: what durability costs next to a real model. One run measures the local
-model's latency per step (SmolLM2-135M on llama-cpp-python, duragent/ops/devstack/modelserver.py) and, on the same
+model's latency per step (SmolLM2-135M on llama-cpp-python, duragent/_ops/devstack/modelserver.py) and, on the same
 agent and
 the same server, each runner's own per-step cost — the in-process `Agent.run`, the checkpoint runner
-(`duragent.baseline.jobs`) and Temporal (a worker and `AgentClient.start(..., model="local")`) — as a percentage of it.
+(`duragent._baseline.jobs`) and Temporal (a worker and `AgentClient.start(..., model="local")`) — as a percentage of it.
 
 The agent is a small calculator: step 1 is a forced `add` call (grammar-constrained arguments), step 2 an
 answer of at most `max_tokens`. Every runner takes the model by name (`local`) from one `ModelCatalog` whose
@@ -39,16 +39,16 @@ from bench import machine
 from bench.cli import Command, register
 from bench.stats import ratio, summarize
 from bench.turns import turns
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.client import AgentClient
-from duragent.config.settings import LOCAL_MODEL_N_CTX, Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver, modelserver
-from duragent.ops.devstack.devserver import free_port
-from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts
-from duragent.worker import build_worker
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._client import AgentClient
+from duragent._config.settings import LOCAL_MODEL_N_CTX, Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver, modelserver
+from duragent._ops.devstack.devserver import free_port
+from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent._worker import build_worker
 
 NAME = "bench-real-model"
 MODEL = "local"
@@ -201,7 +201,7 @@ async def measure(
     threads: int = modelserver.DEFAULT_THREADS,
 ) -> dict[str, Any]:
     """Against `base_url`, or a model server of our own; always a Temporal dev server of our own (tuned, as
-    we ship it: duragent/ops/devstack/server_profile.py), on a persistent SQLite database in a scratch directory.
+    we ship it: duragent/_ops/devstack/server_profile.py), on a persistent SQLite database in a scratch directory.
     Both are
     stopped by pid at the end, on Ctrl-C, SIGTERM or SIGHUP."""
     load_before = machine.load()

@@ -34,15 +34,15 @@ from bench.served import JOB_AGENTS
 from bench.stack import Stack
 from bench.stats import summarize
 from bench.temporal_runs import event_seconds
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT, STICKY_TIMEOUT, Settings
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.inputs import Timeouts
-from duragent.workflows.policies import TOOL_RETRY
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT, STICKY_TIMEOUT, Settings
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import Timeouts
+from duragent._workflows.policies import TOOL_RETRY
 from examples import migration
 
 # The wait of the run's next workflow task on the dead worker's sticky queue (`STICKY_TIMEOUT`): none when the
-# new worker released the run first (duragent/sticky.py).
+# new worker released the run first (duragent/_sticky.py).
 STICKY_WAIT = "sticky queue of the dead worker (next workflow task)"
 
 
@@ -139,7 +139,7 @@ def baseline_once(workdir: Path, config: RecoveryConfig, rng: random.Random, rep
     db, ledger_path = directory / "baseline.db", directory / "ledger.db"
     run_id = f"rec-b-{rep}"
     common = [*JOB_AGENTS, "--db", str(db), "--ledger", str(ledger_path)]
-    job = [sys.executable, "-m", "duragent.ops.cli.job"]
+    job = [sys.executable, "-m", "duragent._ops.cli.job"]
     first = subprocess.Popen(
         [
             *job,

@@ -1,5 +1,5 @@
 """`python -m bench release`: what a starting worker's release of the stepping runs costs (issue 36;
-`duragent/sticky.py`). N `migration` runs are left stepping on one worker (each inside a long tool call, so
+`duragent/_sticky.py`). N `migration` runs are left stepping on one worker (each inside a long tool call, so
 their status stays `running`), then `release_sticky_runs` is called as a starting worker calls it, `--reps`
 times: how long it takes, and the CPU the server spends on it, per run released.
 
@@ -18,12 +18,12 @@ from pathlib import Path
 from bench.cli import Command, register
 from bench.machine import cpu_seconds, load
 from bench.stack import our_worker
-from duragent.client import AgentClient
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.server_profile import TUNED
-from duragent.sticky import release_sticky_runs, stepping_runs
+from duragent._client import AgentClient
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.server_profile import TUNED
+from duragent._sticky import release_sticky_runs, stepping_runs
 
 STEP_SECONDS = 600  # each run's tool call: longer than the measurement, so every run stays stepping
 

@@ -661,7 +661,7 @@ def markdown(results: dict[str, Any]) -> str:
         described = [
             f"**{name}**: `{' '.join(flags)}`" if flags else f"**{name}**: no flags" for name, flags in profiles.items()
         ]
-        lines += [f"Dev server profiles (duragent/ops/devstack/server_profile.py) — {'; '.join(described)}.", ""]
+        lines += [f"Dev server profiles (duragent/_ops/devstack/server_profile.py) — {'; '.join(described)}.", ""]
     for key, render in (
         ("overhead", overhead_section),
         ("throughput", throughput_section),

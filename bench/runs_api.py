@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
-from duragent.config.http_clients import tls_context
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack import devserver
+from duragent._config.http_clients import tls_context
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack import devserver
 
 APPROVER = "bench-approver"
 TOKEN = "bench-api-token-0123456789abcdef"

@@ -12,8 +12,8 @@ import dataclasses
 from pathlib import Path
 
 from agentic.agent_set import AgentSet
-from duragent.config.agent_modules import load_agents_and_deps
-from duragent.config.settings import Settings
+from duragent._config.agent_modules import load_agents_and_deps
+from duragent._config.settings import Settings
 
 MODULES = ("bench.agents", "bench.delegation_agents", "examples")
 
@@ -28,7 +28,7 @@ def worker_env(data_dir: Path) -> dict[str, str]:
 
 
 def agent_set(ledger_path: Path) -> AgentSet:
-    """The agents for runs in this process (`duragent.baseline.jobs`), their effects recorded in `ledger_path`:
+    """The agents for runs in this process (`duragent._baseline.jobs`), their effects recorded in `ledger_path`:
     what `job --agents ... --ledger PATH` builds."""
     settings = dataclasses.replace(Settings(), ledger_path=ledger_path)
     agents, deps = load_agents_and_deps(MODULES, settings)

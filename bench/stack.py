@@ -5,7 +5,7 @@ how the bench starts and waits for our runs, as a user's code would. With a data
 ours on a queue of its own keeps its stores in PostgreSQL (`AGENT_DATABASE_URL`), with its own `AgentClient`.
 Everything is stopped by its handle.
 
-The server runs with a profile (`duragent/ops/devstack/server_profile.py`): `tuned`, as we ship it, or `default`, the
+The server runs with a profile (`duragent/_ops/devstack/server_profile.py`): `tuned`, as we ship it, or `default`, the
 dev server
 as it comes; `temporal_stacks` starts one stack per profile, so a bench can interleave runs across them."""
 
@@ -22,12 +22,12 @@ from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
 from bench.served import worker_env
-from duragent.client import AgentClient
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.server_profile import TUNED, ServerProfile
-from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent._client import AgentClient
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.server_profile import TUNED, ServerProfile
+from duragent._ops.devstack.worker_process import WorkerProcess
 
 
 def our_worker(settings: Settings, log: Path, extra_env: dict[str, str] | None = None) -> WorkerProcess:

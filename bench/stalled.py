@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from bench.temporal_runs import event_seconds
-from duragent.workflows.names import DECISION_SIGNAL
+from duragent._workflows.names import DECISION_SIGNAL
 
 DESCRIBED = 5  # stalled runs whose history is read and shown; the rest are named only
 

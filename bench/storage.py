@@ -26,10 +26,10 @@ from typing import Any
 from bench.served import agent_set
 from bench.stack import Stack
 from bench.temporal_runs import history_bytes, model_input_bytes, run_ours
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.schema import RUN_TABLES
-from duragent.baseline.store import Store
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.schema import RUN_TABLES
+from duragent._baseline.store import Store
 from examples import migration
 
 AGENT = migration.agent

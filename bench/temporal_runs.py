@@ -13,8 +13,8 @@ from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client, WorkflowHistory
 
 from agentic import Agent
-from duragent.activities.inputs import AgentResult
-from duragent.client import AgentClient
+from duragent._activities.inputs import AgentResult
+from duragent._client import AgentClient
 
 
 @dataclass

@@ -50,13 +50,13 @@ from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack, temporal_stack
 from bench.stats import summarize
 from bench.store_rows import StoreCount, postgres_count, sqlite_count
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.server_profile import ServerProfile
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.server_profile import ServerProfile
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
 
 LOCKED = "database is locked"
 
@@ -191,7 +191,7 @@ def baseline_processes(workdir: Path, n: int, steps: int, timeout: float) -> dic
     command = [
         sys.executable,
         "-m",
-        "duragent.ops.cli.job",
+        "duragent._ops.cli.job",
         "run",
         "--agent",
         noop.NAME,

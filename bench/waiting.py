@@ -50,15 +50,15 @@ from bench.runs_api import APPROVER, auth_headers, runs_api
 from bench.stack import our_worker
 from bench.stalled import DrainStalled, until_closed
 from bench.stats import summarize
-from duragent.client import AgentClient
-from duragent.config.http_clients import tls_context
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.server_profile import TUNED
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.reported import decidable_pending
-from duragent.stores.configured import TRANSCRIPTS_FILE
+from duragent._client import AgentClient
+from duragent._config.http_clients import tls_context
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.server_profile import TUNED
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._reported import decidable_pending
+from duragent._stores.configured import TRANSCRIPTS_FILE
 
 T = TypeVar("T")
 AGENT = "refund"

@@ -11,7 +11,7 @@ Configuration comes from the environment (docs/operations.md), read once: `Durab
 `build_worker`, `AgentClient` — takes its defaults from there.
 
 A script that uses a client ends with `duragent.run(main())` rather than `asyncio.run(main())`: it exits
-cleanly (duragent/clean_exit.py). Testing agents on Temporal's test servers: `duragent.testing`
+cleanly (duragent/_clean_exit.py). Testing agents on Temporal's test servers: `duragent.testing`
 (its pytest fixture: `duragent.pytest_plugin`); replaying recorded histories against today's code
 before a deploy: `duragent.replay`.
 """
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 # tests/ops/test_cli_imports.py keeps it so; tests/temporal/test_public_names.py checks this table against the
 # imports below, which are for type checkers and editors.
 _HOMES: dict[str, str] = {
-    "AgentResult": "duragent.activities.inputs",
-    "ContinueAsNewPolicy": "duragent.activities.inputs",
-    "EngineOptions": "duragent.activities.inputs",
-    "PayloadLimits": "duragent.activities.inputs",
+    "AgentResult": "duragent._activities.inputs",
+    "ContinueAsNewPolicy": "duragent._activities.inputs",
+    "EngineOptions": "duragent._activities.inputs",
+    "PayloadLimits": "duragent._activities.inputs",
     "Agent": "agentic",
     "Budget": "agentic",
     "ContextOverflowError": "agentic",
@@ -65,31 +65,31 @@ _HOMES: dict[str, str] = {
     "Fact": "agentic.memory",
     "FactStore": "agentic.memory",
     "SagaPolicy": "agentic.saga",
-    "Settings": "duragent.config.settings",
-    "WorkerKeys": "duragent.config.worker_keys",
-    "run": "duragent.clean_exit",
-    "AgentClient": "duragent.client",
-    "DecisionOutcome": "duragent.client",
-    "RunHandle": "duragent.client",
-    "connect": "duragent.connection",
-    "AgentClientError": "duragent.errors",
-    "AmbiguousApproval": "duragent.errors",
-    "ApprovalRejected": "duragent.errors",
-    "NoPendingApproval": "duragent.errors",
-    "RunAlreadyExists": "duragent.errors",
-    "RunClosed": "duragent.errors",
-    "RunFailed": "duragent.errors",
-    "SearchAttributesMissing": "duragent.errors",
-    "TemporalUnavailable": "duragent.errors",
-    "UnknownAgent": "duragent.errors",
-    "UnknownRun": "duragent.errors",
-    "WorkerUnavailable": "duragent.errors",
-    "DurableAgentsPlugin": "duragent.plugin",
-    "RunSummary": "duragent.views",
-    "build_worker": "duragent.worker",
-    "facts_for": "duragent.stores.configured",
-    "MemoryOptions": "duragent.stores.memory_tools",
-    "memory_tools": "duragent.stores.memory_tools",
+    "Settings": "duragent._config.settings",
+    "WorkerKeys": "duragent._config.worker_keys",
+    "run": "duragent._clean_exit",
+    "AgentClient": "duragent._client",
+    "DecisionOutcome": "duragent._client",
+    "RunHandle": "duragent._client",
+    "connect": "duragent._connection",
+    "AgentClientError": "duragent._errors",
+    "AmbiguousApproval": "duragent._errors",
+    "ApprovalRejected": "duragent._errors",
+    "NoPendingApproval": "duragent._errors",
+    "RunAlreadyExists": "duragent._errors",
+    "RunClosed": "duragent._errors",
+    "RunFailed": "duragent._errors",
+    "SearchAttributesMissing": "duragent._errors",
+    "TemporalUnavailable": "duragent._errors",
+    "UnknownAgent": "duragent._errors",
+    "UnknownRun": "duragent._errors",
+    "WorkerUnavailable": "duragent._errors",
+    "DurableAgentsPlugin": "duragent._plugin",
+    "RunSummary": "duragent._views",
+    "build_worker": "duragent._worker",
+    "facts_for": "duragent._stores.configured",
+    "MemoryOptions": "duragent._stores.memory_tools",
+    "memory_tools": "duragent._stores.memory_tools",
 }
 
 if TYPE_CHECKING:
@@ -127,13 +127,13 @@ if TYPE_CHECKING:
     from agentic.mcp import MCPServer
     from agentic.memory import Fact, FactStore
     from agentic.saga import SagaPolicy
-    from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
-    from duragent.clean_exit import run
-    from duragent.client import AgentClient, DecisionOutcome, RunHandle
-    from duragent.config.settings import Settings
-    from duragent.config.worker_keys import WorkerKeys
-    from duragent.connection import connect
-    from duragent.errors import (
+    from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
+    from duragent._clean_exit import run
+    from duragent._client import AgentClient, DecisionOutcome, RunHandle
+    from duragent._config.settings import Settings
+    from duragent._config.worker_keys import WorkerKeys
+    from duragent._connection import connect
+    from duragent._errors import (
         AgentClientError,
         AmbiguousApproval,
         ApprovalRejected,
@@ -147,11 +147,11 @@ if TYPE_CHECKING:
         UnknownRun,
         WorkerUnavailable,
     )
-    from duragent.plugin import DurableAgentsPlugin
-    from duragent.stores.configured import facts_for
-    from duragent.stores.memory_tools import MemoryOptions, memory_tools
-    from duragent.views import RunSummary
-    from duragent.worker import build_worker
+    from duragent._plugin import DurableAgentsPlugin
+    from duragent._stores.configured import facts_for
+    from duragent._stores.memory_tools import MemoryOptions, memory_tools
+    from duragent._views import RunSummary
+    from duragent._worker import build_worker
 
 __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     # defining an agent (the same object runs in-process and durably)
@@ -201,7 +201,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "ContinueAsNewPolicy",
     "PayloadLimits",
     "WorkerKeys",  # build_worker(worker_keys=...): the workers' own seal keys (AGENT_WORKER_KEYS)
-    "run",  # asyncio.run for client scripts: exits cleanly (duragent/clean_exit.py)
+    "run",  # asyncio.run for client scripts: exits cleanly (duragent/_clean_exit.py)
     # what tools and models raise
     "ContextOverflowError",
     "ModelError",

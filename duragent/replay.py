@@ -36,12 +36,12 @@ from temporalio.worker import Replayer, WorkflowReplayResult
 
 from agentic import Agent
 from agentic.spec import AgentSpec
-from duragent.client import AgentClient, RunHandle
-from duragent.config.connection import data_converter
-from duragent.config.settings import Settings
-from duragent.plugin import DurableAgentsPlugin
-from duragent.workflows.inputs import AgentInput
-from duragent.workflows.names import WORKFLOW_TYPE
+from duragent._client import AgentClient, RunHandle
+from duragent._config.connection import data_converter
+from duragent._config.settings import Settings
+from duragent._plugin import DurableAgentsPlugin
+from duragent._workflows.inputs import AgentInput
+from duragent._workflows.names import WORKFLOW_TYPE
 
 __all__ = ["ReplayReport", "Replayed", "fetch_histories", "load_histories", "replay", "save_histories"]
 

@@ -29,12 +29,12 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Agent
-from duragent.client import AgentClient
-from duragent.config.settings import Settings
-from duragent.config.temporal_binaries import TEMPORAL_CLI, TIME_SKIPPING_SERVER, require
-from duragent.plugin import DurableAgentsPlugin
-from duragent.worker import build_worker
-from duragent.workflows import search_attributes
+from duragent._client import AgentClient
+from duragent._config.settings import Settings
+from duragent._config.temporal_binaries import TEMPORAL_CLI, TIME_SKIPPING_SERVER, require
+from duragent._plugin import DurableAgentsPlugin
+from duragent._worker import build_worker
+from duragent._workflows import search_attributes
 
 __all__ = ["AgentTestClient", "agent_server", "start_dev_server", "start_time_skipping"]
 

@@ -7,7 +7,7 @@ one is such a module; the engine never imports it.
 
 from __future__ import annotations
 
-from duragent.config.settings import Settings
+from duragent._config.settings import Settings
 from examples import billing, courier, migration, refund, support, trip
 from examples.options import DemoDeps, DemoOptions
 
@@ -17,7 +17,7 @@ agents = [billing.agent, migration.agent, refund.agent, trip.agent, courier.agen
 def make_deps(settings: Settings) -> DemoDeps:
     """The effects ledger and the fact store: PostgreSQL with `AGENT_DATABASE_URL` (shared by worker hosts),
     else SQLite in the data directory (`AGENT_LEDGER` overrides the ledger's path)."""
-    from duragent.stores import configured as stores
+    from duragent._stores import configured as stores
 
     return DemoDeps(
         ledger=stores.open_ledger(settings.database_url, settings.ledger_path),

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
-from duragent.stores.memory_tools import MemoryOptions, memory_tools
+from duragent._stores.memory_tools import MemoryOptions, memory_tools
 from examples.effects import tool_results
 
 KEY = "preferred_courier"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentic import ToolContext, ToolRetry
-from duragent.stores.errors import StoreUnavailable
+from duragent._stores.errors import StoreUnavailable
 from examples.options import DemoDeps, DemoOptions
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
 from agentic.mcp import MCPServer
-from duragent.config.settings import data_dir
+from duragent._config.settings import data_dir
 
 SERVER = Path(__file__).with_name("notes_mcp_server.py")
 DB = Path(os.environ.get("NOTES_DB") or data_dir() / "notes.db").resolve()

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
-from duragent.stores.facts import DurableFactStore
-from duragent.stores.ledger import Ledger
+from duragent._stores.facts import DurableFactStore
+from duragent._stores.ledger import Ledger
 
 
 class DemoOptions(BaseModel):
@@ -38,7 +38,7 @@ class DemoOptions(BaseModel):
 class DemoDeps:
     """The demo agents' services: the effects ledger, standing in for a real provider that de-duplicates
     on an idempotency key (a payment API's `Idempotency-Key` header), and the fact store the memory tools
-    of `courier` read and write (`facts`, found there by `duragent.stores.memory_tools`)."""
+    of `courier` read and write (`facts`, found there by `duragent._stores.memory_tools`)."""
 
     ledger: Ledger
     facts: DurableFactStore | None = None

@@ -17,7 +17,7 @@ import httpx
 from pydantic import StringConstraints
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, ToolRetry, tool, tool_call
-from duragent.config.settings import Settings
+from duragent._config.settings import Settings
 
 
 def call(request: httpx.Request, ctx: ToolContext) -> httpx.Response:

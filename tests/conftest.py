@@ -29,16 +29,16 @@ from temporalio.worker import Worker
 
 import examples
 from agentic import Agent
-from duragent.config.observability import CORE_LOGGER
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack import modelserver
-from duragent.ops.devstack.devserver import free_port
-from duragent.ops.devstack.signals import stop_on_signals
-from duragent.stores.facts import SqliteFactStore
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent._config.observability import CORE_LOGGER
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack import modelserver
+from duragent._ops.devstack.devserver import free_port
+from duragent._ops.devstack.signals import stop_on_signals
+from duragent._stores.facts import SqliteFactStore
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent._worker import build_worker
 from duragent.testing import start_dev_server, start_time_skipping
-from duragent.worker import build_worker
 from examples.options import DemoDeps
 from tests.support import agents_for_tests, cost_markers
 from tests.support.backends import BACKENDS, Backend

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 from tests.support.docs import DOCUMENTS, anchors, relative_links
 
 

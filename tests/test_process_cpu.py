@@ -20,7 +20,7 @@ VENV = "/work/x/.venv/bin/python"
         ("postgres", "", "PostgreSQL"),
         ("python", f"{VENV} -u -c import sys;exec(eval(sys.stdin.readline()))", "pytest-xdist worker"),
         ("python", f"{VENV} /work/x/starter.py run billing --json", "starter.py run"),
-        ("python", f"{VENV} -m duragent.ops.cli.job resume --id r1", "duragent.ops.cli.job resume"),
+        ("python", f"{VENV} -m duragent._ops.cli.job resume --id r1", "duragent._ops.cli.job resume"),
         ("python", f"{VENV} /work/x/worker.py", "worker.py"),
         ("python", f"{VENV} -m bench chaos --runs 2", "python -m bench"),
         ("python", f"{VENV} -c import sys", "python -c (a test's inline script)"),

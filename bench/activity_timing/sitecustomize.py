@@ -83,12 +83,12 @@ def _timed(cls: type, attr: str, name: str) -> None:
 
 # module -> (class, method, record name): the activity as the SDK calls it, its body in the thread, and parts.
 TIMED = {
-    "duragent.activities.model": [
+    "duragent._activities.model": [
         ("ModelActivities", "call_model", "model activity"),
         ("ModelActivities", "_call", "model activity: in the thread"),
         ("ModelActivities", "_ask", "model activity: the model"),
     ],
-    "duragent.activities.tools": [
+    "duragent._activities.tools": [
         ("ToolActivities", "run_tool", "tool activity"),
         ("ToolActivities", "_run_local", "tool activity: in the thread"),
         ("ToolActivities", "_finish", "tool activity: storing the result"),
@@ -99,7 +99,7 @@ TIMED = {
         ("_ActivityWorker", "_handle_start_activity_task", "SDK: an activity task, start to completion sent"),
         ("_ActivityWorker", "_execute_activity", "SDK: decode, interceptors, the activity"),
     ],
-    "duragent.stores.transcripts": [
+    "duragent._stores.transcripts": [
         ("Transcripts", "append", "transcript append (a store transaction when not empty)"),
         ("Transcripts", "load", "transcript load"),
     ],

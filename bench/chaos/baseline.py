@@ -17,11 +17,11 @@ from pathlib import Path
 from bench.chaos.invariants import EffectRow, RunSpec
 from bench.chaos.plan import gaps
 from bench.served import JOB_AGENTS
-from duragent.baseline import approvals
-from duragent.baseline.errors import BaselineError
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import approvals
+from duragent._baseline.errors import BaselineError
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT
+from duragent._stores.ledger import EffectsLedger
 
 LEASE_SECONDS = 1.0
 LOCKED = "database is locked"
@@ -57,7 +57,7 @@ class BaselineChaos:
         self.spawned = 0
 
     def _spawn(self, spec: RunSpec, command: str) -> None:
-        argv = [sys.executable, "-m", "duragent.ops.cli.job", command, "--id", spec.run_id]
+        argv = [sys.executable, "-m", "duragent._ops.cli.job", command, "--id", spec.run_id]
         if command == "run":
             argv += ["--agent", spec.agent]
             argv += [arg for key, value in spec.options.items() for arg in ("--option", f"{key}={value}")]

@@ -71,7 +71,7 @@ class EffectRow:
 
     @classmethod
     def of(cls, effect: Any) -> EffectRow:
-        """From an `duragent.stores.ledger.Effect`."""
+        """From an `duragent._stores.ledger.Effect`."""
         return cls(effect.key, effect.run_id, effect.tool, dict(effect.args), effect.compensates)
 
 

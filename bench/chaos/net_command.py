@@ -26,8 +26,8 @@ from bench.chaos.net_run import LONG, SHORT, Matrix
 from bench.chaos.net_stack import net_stack
 from bench.chaos.network import FAULTS, run_fault
 from bench.cli import Command, register
-from duragent.ops.devstack.netlab import Lab, why_unavailable
-from duragent.ops.devstack.signals import until_signalled
+from duragent._ops.devstack.netlab import Lab, why_unavailable
+from duragent._ops.devstack.signals import until_signalled
 
 LAST_LINE = re.compile(
     r"^chaos-net: faults=(?P<faults>\d+) clean=(?P<clean>\d+) lost=(?P<lost>\d+) "

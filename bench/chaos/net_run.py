@@ -14,11 +14,11 @@ from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.net_invariants import Approval, Record
 from bench.chaos.net_stack import NetStack
 from bench.chaos.temporal import status_of
-from duragent.client import RunHandle
-from duragent.errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable
-from duragent.stores.postgres import PostgresLedger
-from duragent.stores.postgres.pool import Database
-from duragent.workflows.inputs import Timeouts
+from duragent._client import RunHandle
+from duragent._errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable
+from duragent._stores.postgres import PostgresLedger
+from duragent._stores.postgres.pool import Database
+from duragent._workflows.inputs import Timeouts
 
 TIMEOUTS = Timeouts(heartbeat_seconds=2.0, model_seconds=10.0)
 

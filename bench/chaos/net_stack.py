@@ -1,4 +1,4 @@
-"""The fault matrix's hosts, each in a network namespace of a lab of its own (duragent/ops/devstack/netlab.py): the
+"""The fault matrix's hosts, each in a network namespace of a lab of its own (duragent/_ops/devstack/netlab.py): the
 Temporal dev server, PostgreSQL (the workers' ledger and transcripts, `AGENT_DATABASE_URL`), the orders service (the
 tool provider: one refund per `Idempotency-Key`) and two workers on one task queue. The driver (this process) reaches
 them over the lab's wire like any host. Every process is stopped by its handle (pid)."""
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.served import worker_env
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack import child_process, devserver, local_postgres
-from duragent.ops.devstack.netlab import Lab
-from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack import child_process, devserver, local_postgres
+from duragent._ops.devstack.netlab import Lab
+from duragent._ops.devstack.worker_process import WorkerProcess
 
 HOSTS = ("temporal", "postgres", "provider", "w1", "w2")
 WORKERS = ("w1", "w2")

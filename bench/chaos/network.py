@@ -28,11 +28,11 @@ from bench.chaos.net_invariants import Record, Row, evaluate
 from bench.chaos.net_run import FaultRun, Matrix, provider_refunds, until
 from bench.chaos.net_stack import WORKERS, NetStack
 from bench.chaos.plan import plan
-from duragent.client import RunHandle
+from duragent._client import RunHandle
 
 REFUND_REQUEST = b"POST /orders/"  # the orders agent's refund, over plain HTTP
 # What only a transcript append sends to PostgreSQL (the lab's traffic is plaintext): the shared advisory lock its
-# transaction takes first (duragent/stores/postgres/transcripts.py: reads take none, a release takes it exclusively)
+# transaction takes first (duragent/_stores/postgres/transcripts.py: reads take none, a release takes it exclusively)
 # and its INSERTs — as text until psycopg prepared them, on a connection's fifth run — and always its message bodies,
 # which the `bytea[]` parameter carries hex-encoded: `"role":"` below. Several, as one can straddle two packets.
 APPEND = (b"pg_advisory_xact_lock_shared", b"INSERT INTO transcript_", b'"role":"'.hex().encode())

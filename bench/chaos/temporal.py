@@ -15,13 +15,13 @@ from pathlib import Path
 from bench.chaos.invariants import TERMINAL, EffectRow, RunSpec
 from bench.chaos.plan import gaps
 from bench.stack import our_worker
-from duragent.client import AgentClient, RunHandle
-from duragent.config.settings import Settings
-from duragent.errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable, UnknownRun
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.inputs import Timeouts
+from duragent._client import AgentClient, RunHandle
+from duragent._config.settings import Settings
+from duragent._errors import ApprovalRejected, NoPendingApproval, RunClosed, TemporalUnavailable, UnknownRun
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import Timeouts
 
 HEARTBEAT_SECONDS = 2.0
 MODEL_SECONDS = 10.0  # a bound on one model call (which heartbeats: a kill is noticed within HEARTBEAT_SECONDS)

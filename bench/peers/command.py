@@ -51,11 +51,11 @@ from bench.stack import Stack, our_worker, temporal_stack
 from bench.stats import ratio
 from bench.temporal_runs import event_seconds, history_bytes
 from bench.turns import turns
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.server_profile import PROFILES
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.workflows.inputs import Timeouts
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.server_profile import PROFILES
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._workflows.inputs import Timeouts
 
 # The module of each peer's worker (`python -m ...`) and its workflow's name.
 PEER_WORKERS = {PYDANTIC: "bench.peers.pydantic_stack", OPENAI: "bench.peers.openai_stack"}

@@ -1,4 +1,4 @@
-"""A peer's worker process: the contract of `duragent.ops.devstack.worker_process.WorkerProcess` (settings from the
+"""A peer's worker process: the contract of `duragent._ops.devstack.worker_process.WorkerProcess` (settings from the
 environment, a `worker ready` line, SIGTERM to drain), with the worker settings ours and the floor use."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from temporalio.client import Client, Plugin
 from temporalio.worker import Worker
 
-from duragent.config.settings import STICKY_TIMEOUT
-from duragent.ops.devstack.signals import serve_until_stopped
+from duragent._config.settings import STICKY_TIMEOUT
+from duragent._ops.devstack.signals import serve_until_stopped
 
 
 async def serve(

@@ -22,9 +22,9 @@ from temporalio.service import RPCError
 from agentic import ToolCall
 from agentic.approvals import ApprovalBook, Decision, Outcome, arguments_hash
 from agentic.signing import ApproverKey
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS, eventually
 from tests.support.scripted_runs import temporal_in_background
 

@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 from agentic import Budget, Message, Stop, Usage, tool_call
 from agentic.agent_set import AgentSet
 from agentic.loop import MAX_CALLS_PER_REPLY
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.runner import transcript
-from duragent.baseline.store import Store
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.runner import transcript
+from duragent._baseline.store import Store
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import transcripts_next_to
 from tests.support.scripted_runs import (

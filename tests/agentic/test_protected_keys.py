@@ -11,7 +11,7 @@ import pytest
 
 from agentic.errors import ProtectedFactError
 from agentic.memory import Fact, FactStore
-from duragent.stores.facts import SqliteFactStore
+from duragent._stores.facts import SqliteFactStore
 
 ATTEMPTS = [
     "ro\u200ble",  # a zero-width space inside

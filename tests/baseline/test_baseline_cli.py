@@ -53,7 +53,7 @@ def test_agent_ledger_env_is_the_default_ledger(job: Job, tmp_path: Path) -> Non
     argv = [
         sys.executable,
         "-m",
-        "duragent.ops.cli.job",
+        "duragent._ops.cli.job",
         "run",
         "--id",
         "e",
@@ -64,7 +64,7 @@ def test_agent_ledger_env_is_the_default_ledger(job: Job, tmp_path: Path) -> Non
     ]
     assert subprocess.run(argv, env=env, cwd=ROOT, capture_output=True).returncode == 0
     shown = subprocess.run(
-        [sys.executable, "-m", "duragent.ops.cli.job", "effects", "--id", "e", "--db", str(job.db), "--json"],
+        [sys.executable, "-m", "duragent._ops.cli.job", "effects", "--id", "e", "--db", str(job.db), "--json"],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -108,7 +108,7 @@ def test_run_ids_are_never_reused_and_finished_runs_are_not_resumed(job: Job) ->
 def test_status_says_when_no_live_worker_holds_an_active_run(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 23 (review L10): a run whose worker died read as `running` in text; only the JSON said
     `live: False`. Also: the run id is accepted positionally, as `starter.py` takes it."""
-    from duragent.baseline.store import Progress
+    from duragent._baseline.store import Progress
 
     job.store.create_run(
         "orphan", "migration", "{}", owner="gone", lease_seconds=-1, webhook_url=None, progress=Progress(2, 11, "")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.stores.ledger import Effect
+from duragent._stores.ledger import Effect
 from tests.support.baseline_helpers import Job, eventually, finish, open_job
 
 

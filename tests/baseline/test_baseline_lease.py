@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from duragent.baseline.errors import LeaseLost
-from duragent.baseline.lease import acquire, new_owner
-from duragent.baseline.store import Progress, StepSpec
+from duragent._baseline.errors import LeaseLost
+from duragent._baseline.lease import acquire, new_owner
+from duragent._baseline.store import Progress, StepSpec
 from tests.support.baseline_helpers import Job, eventually, finish, one_line_error, open_job
 
 # Processes of its own: `job` command lines, killed and resumed.

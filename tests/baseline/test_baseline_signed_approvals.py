@@ -19,8 +19,8 @@ import pytest
 
 from agentic.approvals import Decision
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.baseline import approvals
-from duragent.baseline.errors import DecisionRejected
+from duragent._baseline import approvals
+from duragent._baseline.errors import DecisionRejected
 from tests.support.baseline_helpers import Job, eventually, finish, open_job
 from tests.support.runs_api_stack import APPROVER, OTHER_APPROVER, checkpoint_stack, finished, waiting
 
@@ -208,7 +208,7 @@ def test_job_serve_signs_for_its_approvers_and_refuses_the_others(tmp_path: Path
 def test_a_store_made_before_signed_decisions_is_upgraded(tmp_path: Path) -> None:
     """A `baseline.db` of the earlier schema (version 1) gets the signature columns and an execution for each
     run (each its own), its rows kept."""
-    from duragent.baseline.store import Store
+    from duragent._baseline.store import Store
 
     path = tmp_path / "baseline.db"
     Store(path).close()

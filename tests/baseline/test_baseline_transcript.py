@@ -11,13 +11,13 @@ import pytest
 
 from agentic import FakeModel, Message, ToolCall
 from agentic.agent_set import AgentSet
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.runner import transcript
-from duragent.baseline.steps import TranscriptHash
-from duragent.baseline.store import Store
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.runner import transcript
+from duragent._baseline.steps import TranscriptHash
+from duragent._baseline.store import Store
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
 from examples.options import DemoDeps
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import agents_recording_to

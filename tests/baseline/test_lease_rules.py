@@ -1,4 +1,4 @@
-"""The checkpoint runner's lease rules (`duragent.baseline.lease`), in-process on a real SQLite store: who may take a
+"""The checkpoint runner's lease rules (`duragent._baseline.lease`), in-process on a real SQLite store: who may take a
 run over, when, and what a worker that lost its lease can still do. (tests/baseline/test_baseline_lease.py shows them
 with real `job` processes, killed and racing.)"""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from duragent.baseline import jobs
-from duragent.baseline.errors import DeadLettered, LeaseHeld, LeaseLost, RunNotResumable, UnknownRun
-from duragent.baseline.lease import LeaseKeeper, acquire, release, renew
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import jobs
+from duragent._baseline.errors import DeadLettered, LeaseHeld, LeaseLost, RunNotResumable, UnknownRun
+from duragent._baseline.lease import LeaseKeeper, acquire, release, renew
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._stores.ledger import EffectsLedger
 from tests.support.baseline_helpers import agents_recording_to, eventually
 
 

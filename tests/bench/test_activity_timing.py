@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.activity_timing.__main__ import summary
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 # Processes of its own: a worker.
 pytestmark = pytest.mark.system
@@ -21,16 +21,16 @@ pytestmark = pytest.mark.system
 SCRIPT = """
 import sys
 from pathlib import Path
-import duragent.activities.model, duragent.activities.tools
+import duragent._activities.model, duragent._activities.tools
 from agentic import Message
-from duragent.stores.transcripts import EMPTY
-from duragent.stores.transcripts import SqliteTranscriptStore
-from duragent.stores.transcripts import Transcripts
+from duragent._stores.transcripts import EMPTY
+from duragent._stores.transcripts import SqliteTranscriptStore
+from duragent._stores.transcripts import Transcripts
 transcripts = Transcripts(SqliteTranscriptStore(Path(sys.argv[1]) / "t.db"))
 head = transcripts.append(EMPTY, [Message("user", "hello"), Message("assistant", "hi")])
 assert [m.content for m in transcripts.load(head)] == ["hello", "hi"]
-print(duragent.activities.model.ModelActivities.call_model.__wrapped__.__name__
-      if hasattr(duragent.activities.model.ModelActivities.call_model, "__wrapped__") else "not wrapped")
+print(duragent._activities.model.ModelActivities.call_model.__wrapped__.__name__
+      if hasattr(duragent._activities.model.ModelActivities.call_model, "__wrapped__") else "not wrapped")
 """
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentic.agent_set import AgentSet
-from duragent.baseline.runner import transcript
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline.runner import transcript
+from duragent._stores.ledger import EffectsLedger
 from examples.options import DemoDeps
 from tests.conftest import agent_named
 from tests.support.baseline_helpers import Job, eventually, open_job

@@ -35,9 +35,9 @@ from bench.served import agent_set
 from bench.stats import intervals, percentile, ratio, summarize
 from bench.storage import checkpoint_bytes, value_bytes
 from bench.temporal_runs import step_intervals
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.local_postgres import LocalPostgres
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.local_postgres import LocalPostgres
 from tests.support.postgres_server import binaries
 from tests.support.processes import run_to_end
 
@@ -130,7 +130,7 @@ def test_every_listed_pattern_of_the_repository_matches_files():
     counted = loc.count_sets()
     assert counted["temporal"]["durability"]["code"] > 0 and counted["baseline"]["durability"]["code"] > 0
     baseline_files = {f["path"] for role in counted["baseline"].values() for f in role["files"]}
-    assert baseline_files == {str(p.relative_to(ROOT)) for p in (ROOT / "duragent" / "baseline").glob("*.py")}
+    assert baseline_files == {str(p.relative_to(ROOT)) for p in (ROOT / "duragent" / "_baseline").glob("*.py")}
 
 
 # -- the chaos invariant checker -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from bench.readme import TIMES as X
 from bench.readme import readme_table
 from bench.stats import summarize
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 
 def _engine(median: float, floor: float) -> dict[str, Any]:

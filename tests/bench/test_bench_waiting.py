@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.devstack.local_postgres import find_binaries
+from duragent._ops.devstack.local_postgres import find_binaries
 from tests.support.processes import Command, alive, descendants, run_to_end, wait_gone
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
@@ -72,7 +72,7 @@ def test_bench_waiting_stops_on_sigterm_once_parked_and_keeps_what_it_measured(t
     bench = _bench_waiting(tmp_path, "--waiting-in-flight", "1")  # one decision at a time: the drain lasts
     try:
         bench.wait_for("all waiting after")  # the runs are parked: the drain (the runs API, then decisions) starts
-        worker, server = _started(bench, "duragent.ops.cli.worker"), _started(bench, "start-dev")
+        worker, server = _started(bench, "duragent._ops.cli.worker"), _started(bench, "start-dev")
         assert bench.signal_and_wait(signal.SIGTERM, timeout=120) == 130
         assert wait_gone(bench.seen) == set(), "left running after SIGTERM"
         assert not alive(worker) and not alive(server)
@@ -94,7 +94,7 @@ def test_bench_waiting_names_the_runs_a_stalled_drain_leaves_open_and_exits_1(tm
     bench = _bench_waiting(tmp_path, "--waiting-in-flight", "10", "--waiting-stall", "3")
     try:
         bench.wait_for("all waiting after")
-        os.kill(_started(bench, "duragent.ops.cli.worker"), signal.SIGKILL)
+        os.kill(_started(bench, "duragent._ops.cli.worker"), signal.SIGKILL)
         assert bench.wait(timeout=180) == 1
         assert wait_gone(bench.seen) == set(), "left running after a stalled drain"
         last = bench.out[-1]

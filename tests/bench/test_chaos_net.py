@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.chaos.net_command import LAST_LINE
-from duragent.ops.devstack.netlab import PREFIX, why_unavailable
+from duragent._ops.devstack.netlab import PREFIX, why_unavailable
 from tests.support.postgres_server import binaries
 from tests.support.processes import run_to_end, stop_gracefully
 

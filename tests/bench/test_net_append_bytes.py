@@ -14,9 +14,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from agentic.messages import Message
 from bench.chaos.network import APPEND
-from duragent.stores.postgres import PostgresTranscriptStore
-from duragent.stores.postgres.pool import Database
-from duragent.stores.transcripts import EMPTY, Transcripts
+from duragent._stores.postgres import PostgresTranscriptStore
+from duragent._stores.postgres.pool import Database
+from duragent._stores.transcripts import EMPTY, Transcripts
 
 
 class Tap:

@@ -29,9 +29,9 @@ from temporalio.converter import DefaultFailureConverterWithEncodedAttributes
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Agent, Budget, FakeModel, Registry, tool, tool_call
-from duragent.activities.inputs import AgentResult
-from duragent.client import AgentClient
-from duragent.config.codec import (
+from duragent._activities.inputs import AgentResult
+from duragent._client import AgentClient
+from duragent._config.codec import (
     ENCODING,
     KEY_ID,
     AesGcmCodec,
@@ -40,16 +40,16 @@ from duragent.config.codec import (
     KeyRing,
     UnknownKeyError,
 )
-from duragent.config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
-from duragent.config.codec.keys import load_keyring, new_key
-from duragent.config.connection import data_converter
-from duragent.config.settings import ROOT, Settings
-from duragent.config.temporal_binaries import TEMPORAL_CLI
-from duragent.connection import connect
-from duragent.ops.http.codec import COOKIE, codec_auth, create_codec_app
-from duragent.stores.configured import transcripts_for
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.inputs import AgentInput
+from duragent._config.codec.aesgcm import FORMAT, FORMAT_VERSION, PlaintextPayloadError
+from duragent._config.codec.keys import load_keyring, new_key
+from duragent._config.connection import data_converter
+from duragent._config.settings import ROOT, Settings
+from duragent._config.temporal_binaries import TEMPORAL_CLI
+from duragent._connection import connect
+from duragent._ops.http.codec import COOKIE, codec_auth, create_codec_app
+from duragent._stores.configured import transcripts_for
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS, new_worker
 from tests.support.serving import serving
 

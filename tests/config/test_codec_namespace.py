@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
-from duragent.config.codec import new_key
-from duragent.config.codec.aesgcm import (
+from duragent._config.codec import new_key
+from duragent._config.codec.aesgcm import (
     ENCODING,
     FORMAT,
     FORMAT_NAMESPACED,
@@ -25,9 +25,9 @@ from duragent.config.codec.aesgcm import (
     AesGcmCodec,
     DecryptionError,
 )
-from duragent.config.codec.keys import KeyRing
-from duragent.config.connection import data_converter
-from duragent.config.settings import Settings
+from duragent._config.codec.keys import KeyRing
+from duragent._config.connection import data_converter
+from duragent._config.settings import Settings
 from tests.config.test_codec import http
 from tests.ops.test_codec_endpoint_security import serving
 

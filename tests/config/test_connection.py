@@ -15,10 +15,10 @@ from cryptography.x509.oid import NameOID
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from duragent.config.connection import ConnectionSettingsError, connect_options, tls_config
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.errors import TemporalUnavailable
+from duragent._config.connection import ConnectionSettingsError, connect_options, tls_config
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._errors import TemporalUnavailable
 
 TLS_VARIABLES = (
     "TEMPORAL_ADDRESS",

@@ -1,11 +1,11 @@
-"""duragent/config/http_clients.py: one TLS context for the process's HTTP clients, verifying as httpx's default
+"""duragent/_config/http_clients.py: one TLS context for the process's HTTP clients, verifying as httpx's default
 does."""
 
 from __future__ import annotations
 
 import ssl
 
-from duragent.config.http_clients import tls_context
+from duragent._config.http_clients import tls_context
 
 
 def test_every_client_gets_the_same_context_and_it_verifies_certificates_and_host_names():

@@ -19,10 +19,10 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
-from duragent.activities.inputs import AgentResult
-from duragent.client import AgentClient
-from duragent.config.observability import configure_logging
-from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent._activities.inputs import AgentResult
+from duragent._client import AgentClient
+from duragent._config.observability import configure_logging
+from duragent._ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings
 from tests.support.hostile_agents import SECRETS
 

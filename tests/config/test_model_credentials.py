@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from agentic import Message
-from duragent.config.models import declared_models
-from duragent.config.settings import Settings
+from duragent._config.models import declared_models
+from duragent._config.settings import Settings
 from tests.support.fake_openai_server import FakeOpenAIServer, chat_completion
 
 WORKER_KEY = "sk-WORKER-SECRET-123"

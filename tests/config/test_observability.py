@@ -22,14 +22,14 @@ from temporalio import activity, workflow
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from duragent.activities.inputs import AgentResult
-from duragent.client import AgentClient
-from duragent.config import observability
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.inputs import AgentInput
+from duragent._activities.inputs import AgentResult
+from duragent._client import AgentClient
+from duragent._config import observability
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 from tests.temporal.test_approvals import pending_of, start
 

@@ -15,11 +15,11 @@ from temporalio.api.history.v1 import History
 
 from agentic import Agent, FakeModel, Message, NonRetryableModelError, Registry
 from agentic.scrub import MASK, Scrubber
-from duragent.client import AgentClient, RunHandle
-from duragent.config.credentials import worker_credentials
-from duragent.config.settings import Settings
-from duragent.errors import RunFailed
-from duragent.stores.ledger import EffectsLedger
+from duragent._client import AgentClient, RunHandle
+from duragent._config.credentials import worker_credentials
+from duragent._config.settings import Settings
+from duragent._errors import RunFailed
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, new_worker
 from tests.support.fake_openai_server import FakeOpenAIServer
 

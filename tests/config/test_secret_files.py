@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentic.signing import ApproverKey, ApproverKeyError
-from duragent.config.approver_keys import approver_public_keys
-from duragent.config.codec import new_key
-from duragent.config.settings import ROOT, Settings
-from duragent.stores.postgres.pool import file_password
+from duragent._config.approver_keys import approver_public_keys
+from duragent._config.codec import new_key
+from duragent._config.settings import ROOT, Settings
+from duragent._stores.postgres.pool import file_password
 from tests.config.test_codec import free_port, http
 
 KEY = "sk-FROM-A-FILE-0123456789"

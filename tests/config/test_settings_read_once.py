@@ -10,33 +10,33 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT, Settings
+from duragent._config.settings import ROOT, Settings
 
 LIBRARY = ["duragent", "workflows", "activities", "baseline", "stores", "config", "agentic", "ops"]
 
 # Where `Settings` may be built from the environment: the class itself and the command lines' boundary.
-BUILDS_SETTINGS = {"duragent/config/settings.py", "duragent/ops/cli/boundary.py"}
+BUILDS_SETTINGS = {"duragent/_config/settings.py", "duragent/_ops/cli/boundary.py"}
 # The public conveniences whose default, when a program passes no settings, is the environment's.
 DEFAULTS_TO_THE_ENVIRONMENT = {
-    "duragent/plugin.py",  # DurableAgentsPlugin(): the README program's one read
-    "duragent/connection.py",  # connect()
-    "duragent/worker.py",  # build_worker on a client connected without the plugin
+    "duragent/_plugin.py",  # DurableAgentsPlugin(): the README program's one read
+    "duragent/_connection.py",  # connect()
+    "duragent/_worker.py",  # build_worker on a client connected without the plugin
     "duragent/replay.py",  # replay()
     "duragent/testing.py",  # agent_server() (its stores then go to a scratch directory)
-    "duragent/stores/configured.py",  # facts_for(): an operator's program reading agents' memory
+    "duragent/_stores/configured.py",  # facts_for(): an operator's program reading agents' memory
 }
 # Read where they are used, on purpose.
 READS_THE_ENVIRONMENT = {
-    "duragent/config/settings.py": "the one place the product's configuration is read",
-    "duragent/ops/cli/boundary.py": (
+    "duragent/_config/settings.py": "the one place the product's configuration is read",
+    "duragent/_ops/cli/boundary.py": (
         "AGENT_DEBUG: the error boundary needs it when the settings themselves fail to load"
     ),
-    "duragent/ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
-    "duragent/ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
-    "duragent/baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
-    "duragent/config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",
-    "duragent/stores/postgres/pool.py": "PGPASSWORD_FILE, beside the PG* variables libpq itself reads",
-    "duragent/ops/cli/compose_secrets.py": "OPENAI_API_KEY, copied once into its secret file by `make secrets`",
+    "duragent/_ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
+    "duragent/_ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
+    "duragent/_baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
+    "duragent/_config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",
+    "duragent/_stores/postgres/pool.py": "PGPASSWORD_FILE, beside the PG* variables libpq itself reads",
+    "duragent/_ops/cli/compose_secrets.py": "OPENAI_API_KEY, copied once into its secret file by `make secrets`",
     "agentic/mcp/server.py": "the variables a program's MCPServer names, read where the tool runs",
 }
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import Settings
-from duragent.config.webhook_signing import (
+from duragent._config.settings import Settings
+from duragent._config.webhook_signing import (
     EVENT_ID_HEADER,
     SIGNATURE_HEADER,
     TIMESTAMP_HEADER,

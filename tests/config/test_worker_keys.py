@@ -1,4 +1,4 @@
-"""The workers' own keys (`AGENT_WORKER_KEYS` / `_FILE`, duragent/config/worker_keys.py): the first signs, every one
+"""The workers' own keys (`AGENT_WORKER_KEYS` / `_FILE`, duragent/_config/worker_keys.py): the first signs, every one
 verifies; a seal binds what is scheduled, by which run and execution, for what, with which input; a bad key is
 one clear error that never contains key material, and the worker refuses to start with it."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT, Settings
-from duragent.config.worker_keys import WorkerKeyError, WorkerKeys, load_worker_keys, sealed_text
+from duragent._config.settings import ROOT, Settings
+from duragent._config.worker_keys import WorkerKeyError, WorkerKeys, load_worker_keys, sealed_text
 
 OLD, NEW = os.urandom(32), os.urandom(32)
 TEXT = sealed_text("activity", "run_tool", "run-1", "exec-1", "", [{"call": {"name": "refund"}}])

@@ -20,12 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
-from duragent.client import AgentClient
+from duragent._activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent._client import AgentClient
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import AgentInput
 from duragent.replay import save_histories
-from duragent.stores.ledger import EffectsLedger
 from duragent.testing import start_time_skipping
-from duragent.workflows.inputs import AgentInput
 from tests.conftest import new_worker
 
 HERE = Path(__file__).parent

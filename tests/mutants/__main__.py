@@ -6,7 +6,7 @@ import argparse
 import sys
 
 import tests.mutants
-from duragent.ops.devstack.signals import stop_on_signals
+from duragent._ops.devstack.signals import stop_on_signals
 from tests.mutants import audit, sweep
 
 

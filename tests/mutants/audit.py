@@ -54,7 +54,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N04",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "remaining = max((pending.deadline - workflow.now()).total_seconds(), 0.0)",
         "remaining = timeout",
         "the approval timer runs to the recorded deadline, not restarted in full by a continuation",
@@ -69,7 +69,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N05",
-        "duragent/baseline/approvals.py",
+        "duragent/_baseline/approvals.py",
         "if now >= deadline:",
         "if False:",
         "baseline: whoever first notices a passed deadline records the expiry",
@@ -109,7 +109,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N10",
-        "workflows/delegation.py",
+        "duragent/_workflows/delegation.py",
         "usage=partial.usage if partial else Usage(),",
         "usage=Usage(),",
         "a child that failed is still charged to its parent",
@@ -141,7 +141,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N14",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "carry.spec if carry else None",
         "None",
         # Since the gate (GATE_PATCH) a continuation asks for its spec again and keeps only the recorded MCP
@@ -160,7 +160,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N16",
-        "duragent/stores/facts.py",
+        "duragent/_stores/facts.py",
         "SET value = 'null'",
         "SET value = value",
         "forgetting a source erases the forgotten values",
@@ -168,7 +168,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N17",
-        "duragent/stores/facts.py",
+        "duragent/_stores/facts.py",
         '" WHERE namespace = ? AND source = ?',
         '" WHERE (namespace = ? OR 1) AND source = ?',
         "forget is scoped to one namespace (tenant)",
@@ -176,7 +176,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N18",
-        "duragent/stores/memory_tools.py",
+        "duragent/_stores/memory_tools.py",
         "write_key=ctx.idempotency_key",
         "write_key=None",
         "one fact version per tool call: a retried or replayed remember adds none",
@@ -184,7 +184,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N19",
-        "duragent/ops/retention/policy.py",
+        "duragent/_ops/retention/policy.py",
         "closed.due_at <= now",
         "closed.closed_at <= now",
         "a run is due only after its own retention",
@@ -192,7 +192,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N20",
-        "duragent/ops/retention/policy.py",
+        "duragent/_ops/retention/policy.py",
         "    if run.parent_id:\n",
         "    if False:\n",
         "a closed child is not pruned while its parent run is open",
@@ -200,7 +200,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N21",
-        "duragent/ops/retention/policy.py",
+        "duragent/_ops/retention/policy.py",
         'if temporal_status == "completed" and status in ANSWERED:',
         "if status in ANSWERED:",
         "only a run Temporal closed as Completed gets the 30-day retention",
@@ -208,7 +208,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N22",
-        "duragent/ops/retention/temporal.py",
+        "duragent/_ops/retention/temporal.py",
         "[run for run in due if run.run_id not in in_journal]",
         "due",
         "a run an earlier pass archived (in the journal) is finished, not archived again",
@@ -216,7 +216,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N23",
-        "duragent/ops/retention/checkpoints.py",
+        "duragent/_ops/retention/checkpoints.py",
         "(status IN ({ok_in}) AND COALESCE(finished_at, updated_at) < ?)",
         "(status IN ({ok_in}) AND created_at < ?)",
         "baseline retention counts from when a run finished, not when it was created",
@@ -224,7 +224,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N24",
-        "duragent/stores/postgres/ledger.py",
+        "duragent/_stores/postgres/ledger.py",
         'db.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (KEY_LOCKS, key))',
         "pass",
         "PostgreSQL ledger: apply performs once per key under concurrency",
@@ -232,7 +232,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N25",
-        "duragent/ops/http/auth.py",
+        "duragent/_ops/http/auth.py",
         'self.sessions.end(cookie_value(request.headers.get("cookie"), self.cookie))',
         "pass",
         "logging out of the runs API ends the server-side session (its test: branch one-http)",
@@ -240,7 +240,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N26",
-        "duragent/ops/http/sessions.py",
+        "duragent/_ops/http/sessions.py",
         "if found is None or found[0] <= self.clock():",
         "if found is None:",
         "a browser session expires",
@@ -248,7 +248,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N27",
-        "duragent/ops/http/auth.py",
+        "duragent/_ops/http/auth.py",
         "if not is_loopback(host):",
         "if False:",
         "--insecure-no-auth is allowed on a loopback address only",
@@ -264,7 +264,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N29",
-        "duragent/baseline/runner.py",
+        "duragent/_baseline/runner.py",
         "if self.loop.state.consumed != self.stored_usage:",
         "if False:",
         "baseline resume refuses when the replayed consumption differs from the stored one",
@@ -272,7 +272,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N30",
-        "duragent/baseline/lease.py",
+        "duragent/_baseline/lease.py",
         "AND attempts < ?",
         "AND (attempts < ? OR 1)",
         "a run taken over max_attempts times is dead-lettered",
@@ -280,7 +280,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N31",
-        "duragent/baseline/lease.py",
+        "duragent/_baseline/lease.py",
         '"UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE run_id = ? AND lease_owner = ?"',
         '"UPDATE runs SET lease_owner = NULL, lease_expires = 0 WHERE run_id = ? AND (lease_owner = ? OR 1)"',
         "a worker releases only a lease it holds",
@@ -288,7 +288,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N32",
-        "duragent/baseline/jobs.py",
+        "duragent/_baseline/jobs.py",
         "if options.delegation is not None and not by_parent:",
         "if False:",
         "a delegated child is resumed only through its parent",
@@ -296,7 +296,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N33",
-        "duragent/ops/http/app.py",
+        "duragent/_ops/http/app.py",
         "if request.approve and request.arguments_hash is None:",
         "if False:",
         "an approval over HTTP carries the hash of the arguments the approver reviewed",
@@ -304,7 +304,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N34",
-        "duragent/client.py",
+        "duragent/_client.py",
         "approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key",
         "approve, target.call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait",
         "a decision routed down a delegation tree is still signed",
@@ -320,7 +320,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N36",
-        "duragent/ops/retention/policy.py",
+        "duragent/_ops/retention/policy.py",
         "if execution.status == WorkflowExecutionStatus.RUNNING:",
         "if False:",
         "a closed run is not pruned while another run under the same id is open",
@@ -328,7 +328,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N37",
-        "duragent/ops/http/auth.py",
+        "duragent/_ops/http/auth.py",
         "return host in allowed",
         "return any(host.startswith(a) for a in allowed)",
         "the Host allowlist is an exact match (DNS rebinding)",
@@ -336,7 +336,7 @@ AUDIT_2 = [
     ),
     AuditMutant(
         "N38",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "child_run_id(self.run_id, call.identity)",
         "child_run_id(self.run_id, call.id)",
         "a child's run id comes from the runner's call uid, never the provider's id",

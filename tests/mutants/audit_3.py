@@ -9,7 +9,7 @@ from tests.mutants.mutant import AuditMutant, _t
 AUDIT_3 = [
     AuditMutant(
         "M01",
-        "activities/caller.py",
+        "duragent/_activities/caller.py",
         "if execution.type.name != AGENT_WORKFLOW or execution.task_queue != task_queue:",
         "if execution.type.name != AGENT_WORKFLOW:",
         (
@@ -20,7 +20,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M02",
-        "activities/caller.py",
+        "duragent/_activities/caller.py",
         "if claimed is not None and claimed != info.workflow_id:",
         "if False:",
         "an activity input that names another run than the one the server reports as the caller is refused",
@@ -28,7 +28,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M03",
-        "activities/caller.py",
+        "duragent/_activities/caller.py",
         "for _ in range(MAX_DEPTH):",
         "for _ in range(1):",
         (
@@ -39,7 +39,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M04",
-        "activities/caller.py",
+        "duragent/_activities/caller.py",
         "return execution.first_run_id",
         "return activity.info().workflow_run_id",
         (
@@ -50,7 +50,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M05",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         "if mcp is not None or gated:",
         "if gated:",
         (
@@ -61,7 +61,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M06",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         "keys = self.served.approver_keys",
         "keys = {}",
         "at the effect, the approval is verified against the effects worker's own approver keys",
@@ -69,7 +69,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M07",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         "        if owner != run_id:\n            await descends_from(owner, run_id)",
         "        if False:\n            await descends_from(owner, run_id)",
         "compensate undoes only the calling run's effects or those of a run it delegated to (server parent links)",
@@ -77,7 +77,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M08",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         "if (step.original_key, step.key) != (original_key, undo_key(original_key)):",
         "if step.original_key != original_key:",
         (
@@ -88,7 +88,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M09",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         (
             "if recorded is None or (recorded.call.name, recorded.call.arguments) != (step.call.name, "
             "step.call.arguments):"
@@ -105,7 +105,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M10",
-        "activities/tools.py",
+        "duragent/_activities/tools.py",
         "latest = activity.info().workflow_run_id if owner == run_id else (await describe(owner)).run_id",
         "latest = activity.info().workflow_run_id",
         "a delegated run's recorded call is read from THAT run's history (its latest execution), not the caller's",
@@ -113,7 +113,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M11",
-        "activities/recorded.py",
+        "duragent/_activities/recorded.py",
         'run_id = started.continued_execution_run_id if started is not None else ""',
         'run_id = ""',
         "the record a compensation checks is found back along the run's continue-as-new chain",
@@ -121,7 +121,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M12",
-        "activities/describe.py",
+        "duragent/_activities/describe.py",
         "if description.status != WorkflowExecutionStatus.CONTINUED_AS_NEW:",
         "if False:",
         "a continuation's predecessor must have CONTINUED AS NEW (by the server) to hand over carry",
@@ -134,7 +134,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M13",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "if input.carry is not None and info.cron_schedule:",
         "if False:",
         "a cron run is never handed a carry",
@@ -142,7 +142,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M14",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "if delegation is not None and (info.parent is None or info.parent.workflow_id != claimed):",
         "if delegation is not None and info.parent is None:",
         (
@@ -153,7 +153,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M15",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "if self.spec is None or (checked and input.carry is not None):",
         "if self.spec is None:",
         "a continuation asks the worker again for its spec and approver keys (never trusts carry's)",
@@ -161,7 +161,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M16",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "listed = {name: tool for name, tool in carried.tools.items() if tool.mcp is not None}",
         "listed = dict(carried.tools)",
         (
@@ -172,7 +172,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M17",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "or (before_wait and info.is_target_worker_deployment_version_changed())",
         "or False",
         "before a wait for a human, a run hands over when the deployment has a new current build (Worker Versioning)",
@@ -180,7 +180,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M18",
-        "workflows/agent.py",
+        "duragent/_workflows/agent.py",
         "workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE if build and build.deployment_name else None",
         "None",
         (
@@ -191,7 +191,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M19",
-        "workflows/visibility.py",
+        "duragent/_workflows/visibility.py",
         "                updates = by_steps",
         "                pass",
         "runs recorded before progress-by-time replay with the old every-5-steps rule (workflow.patched)",
@@ -199,7 +199,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M20",
-        "workflows/visibility.py",
+        "duragent/_workflows/visibility.py",
         "if changed or charged or self.progress_at is None:",
         "if changed or self.progress_at is None:",
         (
@@ -245,7 +245,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M25",
-        "duragent/reported.py",
+        "duragent/_reported.py",
         "return [shown(p) for p in pending if p.run_id == workflow_id]",
         "return [shown(p) for p in pending]",
         "a pending entry is shown only if it names the run that reports it (no decoy entries for another run)",
@@ -257,7 +257,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M26",
-        "duragent/reported.py",
+        "duragent/_reported.py",
         'run_id = started.continued_execution_run_id if started is not None else ""',
         'run_id = ""',
         "with no worker up, the pending list a run last published is found back along its continue-as-new chain",
@@ -265,7 +265,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M27",
-        "duragent/sticky.py",
+        "duragent/_sticky.py",
         'STEPPING = ("running", "compensating")',
         'STEPPING = ("running",)',
         "a restarting worker also releases COMPENSATING runs from dead sticky queues",
@@ -273,7 +273,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M28",
-        "duragent/sticky.py",
+        "duragent/_sticky.py",
         '" AND (AgentStatus IN ({statuses}) OR AgentStatus IS NULL)"',
         '" AND AgentStatus IN ({statuses})"',
         "runs without our search attributes (no AgentStatus) are released too",
@@ -281,7 +281,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M29",
-        "workflows/versioned.py",
+        "duragent/_workflows/versioned.py",
         "versioning_behavior=VersioningBehavior.PINNED,",
         "versioning_behavior=VersioningBehavior.AUTO_UPGRADE,",
         "an AgentWorkflow run is PINNED to the build it started on",
@@ -305,7 +305,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M32",
-        "duragent/config/secrets.py",
+        "duragent/_config/secrets.py",
         "if text and path is not None:",
         "if False:",
         "a secret given both as NAME and NAME_FILE is refused (not silently one of them)",
@@ -313,7 +313,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M33",
-        "duragent/ops/devstack/compose_secrets.py",
+        "duragent/_ops/devstack/compose_secrets.py",
         "if key_path.exists() or name in known:",
         "if key_path.exists():",
         "make secrets never gives an approver whose public key is already configured a new pair",
@@ -321,7 +321,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M34",
-        "duragent/ops/http/limits.py",
+        "duragent/_ops/http/limits.py",
         "            if received > limit:\n                raise BodyTooLarge(limit)",
         "            if False:\n                raise BodyTooLarge(limit)",
         "a chunked (undeclared-length) body growing past the limit is answered 413",
@@ -329,7 +329,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M35",
-        "duragent/ops/http/login.py",
+        "duragent/_ops/http/login.py",
         'secure = secure_cookie or request.headers.get("x-forwarded-proto") == "https"',
         "secure = secure_cookie",
         "the session cookie is Secure behind a TLS proxy (X-Forwarded-Proto: https)",
@@ -337,7 +337,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M36",
-        "activities/webhook.py",
+        "duragent/_activities/webhook.py",
         "problem = resolved_problem(await _addresses(input.url), allow_loopback=self.allow_loopback)",
         "problem = resolved_problem(await _addresses(input.url), allow_loopback=True)",
         "at delivery, a webhook host that RESOLVES to loopback is refused without the operator's opt-in",
@@ -353,7 +353,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M38",
-        "duragent/ops/retention/policy.py",
+        "duragent/_ops/retention/policy.py",
         (
             'root_id=execution.root_id if execution.root_id not in (None, "", execution.id, execution.parent_id) '
             "else None,"
@@ -364,7 +364,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M39",
-        "duragent/ops/retention/run_record.py",
+        "duragent/_ops/retention/run_record.py",
         'for name in ("completed", "failed", "timed_out"):',
         'for name in ("completed",):',
         "prune skips an id the server continues by RETRY (failed/timed-out with a new execution), not only by cron",
@@ -376,7 +376,7 @@ AUDIT_3 = [
     ),
     AuditMutant(
         "M40",
-        "activities/transcripts.py",
+        "duragent/_activities/transcripts.py",
         'return item if ref is None else item.model_copy(update={"content": content, "content_ref": ref})',
         "return item",
         "content over the threshold travels as a preview + ref (claim check), never whole in history",

@@ -78,14 +78,7 @@ def copy_repository(destination: Path) -> None:
     for name in listed:
         source = ROOT / name
         target = destination / name
-        if source.is_symlink():
-            # `duragent/workflows` and `duragent/activities` link to the top-level folders: a link in the copy
-            # too, so a mutant of `workflows/x.py` is what `duragent.workflows.x` imports there (copying the
-            # link's target would leave a second, unmutated copy; skipping it let the import fall back to the
-            # work tree's own, unmutated folder).
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.symlink_to(os.readlink(source))
-        elif source.is_file():
+        if source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
 

@@ -74,7 +74,7 @@ TARGETS: dict[str, list[str]] = {
             "tests/temporal/test_mutation_classes.py::test_steps_recorded_past_the_end_of_a_run_stop_its_resume",
             "tests/agentic/test_properties_runs.py::test_the_checkpoint_runner_reaches_the_in_process_transcript",
         ]
-        for target in ("duragent/baseline/store.py", "duragent/baseline/lease.py", "duragent/baseline/journal.py")
+        for target in ("duragent/_baseline/store.py", "duragent/_baseline/lease.py", "duragent/_baseline/journal.py")
     },
 }
 

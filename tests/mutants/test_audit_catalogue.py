@@ -41,16 +41,15 @@ def test_each_sweep_target_and_its_tests_exist() -> None:
 
 @pytest.mark.system  # starts git and a Python
 def test_the_scratch_copy_imports_its_own_workflow_and_activity_modules(tmp_path) -> None:
-    """A mutant of `workflows/visibility.py` must be what `duragent.workflows.visibility` is in the copy: the
-    links `duragent/workflows` and `duragent/activities` are links there too. (Skipped, the import fell back to
-    the work tree's unmutated folder through the editable install, and M19 and M20 survived for that alone.)"""
+    """A mutant of `duragent/_workflows/visibility.py` must be what `duragent._workflows.visibility` is in the copy,
+    not the module of the checkout the venv's editable install was made from."""
     copy_repository(tmp_path)
-    code = "import duragent.workflows.visibility as w, duragent.activities.worked as a; print(w.__file__, a.__file__)"
+    code = "import duragent._workflows.visibility as w, duragent._activities.worked as a; print(w.__file__, a.__file__)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     shown = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
     ).stdout.split()
     assert [Path(f).resolve() for f in shown] == [
-        (tmp_path / "workflows" / "visibility.py").resolve(),
-        (tmp_path / "activities" / "worked.py").resolve(),
+        (tmp_path / "duragent" / "_workflows" / "visibility.py").resolve(),
+        (tmp_path / "duragent" / "_activities" / "worked.py").resolve(),
     ]

@@ -19,9 +19,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey
-from duragent.client import PENDING_QUERY
-from duragent.workflows import search_attributes as sa
-from duragent.workflows.inputs import AgentInput
+from duragent._client import PENDING_QUERY
+from duragent._workflows import search_attributes as sa
+from duragent._workflows.inputs import AgentInput
 from tests.support.runs_api_stack import APPROVER, ApiStack, eventually, finished, temporal_stack, waiting
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.retention.archive import ArchiveWriter, read_archive
+from duragent._ops.retention.archive import ArchiveWriter, read_archive
 from tests.support.baseline_helpers import Job, open_job
 
 

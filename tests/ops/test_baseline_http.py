@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from duragent.config.http_clients import tls_context
-from duragent.config.webhook_signing import TIMESTAMP_HEADER, verify
+from duragent._config.http_clients import tls_context
+from duragent._config.webhook_signing import TIMESTAMP_HEADER, verify
 from tests.support.baseline_helpers import Job, eventually, finish, free_port, one_line_error, open_job
 from tests.support.runs_api_stack import read_events
 

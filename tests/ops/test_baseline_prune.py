@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.baseline.store import Progress
-from duragent.ops.retention.checkpoints import read_archive
+from duragent._baseline.store import Progress
+from duragent._ops.retention.checkpoints import read_archive
 from tests.support.baseline_helpers import Job, one_line_error, open_job
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack.devserver import free_port
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack.devserver import free_port
 from starter import main as starter_main
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.support.in_process import run_main

@@ -1,5 +1,5 @@
 """Every command line, every subcommand, with bad input: exactly one line on stderr, the documented non-zero
-exit code, never a traceback (issue 23; the boundary is duragent/ops/cli/boundary.py). And the same bad flag gets the
+exit code, never a traceback (issue 23; the boundary is duragent/_ops/cli/boundary.py). And the same bad flag gets the
 same message in `starter.py` and `job`, which are built of the same arguments (issue 32).
 
 The cases run in-process through each command line's `main(argv)`, in an environment of their own (Temporal
@@ -21,9 +21,9 @@ import pytest
 
 import starter
 import worker
-from duragent.config.settings import ROOT
-from duragent.ops.cli import job as job_cli
-from duragent.ops.devstack.devserver import free_port
+from duragent._config.settings import ROOT
+from duragent._ops.cli import job as job_cli
+from duragent._ops.devstack.devserver import free_port
 from tests.support.in_process import runtimes_kept
 
 # Processes of its own: about 95 command lines.
@@ -35,7 +35,7 @@ LONG_ID = "x" * 1001
 MAINS = {"starter": starter.main, "job": job_cli.main, "worker": worker.main}
 COMMANDS = {
     "starter": [sys.executable, str(ROOT / "starter.py")],
-    "job": [sys.executable, "-m", "duragent.ops.cli.job"],
+    "job": [sys.executable, "-m", "duragent._ops.cli.job"],
     "worker": [sys.executable, str(ROOT / "worker.py")],
 }
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("openai", "fastapi", "httpx", "jsonschema", "rich")
 
 
-@pytest.mark.parametrize("entry", ["starter", "worker", "duragent.ops.cli.job"])
+@pytest.mark.parametrize("entry", ["starter", "worker", "duragent._ops.cli.job"])
 def test_starting_a_command_line_imports_none_of_the_heavy_libraries(entry: str) -> None:
     probe = f"import sys, {entry}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -26,8 +26,8 @@ def test_starting_a_command_line_imports_none_of_the_heavy_libraries(entry: str)
 
 
 def test_the_checkpoint_runner_loads_none_of_the_temporal_engine() -> None:
-    engine = ("temporalio.worker", "duragent.workflows.agent", "activities", "duragent.worker", "duragent.client")
-    probe = f"import sys, duragent.ops.cli.job; print(' '.join(m for m in {engine!r} if m in sys.modules))"
+    engine = ("temporalio.worker", "duragent._workflows.agent", "activities", "duragent._worker", "duragent._client")
+    probe = f"import sys, duragent._ops.cli.job; print(' '.join(m for m in {engine!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == []

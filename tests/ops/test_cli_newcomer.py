@@ -15,12 +15,12 @@ import httpx
 import pytest
 
 from agentic.saga import SagaPolicy
-from duragent.client import AgentClient
-from duragent.config.models import declared_models
-from duragent.config.settings import ROOT, Settings, ui_record
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.devserver import free_port
-from duragent.ops.devstack.worker_process import WorkerProcess
+from duragent._client import AgentClient
+from duragent._config.models import declared_models
+from duragent._config.settings import ROOT, Settings, ui_record
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.devserver import free_port
+from duragent._ops.devstack.worker_process import WorkerProcess
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import assert_one_clear_line, starter
 
@@ -139,7 +139,7 @@ async def test_ended_runs_cancel_alike_in_both_clis_and_a_failed_run_says_why(de
         assert out.startswith(f"{failed}: failed — run {failed} failed") and "None" not in out
 
     db, job_ledger = tmp_path / "b.db", tmp_path / "job-ledger.db"
-    job = [sys.executable, "-m", "duragent.ops.cli.job"]
+    job = [sys.executable, "-m", "duragent._ops.cli.job"]
     common = ["--db", str(db), "--ledger", str(job_ledger)]
     assert subprocess.run([*job, "run", "--agent", "billing", "--id", "j1", *common], cwd=ROOT).returncode == 0
     cancelled = subprocess.run([*job, "cancel", "j1", *common], cwd=ROOT, capture_output=True, text=True)
@@ -333,7 +333,7 @@ async def test_when_the_server_goes_away_watch_says_so_and_the_worker_log_stays_
 def test_job_takes_run_ids_positionally_prints_them_first_and_serve_says_where(tmp_path: Path):
     """L9, L11, L14, section 3: `job status --messages` printed no transcript without --json, `job serve`
     printed nothing (and exited 3 on a busy port), `job run` never printed the run id it generated."""
-    job = [sys.executable, "-m", "duragent.ops.cli.job"]
+    job = [sys.executable, "-m", "duragent._ops.cli.job"]
     common = ["--db", str(tmp_path / "b.db"), "--ledger", str(tmp_path / "l.db")]
     ran = subprocess.run([*job, "run", "--agent", "billing", *common], cwd=ROOT, capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr

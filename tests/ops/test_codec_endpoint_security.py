@@ -23,10 +23,10 @@ from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 
 import starter
-from duragent.config.codec import AesGcmCodec, KeyRing, new_key
-from duragent.config.settings import ROOT
-from duragent.ops.http.codec import COOKIE, codec_auth, create_codec_app
-from duragent.ops.http.sessions import Sessions
+from duragent._config.codec import AesGcmCodec, KeyRing, new_key
+from duragent._config.settings import ROOT
+from duragent._ops.http.codec import COOKIE, codec_auth, create_codec_app
+from duragent._ops.http.sessions import Sessions
 from tests.config.test_codec import http
 from tests.support.serving import Served
 from tests.support.serving import serving as serving_app

@@ -1,6 +1,6 @@
 """docker-compose.yml and the Dockerfile, checked by structure (no Docker engine runs here): the services,
 pinned images, health checks and the start order they imply, the worker's environment against settings.py,
-the search attributes the setup job creates against workflows/search_attributes.py, the stores every
+the search attributes the setup job creates against duragent/_workflows/search_attributes.py, the stores every
 worker replica shares (the agents' own database in Temporal's PostgreSQL; the job that creates it is run
 for real against a PostgreSQL, then `starter.py migrate` as the workers' role), and the secrets: every one a
 file `make secrets` generates and compose mounts, none a variable (review L12), approver keys required."""
@@ -29,15 +29,15 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.config.approver_keys import approver_public_keys
-from duragent.config.settings import ROOT, TEMPORAL_STANDARD, Settings
-from duragent.config.webhook_signing import load_secret
-from duragent.config.worker_keys import load_worker_keys
-from duragent.ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
-from duragent.ops.devstack.server_profile import TUNED
-from duragent.ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
-from duragent.versioning import WorkerVersioningError, worker_deployment
-from duragent.workflows import search_attributes
+from duragent._config.approver_keys import approver_public_keys
+from duragent._config.settings import ROOT, TEMPORAL_STANDARD, Settings
+from duragent._config.webhook_signing import load_secret
+from duragent._config.worker_keys import load_worker_keys
+from duragent._ops.devstack.compose_secrets import MOUNTED_FILES, RANDOM, make_secrets
+from duragent._ops.devstack.server_profile import TUNED
+from duragent._ops.retention.policy import FAILED_DAYS, NAMESPACE_RETENTION
+from duragent._versioning import WorkerVersioningError, worker_deployment
+from duragent._workflows import search_attributes
 from tests.conftest import eventually, new_worker
 from tests.support.backends import POSTGRES_TABLES
 from tests.support.postgres_server import LocalPostgres
@@ -56,7 +56,7 @@ CORE = {
 }
 ONE_SHOTS = {"temporal-schema", "temporal-setup", "agents-database", "agents-migrate", "deployment-setup"}
 # Read by the worker process but not through Settings: the files of the database password
-# (duragent/stores/postgres/pool.py) and of the webhook secret (duragent/config/webhook_signing.py).
+# (duragent/_stores/postgres/pool.py) and of the webhook secret (duragent/_config/webhook_signing.py).
 WORKER_ENV_OUTSIDE_SETTINGS = {"PGPASSWORD_FILE", "AGENT_WEBHOOK_SECRET_FILE"}
 RUN_SECRETS = "/run/secrets/"
 
@@ -74,7 +74,7 @@ def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def settings_variables() -> set[str]:
     """Every environment variable settings.py reads, Temporal's standard client configuration included (a
     secret read with `_env_secret` also from NAME_FILE)."""
-    source = (ROOT / "duragent" / "config" / "settings.py").read_text()
+    source = (ROOT / "duragent" / "_config" / "settings.py").read_text()
     ours = set(re.findall(r"""(?:os\.environ\.get|_env\w*)\(\s*["']([A-Z][A-Z0-9_]*)["']""", source))
     secrets = re.findall(r"""_env_secret\(\s*["']([A-Z][A-Z0-9_]*)["']""", source)
     return ours | {f"{name}_FILE" for name in secrets} | TEMPORAL_STANDARD
@@ -468,9 +468,9 @@ def test_secrets_are_mounted_files_never_variables(
 def test_make_secrets_writes_every_mounted_file_once_and_keeps_them(tmp_path: Path) -> None:
     """`make secrets` as an operator runs it: what compose mounts, owner-only where it can be, kept on a
     re-run (a new approver is added, nobody's key replaced), never in git or an image."""
-    assert "python -m duragent.ops.cli.compose_secrets" in (ROOT / "Makefile").read_text()
+    assert "python -m duragent._ops.cli.compose_secrets" in (ROOT / "Makefile").read_text()
     directory = tmp_path / "secrets"
-    command = [sys.executable, "-m", "duragent.ops.cli.compose_secrets", "--dir", str(directory)]
+    command = [sys.executable, "-m", "duragent._ops.cli.compose_secrets", "--dir", str(directory)]
     env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-at-setup"}
     first = subprocess.run([*command, "--approver", "maria"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

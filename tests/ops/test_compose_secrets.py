@@ -1,4 +1,4 @@
-"""`make secrets` (duragent/ops/devstack/compose_secrets.py) run again after an approver took her private key away: her
+"""`make secrets` (duragent/_ops/devstack/compose_secrets.py) run again after an approver took her private key away: her
 public key, which the workers count her signatures by, is kept. (The whole command, as an operator runs it, with
 what compose mounts: tests/ops/test_compose.py.)"""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentic.signing import ApproverKey, parse_public_keys, signature_problem
-from duragent.ops.devstack.compose_secrets import make_secrets
+from duragent._ops.devstack.compose_secrets import make_secrets
 
 
 def test_make_secrets_keeps_the_public_key_of_an_approver_who_took_her_private_key(tmp_path: Path) -> None:

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from duragent.config.http_clients import tls_context
-from duragent.ops.http.connections import STRANGER_GRACE, UNAUTHENTICATED_SHARE
-from duragent.ops.http.serve import MAX_CONNECTIONS
-from duragent.ops.http.streams import MAX_STREAMS_PER_PRINCIPAL
+from duragent._config.http_clients import tls_context
+from duragent._ops.http.connections import STRANGER_GRACE, UNAUTHENTICATED_SHARE
+from duragent._ops.http.serve import MAX_CONNECTIONS
+from duragent._ops.http.streams import MAX_STREAMS_PER_PRINCIPAL
 from tests.support.runs_api_stack import APPROVER, VIEWER, ApiStack, checkpoint_stack, finished, waiting
 
 pytestmark = pytest.mark.system

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.devstack import modelserver
-from duragent.ops.devstack.devserver import free_port
-from duragent.ops.devstack.modelserver import ModelServer
-from duragent.stores.ledger import EffectsLedger
+from duragent._ops.devstack import modelserver
+from duragent._ops.devstack.devserver import free_port
+from duragent._ops.devstack.modelserver import ModelServer
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import dev_settings
 from tests.ops.test_cli import assert_one_clear_line, starter
 from tests.temporal.test_shutdown import Command, stopped_cleanly

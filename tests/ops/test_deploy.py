@@ -38,13 +38,13 @@ from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
 from duragent import AgentClient, RunHandle
-from duragent.activities.inputs import WebhookDelivered
-from duragent.config.settings import ROOT, Settings
-from duragent.config.webhook_signing import EVENT_ID_HEADER
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.workflows.versioned import PinnedAgentWorkflow
+from duragent._activities.inputs import WebhookDelivered
+from duragent._config.settings import ROOT, Settings
+from duragent._config.webhook_signing import EVENT_ID_HEADER
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._workflows.versioned import PinnedAgentWorkflow
 from tests.conftest import eventually
 from tests.support.incompatible_build import TIMER_SUMMARY, TimerFirstAgentWorkflow
 

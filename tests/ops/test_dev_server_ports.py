@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.devstack import devserver
+from duragent._ops.devstack import devserver
 
 pytestmark = pytest.mark.system
 

@@ -11,8 +11,8 @@ import pytest
 import starter
 from agentic.errors import ProtectedFactError
 from agentic.memory import Fact
-from duragent.ops.cli import job as job_cli
-from duragent.stores.facts import SqliteFactStore
+from duragent._ops.cli import job as job_cli
+from duragent._stores.facts import SqliteFactStore
 
 
 @pytest.fixture

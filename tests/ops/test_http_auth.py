@@ -1,4 +1,4 @@
-"""duragent/ops/http/auth.py, the access rules every HTTP surface shares: token entries, roles, constant-time lookup,
+"""duragent/_ops/http/auth.py, the access rules every HTTP surface shares: token entries, roles, constant-time lookup,
 the start-up rule and the Host check. (The same rules over real HTTP: tests/ops/test_baseline_http.py.)"""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import Settings
-from duragent.ops.http.auth import (
+from duragent._config.settings import Settings
+from duragent._ops.http.auth import (
     AuthConfigError,
     Principal,
     TokenTable,

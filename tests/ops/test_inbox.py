@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import pytest_asyncio
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 from tests.ops.test_web_ui import BROWSER_ARGS, CHROMIUM, INSTALL_HINT, TIMEOUT_MS
 from tests.support.runs_api_stack import APPROVER, VIEWER, ApiStack, eventually, temporal_stack, waiting
 

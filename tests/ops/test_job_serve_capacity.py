@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from duragent.config.http_clients import tls_context
+from duragent._config.http_clients import tls_context
 from tests.support.baseline_helpers import Job, eventually, free_port, open_job
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
@@ -36,7 +36,7 @@ def run_workers(pid: int) -> list[int]:
             command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
         except (OSError, IndexError):
             continue  # gone meanwhile
-        if int(fields[1]) == pid and fields[0] != "Z" and "duragent.ops.cli.job resume" in command:
+        if int(fields[1]) == pid and fields[0] != "Z" and "duragent._ops.cli.job resume" in command:
             found.append(int(stat.parent.name))
     return found
 

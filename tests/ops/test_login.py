@@ -1,4 +1,4 @@
-"""The one login flow (duragent/ops/http/login.py), as every app we serve has it, played over real HTTP on loopback
+"""The one login flow (duragent/_ops/http/login.py), as every app we serve has it, played over real HTTP on loopback
 (tests/support/serving.py): a page on another site can neither sign a browser in as the attacker nor sign it
 out (review 3, T6), and the session cookie is `Secure` behind a TLS proxy (mutation audit 3, M35)."""
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from duragent.ops.http.auth import HttpAuth, TokenTable
-from duragent.ops.http.base import new_app
+from duragent._ops.http.auth import HttpAuth, TokenTable
+from duragent._ops.http.base import new_app
 from tests.support.serving import Served, serving
 
 VICTIM = "victim-token-0123456789abcdef"

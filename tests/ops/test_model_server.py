@@ -1,4 +1,4 @@
-"""The managed model server (duragent/ops/devstack/modelserver.py, `starter.py model-server`): started, health-checked,
+"""The managed model server (duragent/_ops/devstack/modelserver.py, `starter.py model-server`): started, health-checked,
 stopped by pid on Ctrl-C, SIGTERM or SIGHUP; bad input refused with one clear line."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack import modelserver
-from duragent.ops.devstack.devserver import free_port, port_open
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack import modelserver
+from duragent._ops.devstack.devserver import free_port, port_open
 
 _llm_installed = pytest.mark.skipif(modelserver.missing() is not None, reason=str(modelserver.missing()))
 

@@ -1,4 +1,4 @@
-"""The network lab (duragent/ops/devstack/netlab.py and its wire) on real TCP between real namespaces: a cut stops
+"""The network lab (duragent/_ops/devstack/netlab.py and its wire) on real TCP between real namespaces: a cut stops
 traffic both ways between two hosts only, a degraded link is slow by what it says, an armed cut trips at the first
 packet holding its bytes — and nothing of a lab outlives it, not even when the block inside it fails. Skipped, with
 one line, where network namespaces cannot be made (not root, no `ip`)."""
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from duragent.ops.devstack.netlab import Lab, why_unavailable
+from duragent._ops.devstack.netlab import Lab, why_unavailable
 
 # Processes of its own: the wire, and a TCP echo server in a namespace.
 pytestmark = pytest.mark.system

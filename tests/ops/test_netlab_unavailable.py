@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from bench.chaos import net_command
-from duragent.ops.devstack import netlab
+from duragent._ops.devstack import netlab
 
 
 def arguments(faults: str) -> argparse.Namespace:

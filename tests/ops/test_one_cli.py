@@ -14,10 +14,10 @@ import pytest
 
 import starter
 import worker
-from duragent.baseline.store import Store
-from duragent.config.agent_modules import AgentModuleError, module_names
-from duragent.ops.cli import job as job_cli
-from duragent.ops.cli.boundary import load_settings
+from duragent._baseline.store import Store
+from duragent._config.agent_modules import AgentModuleError, module_names
+from duragent._ops.cli import job as job_cli
+from duragent._ops.cli.boundary import load_settings
 
 # What only one engine has; everything else a shared command takes, it takes in both, with the same default.
 ONLY_STARTER = {
@@ -118,7 +118,7 @@ def test_job_run_name_is_job_run_agent_name(data_dir: Path, capsys) -> None:
 
 
 def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The library has no default agents module (duragent/config/agent_modules.py); each entry point names the demo
+    """The library has no default agents module (duragent/_config/agent_modules.py); each entry point names the demo
     agents as its own, and AGENT_MODULES or --agents replaces them in all three."""
     monkeypatch.delenv("AGENT_MODULES", raising=False)
     with pytest.raises(AgentModuleError, match="give --agents MODULE or set AGENT_MODULES"):

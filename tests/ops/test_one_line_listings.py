@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from duragent.client import AgentClient
-from duragent.ops.cli.watch import describe
-from duragent.stores.ledger import EffectsLedger
+from duragent._client import AgentClient
+from duragent._ops.cli.watch import describe
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import starter
 from tests.support.baseline_helpers import Job, finish, open_job

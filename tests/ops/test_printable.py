@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.cli.output import printable
-from duragent.ops.cli.watch import Lines, describe
+from duragent._ops.cli.output import printable
+from duragent._ops.cli.watch import Lines, describe
 from tests.support.baseline_helpers import Job, eventually, finish, open_job
 from tests.support.hostile_agents import ATTACK
 

@@ -23,11 +23,11 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import starter
-from duragent.baseline.store import Store
-from duragent.ops.cli import job as job_cli
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._baseline.store import Store
+from duragent._ops.cli import job as job_cli
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS
 from tests.support.baseline_helpers import ROOT, eventually
 from tests.support.scripted_runs import temporal_in_background
@@ -99,7 +99,7 @@ def job_store(tmp_path_factory: pytest.TempPathFactory):
     common = ["--db", str(tmp / "baseline.db"), "--ledger", str(tmp / "ledger.db")]
     assert job_cli.main(["run", "--agent", "billing", "--id", "done", *common]) == 0
     waiting = subprocess.Popen(
-        [sys.executable, "-m", "duragent.ops.cli.job", "run", "--agent", "refund", "--id", "waits", *common],
+        [sys.executable, "-m", "duragent._ops.cli.job", "run", "--agent", "refund", "--id", "waits", *common],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -35,22 +35,22 @@ from temporalio.worker import Worker
 
 from agentic import Agent
 from agentic.saga import SagaPolicy
-from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
-from duragent.client import AgentClient
-from duragent.config.codec import AesGcmCodec, KeyRing, new_key
-from duragent.errors import RunFailed
-from duragent.ops.devstack import devserver
-from duragent.ops.retention.archive import read_archive
-from duragent.ops.retention.journal import PostgresPruneJournal, SqlitePruneJournal
-from duragent.ops.retention.policy import NAMESPACE_RETENTION, Policy, keep_closed_runs
-from duragent.ops.retention.temporal import Pass, RunStores, prune
-from duragent.stores.encrypted import EncryptedTranscriptStore
-from duragent.stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
+from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent._client import AgentClient
+from duragent._config.codec import AesGcmCodec, KeyRing, new_key
+from duragent._errors import RunFailed
+from duragent._ops.devstack import devserver
+from duragent._ops.retention.archive import read_archive
+from duragent._ops.retention.journal import PostgresPruneJournal, SqlitePruneJournal
+from duragent._ops.retention.policy import NAMESPACE_RETENTION, Policy, keep_closed_runs
+from duragent._ops.retention.temporal import Pass, RunStores, prune
+from duragent._stores.encrypted import EncryptedTranscriptStore
+from duragent._stores.transcripts import Released, TranscriptNotFound, Transcripts, releasable
+from duragent._worker import build_worker
+from duragent._workflows import search_attributes
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from duragent.testing import start_dev_server
-from duragent.worker import build_worker
-from duragent.workflows import search_attributes
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, eventually
 from tests.ops.test_cli import starter

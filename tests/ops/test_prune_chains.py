@@ -12,12 +12,12 @@ from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from duragent.client import AgentClient
-from duragent.ops.retention.archive import read_archive
-from duragent.ops.retention.journal import SqlitePruneJournal
-from duragent.ops.retention.policy import Policy
-from duragent.ops.retention.temporal import RunStores, prune
-from duragent.stores.ledger import EffectsLedger
+from duragent._client import AgentClient
+from duragent._ops.retention.archive import read_archive
+from duragent._ops.retention.journal import SqlitePruneJournal
+from duragent._ops.retention.policy import Policy
+from duragent._ops.retention.temporal import RunStores, prune
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import eventually, new_worker, transcripts_next_to
 from tests.ops.test_prune import fresh_namespace
 from tests.support.foreign_chains import ForeignChain

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import starter
-from duragent.ops.retention.archive import write_archive
-from duragent.ops.retention.policy import ANSWERED, Policy
+from duragent._ops.retention.archive import write_archive
+from duragent._ops.retention.policy import ANSWERED, Policy
 
 RECORDS = [
     {"run_id": "billing-1", "agent": "billing", "status": "completed", "temporal_status": "completed",

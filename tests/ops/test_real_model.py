@@ -1,5 +1,5 @@
 """The adapter and the in-process agent on a real language model: SmolLM2-135M-Instruct served by
-llama-cpp-python's OpenAI-compatible server (duragent/ops/devstack/modelserver.py), the `llm` dependency group.
+llama-cpp-python's OpenAI-compatible server (duragent/_ops/devstack/modelserver.py), the `llm` dependency group.
 
 Replies are kept short (`max_tokens`) or forced (`tool_choice` naming a tool, which the server constrains
 with a grammar built from the tool's JSON schema), so the whole file takes well under a minute of model time.
@@ -39,8 +39,8 @@ from agentic import (
 from agentic.loop import tool_schemas
 from agentic.models.openai_chat import OpenAIChatModel
 from bench import real_model
-from duragent.ops.devstack import modelserver
-from duragent.ops.devstack.modelserver import ModelServer
+from duragent._ops.devstack import modelserver
+from duragent._ops.devstack.modelserver import ModelServer
 
 ADDITIONS: list[tuple[int, int]] = []
 SERVER_INFO = {"model": modelserver.MODEL_FILE, "llama_cpp_python": "0.3.36", "n_ctx": 4096, "threads": 1}

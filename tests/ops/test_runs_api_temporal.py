@@ -24,10 +24,10 @@ import pytest
 
 from agentic.approvals import ApprovalPolicy
 from agentic.signing import ApproverKey
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT, Settings
-from duragent.config.webhook_signing import verify
-from duragent.connection import connect
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT, Settings
+from duragent._config.webhook_signing import verify
+from duragent._connection import connect
 from tests.support.baseline_helpers import free_port
 from tests.support.runs_api_stack import OTHER_APPROVER, ApiStack, eventually, finished, temporal_stack, waiting
 

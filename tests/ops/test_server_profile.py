@@ -1,5 +1,5 @@
 """The server profiles: the embedded server runs tuned unless told otherwise, and the flags say exactly what
-duragent/ops/devstack/server_profile.py says (the bench and docs/operations.md measure and explain each knob)."""
+duragent/_ops/devstack/server_profile.py says (the bench and docs/operations.md measure and explain each knob)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from duragent.config.settings import ROOT
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, profile
+from duragent._config.settings import ROOT
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.server_profile import DEFAULT, PROFILES, TUNED, profile
 from tests.support.processes import descendants
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.

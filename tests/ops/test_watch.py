@@ -16,11 +16,11 @@ import termios
 from typing import Any
 
 from agentic.approvals import ApprovalPolicy, Decision
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack.devserver import free_port
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack.devserver import free_port
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import dev_settings, new_worker
 
 TIMEOUT = 40.0

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT, Settings
-from duragent.connection import connect
-from duragent.ops.devstack import devserver
-from duragent.stores.ledger import EffectsLedger
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT, Settings
+from duragent._connection import connect
+from duragent._ops.devstack import devserver
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, eventually, new_worker
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")

@@ -19,10 +19,10 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from duragent.activities.inputs import WebhookInput
-from duragent.client import AgentClient
-from duragent.config.webhook_signing import ALLOW_LOOPBACK_ENV, resolved_problem, url_problem
-from duragent.stores.ledger import EffectsLedger
+from duragent._activities.inputs import WebhookInput
+from duragent._client import AgentClient
+from duragent._config.webhook_signing import ALLOW_LOOPBACK_ENV, resolved_problem, url_problem
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 from tests.support.baseline_helpers import Job, free_port, open_job
 from tests.support.baseline_helpers import eventually as poll
@@ -120,7 +120,7 @@ async def test_a_worker_without_the_opt_in_posts_nothing_to_its_loopback(
             assert cause.cause.type == "WebhookRejected" and "AGENT_WEBHOOK_ALLOW_LOOPBACK" in cause.cause.message
             assert (await notifier.describe()).status == WorkflowExecutionStatus.FAILED  # not retried for a day
         # A notifier workflow of the attacker's own is refused before any URL is looked at: it is no run's
-        # notifier (activities/webhook.py, the caller check).
+        # notifier (duragent/_activities/webhook.py, the caller check).
         foreign = await client.start_workflow(
             "WebhookDelivery",
             WebhookInput(url=f"https://127.1:{internal_service}/x", event_id="x", payload={"event": "x"}),

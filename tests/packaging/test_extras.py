@@ -15,7 +15,7 @@ import tomllib
 import pytest
 
 from agentic.extras import EXTRAS
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 # Processes of its own: a fresh interpreter per part.
 pytestmark = pytest.mark.system
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.system
 PARTS = {
     "openai": "agentic.models.openai_chat",
     "mcp": "agentic.mcp.client",
-    "postgres": "duragent.stores.postgres",
-    "http": "duragent.ops.http",
+    "postgres": "duragent._stores.postgres",
+    "http": "duragent._ops.http",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
 IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp", "google-re2": "re2"}

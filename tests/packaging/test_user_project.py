@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 from tests.support.docs import code_block_after
 from tests.temporal.test_own_agent import OrdersService
 
@@ -105,13 +105,13 @@ def test_the_wheel_adds_the_product_root_and_agentic_and_nothing_else(wheel: Pat
         names = built.namelist()
     tops = {name.split("/")[0] for name in names}
     assert tops == {"duragent", "agentic", wheel.name.split("-")[0] + "-0.2.0.dist-info"}
-    assert "duragent/workflows/agent.py" in names and "duragent/activities/tools.py" in names  # mapped in
+    assert "duragent/_workflows/agent.py" in names and "duragent/_activities/tools.py" in names  # mapped in
     assert "duragent/py.typed" in names and "agentic/py.typed" in names
     assert not [n for n in names if n.startswith(("duragent/examples", "duragent/bench", "tests/"))]
     with zipfile.ZipFile(wheel) as built:
         entry_points = built.read(f"{wheel.name.split('-')[0]}-0.2.0.dist-info/entry_points.txt").decode()
-    assert "duragent = duragent.ops.cli.starter:console" in entry_points
-    assert "duragent-job = duragent.ops.cli.job:console" in entry_points
+    assert "duragent = duragent._ops.cli.starter:console" in entry_points
+    assert "duragent-job = duragent._ops.cli.job:console" in entry_points
 
 
 def run_the_readme_programs(python: Path, project: Path, tmp: Path, dev_env, service: OrdersService) -> None:
@@ -149,7 +149,7 @@ def test_the_readme_programs_run_in_a_users_project(requirement, wheel, tmp_path
         service.stop()
     if requirement == "duragent[testing]":  # a part whose extra is missing says which, in one line
         failed = subprocess.run(
-            [str(python), "-m", "duragent.ops.cli.starter", "serve", "--port", "8765"],
+            [str(python), "-m", "duragent._ops.cli.starter", "serve", "--port", "8765"],
             cwd=project,
             env=isolated_env(),
             capture_output=True,

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from agentic import Stop
-from duragent.activities.transcripts import STORE_UNAVAILABLE
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.transcripts import EMPTY
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._activities.transcripts import STORE_UNAVAILABLE
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.transcripts import EMPTY
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
 from tests.support.baseline_helpers import Job, one_line_error
 from tests.support.baseline_helpers import eventually as eventually_sync
@@ -67,7 +67,7 @@ async def test_a_durable_run_on_a_disk_that_fills_then_turns_read_only_finishes_
 ) -> None:
     """ "the transcript store": the ledger is on another disk, so a tool's effect lands and the append of its
     result to the transcript fails after it: the activity's retry runs the tool again and finds the effect by
-    its key (activities/transcripts.py)."""
+    its key (duragent/_activities/transcripts.py)."""
     transcripts = disk.path / "transcripts.db"
     ledger = disk.path / "ledger.db" if on_the_disk == "all stores" else tmp_path / "ledger.db"
     settings = dataclasses.replace(dev_settings(dev_env, task_queue, disk.path), ledger_path=ledger)

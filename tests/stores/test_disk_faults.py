@@ -13,12 +13,12 @@ import pytest
 
 from agentic import Message
 from agentic.memory import Fact
-from duragent.baseline.store import Progress, StepSpec, Store
-from duragent.stores.disk_faults import StoreDiskFault
-from duragent.stores.errors import StoreUnavailable
-from duragent.stores.facts import SqliteFactStore
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
+from duragent._baseline.store import Progress, StepSpec, Store
+from duragent._stores.disk_faults import StoreDiskFault
+from duragent._stores.errors import StoreUnavailable
+from duragent._stores.facts import SqliteFactStore
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
 from tests.support.small_disk import SmallDisk, small_disk
 
 # Processes of its own: `mount`, as root.

@@ -12,9 +12,9 @@ import pytest
 from temporalio.api.common.v1 import Payload
 
 from agentic import Message
-from duragent.config.codec import AesGcmCodec, KeyRing, new_key
-from duragent.stores.encrypted import EncryptedTranscriptStore
-from duragent.stores.transcripts import (
+from duragent._config.codec import AesGcmCodec, KeyRing, new_key
+from duragent._stores.encrypted import EncryptedTranscriptStore
+from duragent._stores.transcripts import (
     EMPTY,
     SqliteTranscriptStore,
     TranscriptIntegrityError,

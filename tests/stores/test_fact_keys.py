@@ -14,8 +14,8 @@ import pytest
 
 from agentic import Stop
 from agentic.memory import Fact
-from duragent.stores.facts import SqliteFactStore, WriteKeyConflict
-from duragent.stores.postgres import Database, PostgresFactStore
+from duragent._stores.facts import SqliteFactStore, WriteKeyConflict
+from duragent._stores.postgres import Database, PostgresFactStore
 from examples import courier
 from tests.stores.test_memory_tools import served, tool_messages
 from tests.support.backends import Backend

@@ -10,7 +10,7 @@ import pytest
 
 from agentic.errors import ProtectedFactError
 from agentic.memory import Fact, FactStore
-from duragent.stores.facts import MAX_VALUE_BYTES
+from duragent._stores.facts import MAX_VALUE_BYTES
 from tests.support.backends import Backend
 
 FULLWIDTH_IS_ADMIN = "\uff49\uff53_\uff41\uff44\uff4d\uff49\uff4e"  # looks like "is_admin"

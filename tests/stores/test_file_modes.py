@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentic import Message
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import EMPTY, SqliteTranscriptStore, Transcripts
 
 
 def mode(path: Path) -> int:
@@ -63,10 +63,8 @@ def test_opening_a_second_store_on_a_file_never_drops_the_first_ones_locks(tmp_p
     first.apply("k0", run_id="r", tool="t", args={}, perform=lambda: "x")
     seen = []
     for i in range(1, 5):
-        writer = (
-            f"from duragent.stores.ledger import EffectsLedger; EffectsLedger({str(path)!r}).apply('k{i}', run_id='r', "
-        )
-        writer += "tool='t', args={}, perform=lambda: 'x')"
+        writer = "from duragent._stores.ledger import EffectsLedger; "
+        writer += f"EffectsLedger({str(path)!r}).apply('k{i}', run_id='r', tool='t', args={{}}, perform=lambda: 'x')"
         subprocess.run([sys.executable, "-c", writer], check=True, cwd=ROOT, timeout=60)
         EffectsLedger(path)  # another store object on the same file, in this process
         seen.append(len(first.effects()))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from duragent.stores.ledger import Ledger
+from duragent._stores.ledger import Ledger
 from tests.support.backends import Backend
 
 

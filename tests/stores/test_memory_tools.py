@@ -13,13 +13,13 @@ import pytest
 from agentic import Agent, Stop, ToolCall, ToolContext, ToolStatus
 from agentic.agent_set import AgentSet
 from duragent import AgentClient
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.runner import transcript
-from duragent.baseline.store import Store
-from duragent.stores.facts import SqliteFactStore
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.memory_tools import MemoryOptions
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.runner import transcript
+from duragent._baseline.store import Store
+from duragent._stores.facts import SqliteFactStore
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.memory_tools import MemoryOptions
 from examples import courier
 from examples.options import DemoDeps
 from tests.conftest import new_worker, transcripts_next_to

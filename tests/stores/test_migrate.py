@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.devserver import free_port
-from duragent.stores.postgres import describe
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.devserver import free_port
+from duragent._stores.postgres import describe
 from tests.support.backends import POSTGRES_TABLES
 
 # Processes of its own: `starter.py migrate`.

@@ -26,12 +26,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Message, Stop
-from duragent.activities.inputs import AgentResult
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.postgres import Database, PostgresLedger, PostgresTranscriptStore
-from duragent.stores.transcripts import SqliteTranscriptStore, TranscriptNotFound, Transcripts
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._activities.inputs import AgentResult
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.postgres import Database, PostgresLedger, PostgresTranscriptStore
+from duragent._stores.transcripts import SqliteTranscriptStore, TranscriptNotFound, Transcripts
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
 
 RUNS = 4

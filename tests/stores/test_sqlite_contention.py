@@ -2,7 +2,7 @@
 
 Every store here gets a busy timeout of 50 ms, far below what the herd needs, so SQLite's busy handler
 alone would fail these tests; what passes them is the per-file writer lock of a process and the retried
-`BEGIN IMMEDIATE` across processes (duragent/stores/sqlite_file.py). Nothing here asserts a duration.
+`BEGIN IMMEDIATE` across processes (duragent/_stores/sqlite_file.py). Nothing here asserts a duration.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import pytest
 
 from bench import agents as noop  # bench-noop, the smallest real run
 from bench.served import agent_set
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Progress, Store
-from duragent.config.settings import ROOT
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.sqlite_file import write_transaction
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Progress, Store
+from duragent._config.settings import ROOT
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.sqlite_file import write_transaction
 
 # Processes of its own: several, contending for one SQLite file.
 pytestmark = pytest.mark.system
@@ -160,7 +160,7 @@ def test_a_wedged_file_is_reported_once_the_patience_runs_out(
 
 HERD = """
 import sys, threading
-from duragent.stores.ledger import EffectsLedger
+from duragent._stores.ledger import EffectsLedger
 ledger = EffectsLedger(sys.argv[1], busy_timeout=0.05)
 name, errors = sys.argv[2], []
 def work(i):
@@ -193,8 +193,8 @@ def test_several_processes_of_many_threads_writing_one_file_lose_nothing(tmp_pat
 
 OPENERS = """
 import json, multiprocessing, os, sqlite3, sys
-from duragent.stores.ledger import EffectsLedger
-from duragent.baseline.store import Store
+from duragent._stores.ledger import EffectsLedger
+from duragent._baseline.store import Store
 
 def raw(path):  # what the stores did before: SQLite answers busy at once, its busy handler not consulted
     sqlite3.connect(path, timeout=30, isolation_level=None).execute("PRAGMA journal_mode=WAL")

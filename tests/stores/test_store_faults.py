@@ -23,13 +23,13 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Message, Stop
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores import configured as stores
-from duragent.stores.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable, describe
-from duragent.stores.transcripts import EMPTY, Transcripts
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores import configured as stores
+from duragent._stores.postgres import Database, PostgresLedger, PostgresTranscriptStore, StoreUnavailable, describe
+from duragent._stores.transcripts import EMPTY, Transcripts
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
 from tests.support.backends import POSTGRES_TABLES
 from tests.support.postgres_server import HOW_TO_GET_ONE, LocalPostgres, scratch_database
@@ -176,12 +176,12 @@ def test_the_schema_is_created_once_even_by_workers_starting_together(server, ur
 
 
 def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
-    from duragent.config.codec import KeyRing, new_key
-    from duragent.stores.encrypted import EncryptedTranscriptStore
-    from duragent.stores.facts import SqliteFactStore
-    from duragent.stores.ledger import EffectsLedger
-    from duragent.stores.postgres import PostgresFactStore
-    from duragent.stores.transcripts import SqliteTranscriptStore
+    from duragent._config.codec import KeyRing, new_key
+    from duragent._stores.encrypted import EncryptedTranscriptStore
+    from duragent._stores.facts import SqliteFactStore
+    from duragent._stores.ledger import EffectsLedger
+    from duragent._stores.postgres import PostgresFactStore
+    from duragent._stores.transcripts import SqliteTranscriptStore
 
     try:
         assert isinstance(stores.open_ledger(None, tmp_path / "ledger.db"), EffectsLedger)
@@ -206,7 +206,7 @@ def test_stores_factory_chooses_by_url(server, url, tmp_path: Path) -> None:
 
 
 def test_the_database_url_is_a_setting_whose_password_is_never_printed(monkeypatch) -> None:
-    from duragent.config.settings import Settings
+    from duragent._config.settings import Settings
 
     monkeypatch.setenv("AGENT_DATABASE_URL", f"postgresql://agent:{PASSWORD}@db:5432/agents")
     settings = Settings()

@@ -1,4 +1,4 @@
-"""The checkpoint store's rules (`duragent.baseline.store`, `duragent.baseline.journal`), in-process on a real SQLite
+"""The checkpoint store's rules (`duragent._baseline.store`, `duragent._baseline.journal`), in-process on a real SQLite
 file: ids are
 never reused, unknown ids and missing outputs are named, progress and cancellation requests are kept as
 written, steps are numbered from one."""
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from duragent.baseline import jobs
-from duragent.baseline.crash import CrashHook
-from duragent.baseline.errors import CheckpointMismatch, DeadLettered, LeaseLost, RunExists, UnknownRun
-from duragent.baseline.journal import Journal
-from duragent.baseline.lease import acquire, release
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Progress, StepSpec, Store
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import jobs
+from duragent._baseline.crash import CrashHook
+from duragent._baseline.errors import CheckpointMismatch, DeadLettered, LeaseLost, RunExists, UnknownRun
+from duragent._baseline.journal import Journal
+from duragent._baseline.lease import acquire, release
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Progress, StepSpec, Store
+from duragent._stores.ledger import EffectsLedger
 from tests.support.baseline_helpers import agents_recording_to
 
 
@@ -96,7 +96,7 @@ def test_the_progress_total_is_the_estimate_or_what_is_known_whichever_is_larger
 
 
 def test_a_journal_writes_nothing_once_its_lease_is_lost(store: Store) -> None:
-    from duragent.baseline.lease import LeaseKeeper
+    from duragent._baseline.lease import LeaseKeeper
 
     create(store)
     keeper = LeaseKeeper(store, "r1", "w1", lease_seconds=30)  # not started: its state is set by hand

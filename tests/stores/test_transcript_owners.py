@@ -10,11 +10,11 @@ import psycopg
 import pytest
 
 from agentic import Message
-from duragent.config.codec import AesGcmCodec, KeyRing, new_key
-from duragent.stores.encrypted import EncryptedTranscriptStore
-from duragent.stores.postgres import Database, PostgresTranscriptStore
-from duragent.stores.sqlite_file import SqliteFile
-from duragent.stores.transcripts import (
+from duragent._config.codec import AesGcmCodec, KeyRing, new_key
+from duragent._stores.encrypted import EncryptedTranscriptStore
+from duragent._stores.postgres import Database, PostgresTranscriptStore
+from duragent._stores.sqlite_file import SqliteFile
+from duragent._stores.transcripts import (
     EMPTY,
     Released,
     SqliteTranscriptStore,

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from agentic import Message, tool_call
-from duragent.config.codec import AesGcmCodec, KeyRing, new_key
-from duragent.stores.encrypted import EncryptedTranscriptStore
-from duragent.stores.transcripts import EMPTY, PayloadTooLarge, SqliteTranscriptStore, TranscriptNotFound, Transcripts
+from duragent._config.codec import AesGcmCodec, KeyRing, new_key
+from duragent._stores.encrypted import EncryptedTranscriptStore
+from duragent._stores.transcripts import EMPTY, PayloadTooLarge, SqliteTranscriptStore, TranscriptNotFound, Transcripts
 from tests.support.backends import Backend
 
 

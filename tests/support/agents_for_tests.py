@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
-from duragent.config.settings import Settings
+from duragent._config.settings import Settings
 from examples import trip as trip_module
 from examples.effects import options_of, record_effect
 from examples.options import DemoDeps, DemoOptions

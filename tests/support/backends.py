@@ -10,10 +10,10 @@ from pathlib import Path
 
 import psycopg
 
-from duragent.stores.facts import DurableFactStore, SqliteFactStore
-from duragent.stores.ledger import EffectsLedger, Ledger
-from duragent.stores.postgres import Database, PostgresFactStore, PostgresLedger, PostgresTranscriptStore
-from duragent.stores.transcripts import SqliteTranscriptStore, TranscriptStore
+from duragent._stores.facts import DurableFactStore, SqliteFactStore
+from duragent._stores.ledger import EffectsLedger, Ledger
+from duragent._stores.postgres import Database, PostgresFactStore, PostgresLedger, PostgresTranscriptStore
+from duragent._stores.transcripts import SqliteTranscriptStore, TranscriptStore
 
 BACKENDS = ["sqlite", "postgres"]
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from agentic.agent_set import AgentSet
-from duragent.baseline.crash import ENV as CRASH_ENV
-from duragent.baseline.status import run_status
-from duragent.baseline.store import StepRow, Store
-from duragent.config.settings import ROOT
-from duragent.ops.cli import job as cli
-from duragent.stores.ledger import Effect, EffectsLedger
+from duragent._baseline.crash import ENV as CRASH_ENV
+from duragent._baseline.status import run_status
+from duragent._baseline.store import StepRow, Store
+from duragent._config.settings import ROOT
+from duragent._ops.cli import job as cli
+from duragent._stores.ledger import Effect, EffectsLedger
 from tests.support.in_process import run_main
 
 
@@ -70,7 +70,7 @@ class Job:
         return [
             sys.executable,
             "-m",
-            "duragent.ops.cli.job",
+            "duragent._ops.cli.job",
             command,
             *args,
             "--db",
@@ -102,7 +102,7 @@ class Job:
         self, command: str, *args: str, crash: str | None = None, timeout: float = 60
     ) -> subprocess.CompletedProcess[str]:
         """One `job` command to its end: its exit code and what it printed. A command told to crash (it kills
-        its own process) runs as `python -m duragent.ops.cli.job`; any other runs `main` in this process,
+        its own process) runs as `python -m duragent._ops.cli.job`; any other runs `main` in this process,
         with the same environment and arguments: a subprocess costs about a second of CPU, mostly imports, and
         `make test` ran about 180 of them. The process path stays covered by every `spawn` (the crash, kill,
         lease and `serve` tests), the installed script's test (tests/baseline/test_baseline_cli.py) and the

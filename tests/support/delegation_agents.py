@@ -12,7 +12,7 @@ from typing import Any
 import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, give_up, tool, tool_call
 from agentic.approvals import ApprovalPolicy
-from duragent.config.settings import Settings
+from duragent._config.settings import Settings
 from examples.effects import record_effect, tool_results, undoing
 from examples.options import DemoDeps, DemoOptions
 

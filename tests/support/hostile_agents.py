@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
 from agentic.errors import NonRetryableModelError, RetryableModelError, ToolRetry
-from duragent.config.settings import Settings
+from duragent._config.settings import Settings
 from examples.effects import record_effect
 from examples.options import DemoDeps, DemoOptions
 

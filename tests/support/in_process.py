@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from unittest import mock
 
-from duragent import clean_exit
+from duragent import _clean_exit as clean_exit
 
 
 @contextlib.contextmanager
@@ -30,7 +30,7 @@ def environment(env: dict[str, str]) -> Iterator[None]:
 @contextlib.contextmanager
 def runtimes_kept() -> Iterator[None]:
     """A command's handler ends by releasing the Temporal runtimes, for its process's exit
-    (duragent/clean_exit.py): the default one dropped, then a full garbage collection — 0.2 s of CPU in
+    (duragent/_clean_exit.py): the default one dropped, then a full garbage collection — 0.2 s of CPU in
     a test process holding the collected suite, for every command a test runs in it. Here the command's end is
     not the process's: the runtimes stay. The release is tested where it matters, in processes
     (tests/temporal/test_runtimes_released.py, test_clean_exit.py)."""

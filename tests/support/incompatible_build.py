@@ -13,11 +13,11 @@ from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import VersioningBehavior
 
-import duragent.worker
-from duragent.activities.inputs import AgentResult
-from duragent.ops.cli.boundary import exit_now
-from duragent.workflows.inputs import AgentInput
-from duragent.workflows.versioned import PinnedAgentWorkflow, UpgradingWebhookWorkflow
+import duragent._worker
+from duragent._activities.inputs import AgentResult
+from duragent._ops.cli.boundary import exit_now
+from duragent._workflows.inputs import AgentInput
+from duragent._workflows.versioned import PinnedAgentWorkflow, UpgradingWebhookWorkflow
 
 # What the deploy test finds in a run's history to know this build ran it.
 TIMER_SUMMARY = "build v2: a timer first"
@@ -38,7 +38,7 @@ class TimerFirstAgentWorkflow(PinnedAgentWorkflow):
 
 def main(argv: list[str]) -> int:
     # build_worker registers these on a versioned worker: this build's AgentWorkflow in place of today's.
-    duragent.worker.VERSIONED_WORKFLOWS = [TimerFirstAgentWorkflow, UpgradingWebhookWorkflow]
+    duragent._worker.VERSIONED_WORKFLOWS = [TimerFirstAgentWorkflow, UpgradingWebhookWorkflow]
     import worker  # the real program, from the repository root (the working directory)
 
     return worker.main(argv)

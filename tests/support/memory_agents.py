@@ -17,8 +17,8 @@ from pydantic import Field, NonNegativeFloat
 
 import examples
 from agentic import Agent, Budget, FakeModel, Message, Registry, ToolContext, tool, tool_call
-from duragent.config.settings import Settings
-from duragent.stores.memory_tools import MemoryOptions, memory_tools
+from duragent._config.settings import Settings
+from duragent._stores.memory_tools import MemoryOptions, memory_tools
 from examples.effects import tool_results
 from examples.options import DemoDeps
 

@@ -113,8 +113,8 @@ def forged_continuation(run_id: str, order_id: str) -> dict[str, Any]:
     queued, and a book that says a human approved it (with an unsigned decision to show at the effect)."""
     from agentic import LoopState, Message, ToolCall, Usage
     from agentic.approvals import ApprovalBook, Decision, Outcome, arguments_hash
-    from duragent.workflows.inputs import AgentInput, Handover
-    from duragent.workflows.transcript import WorkflowTranscript
+    from duragent._workflows.inputs import AgentInput, Handover
+    from duragent._workflows.transcript import WorkflowTranscript
     from examples import refund
 
     spec = refund.agent.spec()

@@ -1,5 +1,5 @@
 """A real PostgreSQL for the tests: the one at `AGENT_TEST_DATABASE_URL`, or one started here from Debian's binaries
-(`duragent/ops/devstack/local_postgres.py`), skipping fsync (a test database need not survive a power cut)."""
+(`duragent/_ops/devstack/local_postgres.py`), skipping fsync (a test database need not survive a power cut)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from duragent.ops.devstack import local_postgres
+from duragent._ops.devstack import local_postgres
 
 HOW_TO_GET_ONE = (
     "PostgreSQL tests need a server: set AGENT_TEST_DATABASE_URL=postgresql://user@host:port/db (a role that may"

@@ -31,7 +31,7 @@ SERVERS = {
     "initdb": "PostgreSQL",
     "chrom": "chromium",
 }
-COMMANDS = ("starter.py", "worker.py", "duragent.ops.cli.job")
+COMMANDS = ("starter.py", "worker.py", "duragent._ops.cli.job")
 
 
 def kind(name: str, command: str) -> str:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 # How long an interrupted command gets to stop what it started (a bench's dev servers and workers) before SIGKILL.
 GRACE = 30.0

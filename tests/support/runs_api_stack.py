@@ -22,11 +22,11 @@ from typing import Any
 
 import httpx
 
-from duragent.config.http_clients import tls_context
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import Effect, EffectsLedger
+from duragent._config.http_clients import tls_context
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import Effect, EffectsLedger
 from tests.support.baseline_helpers import eventually as poll_until
 from tests.support.baseline_helpers import free_port
 
@@ -113,7 +113,7 @@ def checkpoint_stack(
     command = [
         sys.executable,
         "-m",
-        "duragent.ops.cli.job",
+        "duragent._ops.cli.job",
         "serve",
         "--port",
         str(port),

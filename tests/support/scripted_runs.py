@@ -40,7 +40,7 @@ from agentic import (
     tool,
 )
 from agentic.loop import GIVE_UP
-from duragent.stores.ledger import EffectsLedger
+from duragent._stores.ledger import EffectsLedger
 from examples.effects import record_effect
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""One of our apps served as the commands serve it (duragent/ops/http/serve.py: the same uvicorn server, protocol and
+"""One of our apps served as the commands serve it (duragent/_ops/http/serve.py: the same uvicorn server, protocol and
 bounds), in a thread of the test process, on a free loopback port; stopped when the block ends."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from duragent.ops.http.serve import listen, server
+from duragent._ops.http.serve import listen, server
 
 
 @dataclass
@@ -28,13 +28,13 @@ class Served:
         return len(self.server.server_state.connections)
 
     def vouched_for(self) -> int:
-        """How many of them carried an authenticated request (duragent/ops/http/connections.py)."""
+        """How many of them carried an authenticated request (duragent/_ops/http/connections.py)."""
         return sum(1 for c in self.server.server_state.connections if getattr(c, "vouched", False))
 
 
 @contextmanager
 def serving(app: FastAPI, **bounds: Any) -> Iterator[Served]:
-    """`bounds`: `max_connections`, `read_timeout` (duragent/ops/http/serve.py's defaults otherwise)."""
+    """`bounds`: `max_connections`, `read_timeout` (duragent/_ops/http/serve.py's defaults otherwise)."""
     listener = listen(argparse.Namespace(host="127.0.0.1", port=0))
     port = int(listener.getsockname()[1])
     running = server(app, **bounds)

@@ -12,9 +12,9 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from agentic import Stop, ToolStatus, tool_call
 from agentic.approvals import ApprovalPolicy, Decision, PendingApproval, arguments_hash
-from duragent.activities.inputs import AgentResult
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._activities.inputs import AgentResult
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker, transcripts_next_to
 
 Handle = WorkflowHandle[Any, AgentResult]

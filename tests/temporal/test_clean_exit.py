@@ -1,5 +1,5 @@
 """Issue 34: client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
-aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; duragent/clean_exit.py
+aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; duragent/_clean_exit.py
 says why); the documented patterns end with `duragent.run(main())` instead. Each is run many times in
 a row against a real dev server, and every exit must be 0: the client script of docs/approvals.md (lists pending
 approvals) 50 times, the README's whole program (a worker, a run, an approval) 20 times. Those full counts are a
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.stores.ledger import EffectsLedger
+from duragent._stores.ledger import EffectsLedger
 from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent

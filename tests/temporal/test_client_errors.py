@@ -12,7 +12,7 @@ import pytest
 
 from agentic import Agent, FakeModel, Registry
 from duragent import AgentClient, Settings
-from duragent.errors import (
+from duragent._errors import (
     AgentClientError,
     ApprovalRejected,
     RunAlreadyExists,

@@ -1,4 +1,4 @@
-"""The second line of `compensate` (activities/tools.py): after the server has confirmed that the caller is an
+"""The second line of `compensate` (duragent/_activities/tools.py): after the server has confirmed that the caller is an
 agents' run, the input still decides nothing — whose effect is undone must be the caller's or a run it delegated
 to (the server's parent links), and the undo's key is derived from the original's, never chosen.
 
@@ -17,12 +17,12 @@ from temporalio.testing import ActivityEnvironment
 
 from agentic.agent_set import AgentSet
 from agentic.undo import CompensationStep, undo_key
-from duragent.activities.caller import REFUSED
-from duragent.activities.inputs import CompensationInput
-from duragent.activities.served import ServedAgents
-from duragent.activities.tools import ToolActivities
-from duragent.client import AgentClient, RunHandle
-from duragent.stores.ledger import EffectsLedger
+from duragent._activities.caller import REFUSED
+from duragent._activities.inputs import CompensationInput
+from duragent._activities.served import ServedAgents
+from duragent._activities.tools import ToolActivities
+from duragent._client import AgentClient, RunHandle
+from duragent._stores.ledger import EffectsLedger
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 

@@ -8,10 +8,10 @@ import signal
 import uuid
 
 from agentic import Stop
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
 
 
@@ -116,7 +116,7 @@ async def test_a_worker_with_a_database_url_keeps_effects_and_transcripts_in_pos
 
     import psycopg
 
-    from duragent.stores.postgres import Database, PostgresLedger
+    from duragent._stores.postgres import Database, PostgresLedger
 
     settings = dataclasses.replace(dev_settings(dev_env, task_queue, tmp_path), database_url=postgres_url)
     database = Database(postgres_url)

@@ -15,9 +15,9 @@ from temporalio.common import RawValue
 
 from agentic.approvals import REJECTED_PER_CALL, REJECTED_TEXT_MAX, UNREADABLE, PendingApproval
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.client import AgentClient
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.names import DECISION_SIGNAL
+from duragent._client import AgentClient
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.names import DECISION_SIGNAL
 from tests.conftest import eventually, new_worker
 
 MARIA = ApproverKey.generate("maria")

@@ -17,7 +17,7 @@ from temporalio.worker import (
     WorkflowInterceptorClassInput,
 )
 
-from duragent.client import AgentClient
+from duragent._client import AgentClient
 from tests.conftest import new_worker
 
 

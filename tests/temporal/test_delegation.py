@@ -18,17 +18,17 @@ from temporalio.worker import Worker
 from agentic import Agent, Budget, FakeModel, Registry, Stop, ToolStatus, Usage, tool_call
 from agentic.agent_set import AgentSet
 from agentic.delegation import DelegateRef, child_run_id, reserve
-from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
-from duragent.baseline import jobs
-from duragent.baseline.errors import RunNotResumable
-from duragent.baseline.options import RunOptions
-from duragent.baseline.runner import transcript
-from duragent.baseline.store import Store
-from duragent.client import AgentClient, RunHandle
-from duragent.stores.ledger import Effect, EffectsLedger
-from duragent.workflows import search_attributes as sa
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions
+from duragent._baseline import jobs
+from duragent._baseline.errors import RunNotResumable
+from duragent._baseline.options import RunOptions
+from duragent._baseline.runner import transcript
+from duragent._baseline.store import Store
+from duragent._client import AgentClient, RunHandle
+from duragent._stores.ledger import Effect, EffectsLedger
+from duragent._workflows import search_attributes as sa
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 from tests.support import delegation_agents

@@ -16,11 +16,11 @@ import pytest
 from agentic import Budget, Message, Run, Stop, Usage
 from agentic.agent_set import AgentSet
 from agentic.models.base import estimate_tokens
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.client import AgentClient
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._client import AgentClient
+from duragent._stores.ledger import EffectsLedger
 from examples.options import DemoDeps
 from tests.support import delegation_agents
 from tests.temporal.test_delegation import AGENTS, agent, worker

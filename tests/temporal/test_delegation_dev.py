@@ -14,10 +14,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus
 
 from agentic import Stop
-from duragent.client import AgentClient
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.inputs import Timeouts
+from duragent._client import AgentClient
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.inputs import Timeouts
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.ops.test_cli import starter
 from tests.temporal.test_delegation import child_result, forward, run_id, undone, wait_for_pending, worker

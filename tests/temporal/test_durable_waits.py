@@ -8,10 +8,10 @@ import uuid
 
 from agentic import Stop
 from agentic.approvals import ApprovalPolicy, Decision
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
 
 

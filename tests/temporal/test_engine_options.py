@@ -15,11 +15,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from agentic import Message, ToolStatus
-from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, DescribedAgent, EngineOptions, TranscriptPart
-from duragent.stores.transcripts import EMPTY
-from duragent.workflows.agent import ENGINE_PATCH, AgentWorkflow
-from duragent.workflows.inputs import AgentInput
-from duragent.workflows.transcript import WorkflowTranscript
+from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, DescribedAgent, EngineOptions, TranscriptPart
+from duragent._stores.transcripts import EMPTY
+from duragent._workflows.agent import ENGINE_PATCH, AgentWorkflow
+from duragent._workflows.inputs import AgentInput
+from duragent._workflows.transcript import WorkflowTranscript
 from tests.conftest import new_worker
 from tests.temporal.test_long_runs import runs_of
 

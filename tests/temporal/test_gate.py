@@ -17,13 +17,13 @@ from agentic import ToolCall, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.approvals import ApprovalBook, Decision, PendingApproval, arguments_hash, effect_refusal
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.activities.describe import DescribeActivities
-from duragent.activities.model import ModelActivities
-from duragent.activities.served import ServedAgents
-from duragent.activities.tools import ToolActivities
-from duragent.client import AgentClient
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._activities.describe import DescribeActivities
+from duragent._activities.model import ModelActivities
+from duragent._activities.served import ServedAgents
+from duragent._activities.tools import ToolActivities
+from duragent._client import AgentClient
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
 

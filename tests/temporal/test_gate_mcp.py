@@ -13,9 +13,9 @@ import pytest
 from temporalio.worker import Worker
 
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.client import AgentClient
-from duragent.errors import ApprovalRejected
-from duragent.stores.transcripts import EMPTY
+from duragent._client import AgentClient
+from duragent._errors import ApprovalRejected
+from duragent._stores.transcripts import EMPTY
 from tests.conftest import new_worker
 from tests.support import mcp_agents
 from tests.support.outsider import ImpostorAgent

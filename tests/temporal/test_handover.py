@@ -28,12 +28,12 @@ from agentic import Registry
 from agentic.approvals import Decision
 from agentic.delegation import Delegation
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
-from duragent.client import AgentClient
-from duragent.errors import UnknownRun
+from duragent._activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent._client import AgentClient
+from duragent._errors import UnknownRun
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from duragent.replay import LOCAL_ACTIVITY_MARKER
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 from tests.support.agents_for_tests import PAY_SEQUENCE
 from tests.support.outsider import ForeignHandover, ForeignParent, ImpostorHandover, forged_continuation

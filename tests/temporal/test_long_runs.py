@@ -17,13 +17,13 @@ from temporalio.client import Client
 
 from agentic import Budget, Stop, ToolStatus
 from agentic.approvals import ApprovalPolicy, Decision
-from duragent.activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
-from duragent.client import AgentClient
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import encode
+from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, EngineOptions, PayloadLimits
+from duragent._client import AgentClient
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import encode
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from duragent.testing import start_dev_server
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker, transcripts_next_to
 
 OFTEN = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))  # a handover every few steps

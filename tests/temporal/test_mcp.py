@@ -28,15 +28,15 @@ from agentic.mcp import MCPConfigError, MCPServer, MCPUnavailable
 from agentic.mcp import client as mcp_client
 from agentic.mcp.toolset import checked_arguments, merged, specs_of
 from duragent import AgentClient, RunFailed
-from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.devserver import free_port, port_open
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import Timeouts
+from duragent._activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.devserver import free_port, port_open
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import Timeouts
 from examples import mcp_notes
 from tests.conftest import dev_settings, eventually, new_worker, transcripts_next_to
 from tests.support import baseline_helpers, mcp_agents

@@ -23,8 +23,8 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from agentic.mcp import client as mcp_client
 from duragent import AgentClient
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.workflows.inputs import Timeouts
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._workflows.inputs import Timeouts
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.support import hostile_mcp_agents
 from tests.support.hostile_mcp_agents import CHOKES, FITS

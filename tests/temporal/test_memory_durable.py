@@ -12,12 +12,12 @@ import uuid
 
 from agentic import Stop
 from duragent import AgentClient
-from duragent.config.settings import Settings
-from duragent.ops.cli.job import main as job_main
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.facts import SqliteFactStore
-from duragent.stores.postgres import Database, PostgresFactStore
-from duragent.workflows.inputs import Timeouts
+from duragent._config.settings import Settings
+from duragent._ops.cli.job import main as job_main
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.facts import SqliteFactStore
+from duragent._stores.postgres import Database, PostgresFactStore
+from duragent._workflows.inputs import Timeouts
 from starter import main as starter_main
 from tests.conftest import dev_settings, eventually
 from tests.support.in_process import run_main

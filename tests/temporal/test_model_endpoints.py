@@ -11,11 +11,11 @@ import uuid
 import pytest
 
 from agentic.models.catalog import ModelCatalog, UnknownModel
-from duragent.client import AgentClient
-from duragent.config.models import declared_models
-from duragent.config.settings import Settings
-from duragent.errors import RunFailed
-from duragent.stores.ledger import EffectsLedger
+from duragent._client import AgentClient
+from duragent._config.models import declared_models
+from duragent._config.settings import Settings
+from duragent._errors import RunFailed
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 
 

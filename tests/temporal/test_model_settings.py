@@ -10,11 +10,11 @@ from pathlib import Path
 
 from agentic import Agent, Message, ModelReply, ModelSettings, Registry, ToolSchema
 from agentic.agent_set import AgentSet
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.client import AgentClient
-from duragent.stores.ledger import EffectsLedger
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._client import AgentClient
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import new_worker
 
 AGENT_SETTINGS = ModelSettings(temperature=0.0, max_tokens=64, tool_choice="auto")

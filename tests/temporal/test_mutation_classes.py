@@ -16,16 +16,16 @@ import pytest
 from agentic import Agent, FakeModel, Message, Registry, Stop, ToolContext, tool, tool_call
 from agentic.approvals import ApprovalPolicy, Decision
 from agentic.tools import ToolCancelled
-from duragent.baseline import jobs, steps
-from duragent.baseline.errors import CheckpointMismatch
-from duragent.baseline.lease import acquire, renew
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.config.codec.aesgcm import ENCODING, AesGcmCodec
-from duragent.config.codec.keys import KeyRing, new_key
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._baseline import jobs, steps
+from duragent._baseline.errors import CheckpointMismatch
+from duragent._baseline.lease import acquire, renew
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._config.codec.aesgcm import ENCODING, AesGcmCodec
+from duragent._config.codec.keys import KeyRing, new_key
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from examples.effects import deps_of, record_effect
 from tests.conftest import eventually, new_worker
 from tests.support.baseline_helpers import agents_recording_to

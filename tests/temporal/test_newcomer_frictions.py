@@ -15,9 +15,9 @@ import pytest
 
 from agentic import Agent, FakeModel, Registry, ToolContext, tool, tool_call
 from duragent import ApprovalRejected
-from duragent.config.settings import ROOT
-from duragent.config.temporal_binaries import TEMPORAL_CLI
-from duragent.stores.ledger import EffectsLedger
+from duragent._config.settings import ROOT
+from duragent._config.temporal_binaries import TEMPORAL_CLI
+from duragent._stores.ledger import EffectsLedger
 from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent

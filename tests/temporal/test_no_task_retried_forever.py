@@ -30,9 +30,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from agentic import Stop
 from agentic.approvals import Decision
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from duragent.testing import start_time_skipping
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 
 
@@ -50,7 +50,7 @@ GARBAGE = {
 BAD_RUN_INPUTS = {
     **{what: payload for what, payload in GARBAGE.items() if what != "an unknown encoding"},
     "a negative budget": raw(b'{"agent": "refund", "budget": {"max_steps": -1}}'),
-    # An older client's field, still read to replay the runs that carried it (workflows/agent.py, ENGINE_PATCH).
+    # An older client's field, still read to replay the runs that carried it (_workflows/agent.py, ENGINE_PATCH).
     "a handover policy that does not validate": raw(
         b'{"agent": "refund", "continue_as_new": {"max_history_events": 0}}'
     ),

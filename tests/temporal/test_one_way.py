@@ -17,7 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agentic.signing import ApproverKey
 from duragent import AgentClient, ApprovalRejected, DurableAgentsPlugin, RunHandle, Settings, build_worker
-from duragent.workflows.versioned import VERSIONED_WORKFLOWS
+from duragent._workflows.versioned import VERSIONED_WORKFLOWS
 from tests.conftest import TEST_AGENTS, new_worker
 
 MARIA = ApproverKey.generate("maria")

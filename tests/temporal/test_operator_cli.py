@@ -19,9 +19,9 @@ from pathlib import Path
 from temporalio.client import WorkflowExecutionStatus
 
 from duragent import AgentClient
-from duragent.config.settings import ROOT
-from duragent.config.temporal_binaries import TEMPORAL_CLI
-from duragent.stores.ledger import EffectsLedger
+from duragent._config.settings import ROOT
+from duragent._config.temporal_binaries import TEMPORAL_CLI
+from duragent._stores.ledger import EffectsLedger
 from tests.conftest import eventually, new_worker
 
 

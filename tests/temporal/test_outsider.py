@@ -21,8 +21,8 @@ from temporalio.worker import Worker
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.client import AgentClient
-from duragent.stores.transcripts import EMPTY, releasable
+from duragent._client import AgentClient
+from duragent._stores.transcripts import EMPTY, releasable
 from tests.conftest import new_worker, transcripts_next_to
 from tests.support.baseline_helpers import free_port
 from tests.support.outsider import ImpostorAgent, ImpostorNotifier, Outsider

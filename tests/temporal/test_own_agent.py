@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from duragent import AgentClient
-from duragent.config.settings import ROOT
-from duragent.ops.devstack.devserver import free_port, port_open
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.workflows.inputs import Timeouts
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.devserver import free_port, port_open
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._workflows.inputs import Timeouts
 from examples import orders
 from tests.conftest import dev_settings, eventually
 from tests.support.docs import code_block_after

@@ -26,11 +26,11 @@ from temporalio.worker import Worker
 from agentic import ToolCall
 from agentic.approvals import arguments_hash
 from agentic.signing import ApproverKey, parse_public_keys
-from duragent.client import PENDING_QUERY, AgentClient
-from duragent.errors import NoPendingApproval
-from duragent.workflows import search_attributes as sa
-from duragent.workflows.inputs import AgentInput
-from duragent.workflows.names import WORKFLOW_TYPE
+from duragent._client import PENDING_QUERY, AgentClient
+from duragent._errors import NoPendingApproval
+from duragent._workflows import search_attributes as sa
+from duragent._workflows.inputs import AgentInput
+from duragent._workflows.names import WORKFLOW_TYPE
 from tests.conftest import eventually, new_worker
 from tests.support.deploy_agents import HOLD_THEN_REFUND
 
@@ -158,7 +158,7 @@ async def test_a_run_handed_over_to_a_build_with_no_worker_up_yet_still_shows_an
     dev_env, ledger, task_queue, tmp_path
 ) -> None:
     """A deploy makes build v2 current while no v2 worker is up. A v1 run mid-step then reaches its approval
-    wait and hands over to v2 first (workflows/agent.py, before a wait), its request carried: the continuation
+    wait and hands over to v2 first (duragent/_workflows/agent.py, before a wait), its request carried: the continuation
     has not run, so the pending list is the one its predecessor published, found back along the chain. The
     approver sees the call, her decision waits at the server (a signal), and the first v2 worker applies it."""
     client = dev_env.client

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import duragent
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """The three runners on the real local model (SmolLM2-135M on llama-cpp-python's server,
-duragent/ops/devstack/modelserver.py):
+duragent/_ops/devstack/modelserver.py):
 the in-process `Agent.run`, the checkpoint runner (`jobs.start`, `job run --model local`) and Temporal (a
 worker and `AgentClient.start(..., model="local")`), each taking the model the worker declares as `local`.
 
@@ -29,25 +29,25 @@ from temporalio.client import Client
 from agentic import Agent, Budget, ModelReply, ModelSettings, Stop, ToolCall, ToolResult, ToolStatus
 from agentic.agent_set import AgentSet
 from agentic.loop import initial_messages
-from duragent.activities.inputs import AgentResult
-from duragent.baseline import jobs
-from duragent.baseline.options import RunOptions
-from duragent.baseline.store import Store
-from duragent.client import AgentClient, RunHandle
-from duragent.config.models import declared_models
-from duragent.config.settings import ROOT, Settings
-from duragent.ops.demo.local_model import LONG_TASK, asked, model_attempts, model_call_running
-from duragent.ops.devstack.devserver import free_port
-from duragent.ops.devstack.modelserver import ModelServer
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import Effect, EffectsLedger
-from duragent.workflows.inputs import Timeouts
+from duragent._activities.inputs import AgentResult
+from duragent._baseline import jobs
+from duragent._baseline.options import RunOptions
+from duragent._baseline.store import Store
+from duragent._client import AgentClient, RunHandle
+from duragent._config.models import declared_models
+from duragent._config.settings import ROOT, Settings
+from duragent._ops.demo.local_model import LONG_TASK, asked, model_attempts, model_call_running
+from duragent._ops.devstack.devserver import free_port
+from duragent._ops.devstack.modelserver import ModelServer
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import Effect, EffectsLedger
+from duragent._workflows.inputs import Timeouts
 from examples import billing
 from examples.options import DemoDeps
 from tests.conftest import dev_settings, eventually, new_worker
 
 # `first_tool_choice="charge"`, then `none`, at temperature 0, at most 32 tokens a reply (the model's
-# arguments for `charge` take about 23): how the demo asks the small model (duragent/ops/demo/local_model.py).
+# arguments for `charge` take about 23): how the demo asks the small model (duragent/_ops/demo/local_model.py).
 ASKED = asked("charge")
 # LONG_TASK makes the model write to max_tokens: seconds of generation, for a kill to land in.
 LONG = asked("charge", 200)
@@ -246,7 +246,7 @@ def test_job_run_takes_the_local_model_by_name(local_model_server: ModelServer, 
     argv = [
         sys.executable,
         "-m",
-        "duragent.ops.cli.job",
+        "duragent._ops.cli.job",
         "run",
         "--id",
         "j-local",

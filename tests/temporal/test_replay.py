@@ -16,8 +16,8 @@ from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentic.approvals import ApprovalPolicy, Decision
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))
@@ -35,7 +35,7 @@ def started_with(path: Path) -> dict[str, Any]:
 
 def test_among_them_runs_started_with_the_fields_that_moved_to_the_worker():
     """What runs in flight at a deploy may look like: an input that kept the transcript inline, and one with
-    its own handover policy — which its chain followed (replaying it needs that policy: workflows/agent.py,
+    its own handover policy — which its chain followed (replaying it needs that policy: duragent/_workflows/agent.py,
     ENGINE_PATCH). Both replay below, by today's code."""
     by_name = {path.stem: path for path in HISTORIES}
     assert started_with(by_name["trip-inline"])["transcript"] == "inline"

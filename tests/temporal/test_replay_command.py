@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from agentic import Agent, Registry
-from duragent.activities.inputs import ContinueAsNewPolicy, EngineOptions
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT
+from duragent._activities.inputs import ContinueAsNewPolicy, EngineOptions
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT
+from duragent._stores.ledger import EffectsLedger
 from duragent.replay import fetch_histories, load_histories, replay, save_histories
-from duragent.stores.ledger import EffectsLedger
 from duragent.testing import agent_server
 from examples.options import DemoDeps
 from examples.refund import agent as refund_agent

@@ -18,9 +18,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from agentic.delegation import Delegation
-from duragent.client import AgentClient
-from duragent.config.worker_keys import WorkerKeys
-from duragent.workflows.inputs import AgentInput
+from duragent._client import AgentClient
+from duragent._config.worker_keys import WorkerKeys
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ImpostorHandover, ImpostorParent, forged_continuation
 from tests.temporal.test_handover import failure_of_the_run_after

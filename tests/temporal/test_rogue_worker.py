@@ -1,6 +1,6 @@
 """Issue 51, item 4, played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
 serves it with their own `AgentWorkflow` — the same type name, so every check the activities make of the calling
-run (`duragent.activities.caller`: an `AgentWorkflow` on this task queue, the run and keys from `activity.info()`, the
+run (`duragent._activities.caller`: an `AgentWorkflow` on this task queue, the run and keys from `activity.info()`, the
 call in its own history) passes. Its run schedules a gated tool with an approval it wrote itself, an ungated
 mutating tool, and the undo of that tool.
 
@@ -19,11 +19,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from duragent.client import AgentClient
-from duragent.config.worker_keys import WorkerKeys
-from duragent.sealing import Sealing
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import EMPTY
+from duragent._client import AgentClient
+from duragent._config.worker_keys import WorkerKeys
+from duragent._sealing import Sealing
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import EMPTY
 from tests.conftest import eventually, new_worker
 from tests.support.outsider import ImpostorAgent
 from tests.temporal.test_outsider import approval_of, call

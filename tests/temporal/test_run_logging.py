@@ -1,4 +1,4 @@
-"""The worker's log lines (duragent/run_logging.py) say which step each model and tool call belongs to and
+"""The worker's log lines (duragent/_run_logging.py) say which step each model and tool call belongs to and
 which model the run named — read from the activities' own input types, through a real worker: a run resumed
 with `consumed=` counts its steps on from the earlier run's."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from agentic import Usage
-from duragent.client import AgentClient
-from duragent.run_logging import AGENTS_OWN
+from duragent._client import AgentClient
+from duragent._run_logging import AGENTS_OWN
 from examples import billing
 from tests.conftest import new_worker
 

@@ -1,4 +1,4 @@
-"""`duragent.run` (duragent/clean_exit.py): once a program is done with its clients, no Temporal
+"""`duragent.run` (duragent/_clean_exit.py): once a program is done with its clients, no Temporal
 runtime outlives it — the default one (what `quiet_core_logs` installs for the command lines) and one built
 for a worker (`worker_runtime`) alike — so no SDK thread is left to wake during interpreter shutdown. Checked
 by reference and by counting the process's native threads, not by timing (test_clean_exit.py runs the
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from duragent.config.settings import ROOT
+from duragent._config.settings import ROOT
 
 # Processes of its own (servers, command lines, Python interpreters): tests/support/cost_markers.py.
 pytestmark = pytest.mark.system
@@ -23,7 +23,7 @@ import json, os, sys, threading, time, weakref
 import temporalio.runtime
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
-from duragent.config.observability import quiet_core_logs, worker_runtime
+from duragent._config.observability import quiet_core_logs, worker_runtime
 from duragent import DurableAgentsPlugin, run
 
 

@@ -13,10 +13,10 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 
 from agentic import Budget, Stop
 from agentic.approvals import ApprovalPolicy, Decision
-from duragent.activities.inputs import AgentResult
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, SagaPolicy, Timeouts
+from duragent._activities.inputs import AgentResult
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, SagaPolicy, Timeouts
 from tests.conftest import eventually, new_worker
 
 Handle = WorkflowHandle[Any, AgentResult]

@@ -14,12 +14,12 @@ import pytest
 
 from agentic.approvals import ApprovalPolicy
 from duragent import AgentClient, RunHandle
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.errors import ApprovalRejected, NoPendingApproval
-from duragent.ops.devstack import devserver
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.stores.ledger import EffectsLedger
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._errors import ApprovalRejected, NoPendingApproval
+from duragent._ops.devstack import devserver
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.ledger import EffectsLedger
 
 # Processes of its own: a dev server it stops and starts, and a worker.
 pytestmark = pytest.mark.system

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent.ops.devstack.devserver import free_port, port_free
+from duragent._ops.devstack.devserver import free_port, port_free
 from tests.support.processes import Command, alive, descendants, wait_gone
 
 # Processes of its own: servers and command lines, stopped by signals.
@@ -116,7 +116,7 @@ def test_bench_chaos_baseline_stops_its_job_processes(run) -> None:
 def _effects(path: Path) -> int:
     if not path.exists():
         return 0
-    from duragent.stores.ledger import EffectsLedger
+    from duragent._stores.ledger import EffectsLedger
 
     return len(EffectsLedger(path).effects())
 
@@ -132,7 +132,7 @@ def _lease_expired(db: Path, run_id: str) -> bool:
 def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None:
     common = ["--db", str(tmp_path / "baseline.db"), "--ledger", str(tmp_path / "ledger.db")]
     slow = ["--scenario", "migration", "--option", "records=20", "--option", "step_delay=1", "--lease-seconds", "1"]
-    first = run(["-m", "duragent.ops.cli.job", "run", "--id", "slow", *slow, *common])
+    first = run(["-m", "duragent._ops.cli.job", "run", "--id", "slow", *slow, *common])
     deadline = time.monotonic() + 120
     # The run has made its first effect, so its row and lease are stored (the ledger file alone may exist
     # before the run does, on a busy machine).
@@ -142,7 +142,7 @@ def test_job_recover_stops_the_workers_it_waits_for(run, tmp_path: Path) -> None
     first.wait()
     while not _lease_expired(tmp_path / "baseline.db", "slow") and time.monotonic() < deadline:
         time.sleep(0.1)
-    recover = run(["-m", "duragent.ops.cli.job", "recover", "--lease-seconds", "1", *common])
+    recover = run(["-m", "duragent._ops.cli.job", "recover", "--lease-seconds", "1", *common])
     deadline = time.monotonic() + 60
     while not descendants(recover.process.pid) and time.monotonic() < deadline:
         time.sleep(0.1)

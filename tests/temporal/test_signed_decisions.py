@@ -19,10 +19,10 @@ from temporalio.client import WorkflowUpdateFailedError
 from agentic import ToolCall
 from agentic.approvals import ApprovalBook, Decision
 from agentic.signing import ApproverKey, ApproverKeyError, parse_public_keys
-from duragent.client import AgentClient
-from duragent.config.settings import ROOT
-from duragent.errors import ApprovalRejected
-from duragent.workflows.agent import AgentWorkflow
+from duragent._client import AgentClient
+from duragent._config.settings import ROOT
+from duragent._errors import ApprovalRejected
+from duragent._workflows.agent import AgentWorkflow
 from tests.conftest import TEST_AGENTS, dev_settings, new_worker
 from tests.support import delegation_agents
 

@@ -1,5 +1,5 @@
 """Issue 36: after a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
-off the dead worker's sticky queue (duragent/sticky.py), so the run's next workflow task is not left
+off the dead worker's sticky queue (duragent/_sticky.py), so the run's next workflow task is not left
 waiting out the sticky timeout there. A real dev server and real worker processes; what is checked is in the
 run's history (workflow tasks that timed out after the kill) and in the ledger (every effect exactly once)."""
 
@@ -15,14 +15,14 @@ from temporalio.client import Client
 from temporalio.common import WorkerDeploymentVersion
 from temporalio.worker import Worker, WorkerDeploymentConfig
 
-from duragent.client import AgentClient
-from duragent.ops.devstack.worker_process import WorkerProcess
-from duragent.sticky import own_build, release_sticky_runs, stepping_runs
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import Timeouts
-from duragent.workflows.search_attributes import AGENT_STATUS
-from duragent.workflows.versioned import PinnedAgentWorkflow
+from duragent._client import AgentClient
+from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._sticky import own_build, release_sticky_runs, stepping_runs
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import Timeouts
+from duragent._workflows.search_attributes import AGENT_STATUS
+from duragent._workflows.versioned import PinnedAgentWorkflow
 from tests.conftest import dev_settings, eventually
 
 RECORDS = 3

@@ -19,11 +19,11 @@ from temporalio.testing import WorkflowEnvironment
 
 from duragent import DurableAgentsPlugin, SearchAttributesMissing, TemporalUnavailable
 from duragent import testing as kit
-from duragent.config.settings import ROOT
-from duragent.config.temporal_binaries import TIME_SKIPPING_SERVER, TemporalBinaryMissing, require
-from duragent.stores.configured import migrate
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.postgres.schema import TABLES
+from duragent._config.settings import ROOT
+from duragent._config.temporal_binaries import TIME_SKIPPING_SERVER, TemporalBinaryMissing, require
+from duragent._stores.configured import migrate
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.postgres.schema import TABLES
 from duragent.testing import agent_server
 from examples.refund import agent as refund_agent
 from tests.conftest import agent_named
@@ -70,7 +70,7 @@ def test_the_fixture_plugin_serves_agents_from_a_users_conftest(tmp_path):
         "@pytest.mark.asyncio\n"
         "async def test_the_refund_waits_for_a_human(serve_agents, tmp_path):\n"
         "    from examples.options import DemoDeps\n"
-        "    from duragent.stores.ledger import EffectsLedger\n\n"
+        "    from duragent._stores.ledger import EffectsLedger\n\n"
         "    agents = await serve_agents([agent], deps=DemoDeps(ledger=EffectsLedger(tmp_path / 'l.db')))\n"
         "    run = await agents.start(agent)\n"
         "    [waiting] = await run.wait_for_approval()\n"

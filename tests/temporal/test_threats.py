@@ -18,9 +18,9 @@ from agentic import Agent, Budget, FakeModel, Message, ModelReply, Registry, Sto
 from agentic.approvals import Decision, arguments_hash
 from agentic.loop import MAX_CALL_BYTES_PER_REPLY, MAX_CALLS_PER_REPLY, admitted
 from duragent import AgentClient
-from duragent.stores.ledger import EffectsLedger
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._stores.ledger import EffectsLedger
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from examples import orders
 from examples.migration import migrate_record
 from examples.options import DemoDeps

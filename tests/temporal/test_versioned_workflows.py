@@ -1,4 +1,4 @@
-"""Worker Versioning switched on and off (duragent/versioning.py, workflows/versioned.py): a worker given a
+"""Worker Versioning switched on and off (duragent/_versioning.py, duragent/_workflows/versioned.py): a worker given a
 deployment and a build id registers the workflows declaring their versioning behaviour; one given neither
 registers them exactly as before, declaring none (the server refuses a declared behaviour from an unversioned
 worker: every run would stall). The whole deploy, on a real server: tests/ops/test_deploy.py."""
@@ -11,12 +11,12 @@ import pytest
 from temporalio import workflow
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 
-from duragent.config.settings import Settings
-from duragent.connection import connect
-from duragent.versioning import WorkerVersioningError, worker_deployment
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.versioned import PinnedAgentWorkflow, UpgradingWebhookWorkflow
-from duragent.workflows.webhook import WebhookWorkflow
+from duragent._config.settings import Settings
+from duragent._connection import connect
+from duragent._versioning import WorkerVersioningError, worker_deployment
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.versioned import PinnedAgentWorkflow, UpgradingWebhookWorkflow
+from duragent._workflows.webhook import WebhookWorkflow
 from tests.conftest import new_worker
 
 

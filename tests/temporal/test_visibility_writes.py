@@ -18,13 +18,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from agentic import Stop
-from duragent.activities import describe
-from duragent.activities.inputs import DescribedAgent
-from duragent.client import AgentClient
-from duragent.workflows import search_attributes as sa
-from duragent.workflows import visibility
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._activities import describe
+from duragent._activities.inputs import DescribedAgent
+from duragent._client import AgentClient
+from duragent._workflows import search_attributes as sa
+from duragent._workflows import visibility
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from tests.conftest import agent_named, new_worker
 
 UPSERT = EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES

@@ -17,14 +17,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, Worker
 
 from agentic.agent_set import AgentSet
-from duragent.activities.describe import DescribeActivities
-from duragent.activities.inputs import EngineOptions
-from duragent.activities.served import ServedAgents
-from duragent.client import AgentClient
-from duragent.config.worker_keys import WorkerKeys
-from duragent.plugin import DurableAgentsPlugin
-from duragent.sealing import HEADER, Sealing
-from duragent.workflows.agent import AgentWorkflow
+from duragent._activities.describe import DescribeActivities
+from duragent._activities.inputs import EngineOptions
+from duragent._activities.served import ServedAgents
+from duragent._client import AgentClient
+from duragent._config.worker_keys import WorkerKeys
+from duragent._plugin import DurableAgentsPlugin
+from duragent._sealing import HEADER, Sealing
+from duragent._workflows.agent import AgentWorkflow
 from tests.conftest import TEST_AGENTS, eventually, new_worker
 
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("*.json"))

@@ -11,11 +11,11 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from agentic import Budget, Stop, ToolStatus
-from duragent.activities.inputs import AgentResult
-from duragent.stores.ledger import EffectsLedger
-from duragent.stores.transcripts import SqliteTranscriptStore, Transcripts
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput
+from duragent._activities.inputs import AgentResult
+from duragent._stores.ledger import EffectsLedger
+from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput
 from examples.options import DemoDeps
 from tests.conftest import agent_named, new_worker, transcripts_next_to
 

@@ -17,8 +17,8 @@ from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowExecutionStatus
 
 from agentic.approvals import ApprovalPolicy
-from duragent.workflows.agent import AgentWorkflow
-from duragent.workflows.inputs import AgentInput, Timeouts
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import STUCK_AFTER, eventually, new_worker
 
 LEFT_OPEN: list[str] = []

@@ -1,0 +1,169 @@
+"""The tool activity: one tool call, under its idempotency key, heartbeating while it runs; and the
+compensation activity, which undoes one recorded effect.
+
+Both decide from what the server reports and what the worker holds, never from their input alone (security
+review 2, N2): the run and the key come from `activity.info()`; a tool that requires confirmation acts only
+on an approval checked here against the run the server reports and the worker's approver keys; an undo runs
+only for an effect the run (or a run it delegated to) recorded, with the arguments it recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from agentic import ToolContext, ToolResult, ToolStatus
+from agentic.approvals import effect_refusal
+from agentic.loop import idempotency_key
+from agentic.undo import undo_key
+from duragent._activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
+from duragent._activities.heartbeat import heartbeating, in_thread
+from duragent._activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
+from duragent._activities.recorded import recorded_tool_call
+from duragent._activities.served import ServedAgent, ServedAgents
+from duragent._activities.transcripts import claim_checked, stored_here
+from duragent._activities.worked import timed
+from duragent._stores.transcripts import Transcripts
+
+NOT_APPROVED = "NotApproved"  # a tool that requires confirmation was not shown a valid approval: nothing was done
+
+
+class ToolActivities:
+    """The worker's agents and their services are injected here once; tools reach the services through
+    `ToolContext.deps` and the run's options through `ToolContext.options`."""
+
+    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
+        self.served = served
+        self.transcripts = transcripts
+        self.limits = limits or PayloadLimits()
+
+    @activity.defn(name="run_tool")
+    async def run_tool(self, input: ToolCallInput) -> ToolStep:
+        return await timed(self._run_tool(input))
+
+    async def _run_tool(self, input: ToolCallInput) -> ToolStep:
+        run_id = calling_run(input.run_id)
+        call = input.call
+        key = idempotency_key(run_id, call.identity)
+        if input.idempotency_key != key:
+            raise refused(f"call {call.identity} of run {run_id!r} has the key {key!r}, not {input.idempotency_key!r}")
+        served = self.served.get(input.agent)
+        mcp = input.tool if input.tool is not None and input.tool.mcp is not None else None
+        declared = served.agent.registry.get(call.name)
+        if mcp is None and declared is not None and declared.delegate is not None:
+            raise refused(f"{call.name} delegates to another agent: that is a child workflow's work, never run_tool's")
+        gated = (
+            mcp.requires_confirmation if mcp is not None else declared is not None and declared.requires_confirmation
+        )
+        approved: bool | None = None
+        if mcp is not None or gated:
+            # An MCP tool's flags are the run's record (its input): trusted only from the agents' own runs.
+            execution = await verified_agent_run()
+            if gated:
+                keys = self.served.approver_keys
+                why = effect_refusal(input.decision, call, run_id=run_id, execution=execution, keys=keys)
+                if why is not None:
+                    raise ApplicationError(why, type=NOT_APPROVED, non_retryable=True)
+                approved = True
+        context = self._context(served, run_id, call.identity, key, input.options)
+        if mcp is not None:
+            # A tool of an MCP server, as the run recorded it: the call carries the key in its `_meta`.
+            await in_thread(self._require_transcript, input)
+            dispatched = asyncio.ensure_future(served.agent.dispatch_mcp(call, context, mcp, approved=approved))
+            result = await heartbeating(dispatched, dispatched.cancel)
+            return await in_thread(self._finish, input, result)
+        # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
+        # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
+        return await heartbeating(in_thread(self._run_local, served, input, context, approved), context.cancel)
+
+    def _run_local(
+        self, served: ServedAgent, input: ToolCallInput, context: ToolContext, approved: bool | None
+    ) -> ToolStep:
+        self._require_transcript(input)
+        result = served.agent.registry.dispatch(input.call, context, approved=approved)
+        if context.cancelled:
+            return ToolStep(result=result)  # the workflow records the cancellation, not this result
+        return self._finish(input, result)
+
+    def _require_transcript(self, input: ToolCallInput) -> None:
+        # Before the effect: a run whose transcript this worker cannot read fails without acting.
+        with stored_here():
+            self.transcripts.require(input.transcript.head)
+
+    def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
+        if result.status is ToolStatus.RETRYABLE:
+            # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
+            raise ApplicationError(result.content, type="ToolRetry")
+        # The tool's message is stored here, so its content enters history at most once (as this result; as a
+        # preview when large) and the next model call carries only a head. Over the hard cap: the effect (if
+        # any) is recorded under its key, and retrying would only make the same output again.
+        what = f"the output of {result.name}"
+        limits = self.limits
+        with stored_here():  # a store that cannot be written now: this attempt fails, the retry finds the effect by key
+            result = claim_checked(
+                self.transcripts, result, limits.tool_output_bytes, limits.hard_cap_bytes, what, input.run_id
+            )
+            head = self.transcripts.append(
+                input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
+            )
+        return ToolStep(result=result, head=head)
+
+    def _context(
+        self,
+        served: ServedAgent,
+        run_id: str,
+        call_id: str,
+        key: str,
+        options: dict[str, Any],
+        compensates: str | None = None,
+    ) -> ToolContext:
+        return ToolContext(
+            run_id=run_id,
+            call_id=call_id,
+            idempotency_key=key,
+            deps=served.deps,
+            options=self.served.options(served, options),
+            attempt=activity.info().attempt,
+            compensates=compensates,
+        )
+
+    @activity.defn(name="compensate")
+    async def compensate(self, input: CompensationInput) -> ToolResult:
+        """Undo one earlier effect, under a key derived from the original's: at most once, however often
+        this activity is retried or the walk is resumed by a new worker. Only an effect the calling run — or a
+        run it delegated to — recorded is undone, with the arguments it recorded."""
+        step = input.step
+        run_id = calling_run()
+        await verified_agent_run()
+        owner = input.run_id  # whose effect: this run's, or that of a run it delegated to
+        if owner != run_id:
+            await descends_from(owner, run_id)
+        original_key = idempotency_key(owner, step.call.identity)
+        if (step.original_key, step.key) != (original_key, undo_key(original_key)):
+            raise refused(
+                f"the undo of call {step.call.identity} of run {owner!r} is keyed {step.key!r} for "
+                f"{step.original_key!r}; its keys are {undo_key(original_key)!r} for {original_key!r}"
+            )
+        latest = activity.info().workflow_run_id if owner == run_id else (await describe(owner)).run_id
+        recorded = await recorded_tool_call(owner, latest or "", step.call.identity)
+        if recorded is None or (recorded.call.name, recorded.call.arguments) != (step.call.name, step.call.arguments):
+            raise refused(
+                f"run {owner!r} recorded no call {step.call.identity} of {step.call.name} with these arguments: "
+                "nothing of its to undo"
+            )
+        served = self.served.get(recorded.agent)
+        registry = served.agent.registry
+        context = self._context(served, owner, step.call.identity, step.key, recorded.options, compensates=original_key)
+        original = step.result
+        if step.result_ref is not None:
+            with stored_here():
+                original = await in_thread(self.transcripts.resolve, step.result, step.result_ref)
+        result = await heartbeating(in_thread(registry.compensate, recorded.call, original, context), context.cancel)
+        if result.status is ToolStatus.RETRYABLE:
+            raise ApplicationError(result.content, type="CompensationRetry")
+        if not result.ok:
+            raise ApplicationError(result.content, type="CompensationImpossible", non_retryable=True)
+        return result

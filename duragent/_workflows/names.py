@@ -1,0 +1,9 @@
+"""`AgentWorkflow`'s names on the wire: what clients, visibility queries, the Temporal CLI and runs in flight know
+it by — never renamed. Code names them through these constants, not the strings. (The activities, which never
+import workflow code, check the type by their own constant: duragent/_activities/caller.py.)"""
+
+WORKFLOW_TYPE = "AgentWorkflow"
+PROGRESS_QUERY = "progress"
+APPROVALS_QUERY = "approvals"
+DECISION_SIGNAL = "decision"
+DECIDE_UPDATE = "decide"

@@ -1,5 +1,0 @@
-"""Running the engine: settings, the connection to Temporal, the embedded dev server, worker processes,
-observability, payload encryption (`duragent.config.codec`) and the command line (`duragent.ops.cli`).
-
-Nothing here decides anything about an agent run; the engine (`agentic`, `workflows`, `activities`) does.
-"""
