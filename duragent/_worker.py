@@ -75,7 +75,6 @@ def build_worker(
     configured = plugin_of(client)
     if settings is None:
         settings = configured.settings if configured is not None else Settings.from_env()
-    versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
     serving = DurableAgentsPlugin(
         settings,
         agents=agents,
@@ -87,16 +86,44 @@ def build_worker(
         engine=engine,
         worker_keys=worker_keys,
     )
-    options: dict[str, Any] = dict(
-        task_queue=task_queue,
-        # The plugin registers the workflows, the activities and our interceptors (the converter is the
-        # client's). A versioned worker registers the versioned flavours of the workflows, and the plugin adds
-        # no base beside them. First thing on start, the stepping runs stuck to a dead worker's sticky queue
-        # move to the shared one (duragent/_sticky.py), so a crash costs them no sticky timeout.
-        plugins=[serving, *([ReleaseStickyRuns()] if settings.release_sticky_runs else [])],
-        workflows=VERSIONED_WORKFLOWS if versioning else [],
+    options = agent_worker_options(
+        settings,
+        deployment=deployment,
+        build_id=build_id,
+        max_cached_workflows=max_cached_workflows,
+        sticky_timeout=sticky_timeout,
+    )
+    # The plugin registers the workflows, the activities and our interceptors (the converter is the client's).
+    options.update(task_queue=task_queue, interceptors=list(interceptors), plugins=[serving, *options["plugins"]])
+    try:
+        worker = Worker(client, **options)
+    except RuntimeError as exc:  # the SDK core's backtrace for a second worker on the queue: said in one line
+        if OVERLAP not in str(exc):
+            raise
+        raise SecondWorker(second_worker_text(slot_of({"client": client, **options}))) from None
+    remember(worker, slot_of({"client": client, **options}))
+    return worker
+
+
+def agent_worker_options(
+    settings: Settings,
+    *,
+    deployment: str | None = None,
+    build_id: str | None = None,
+    max_cached_workflows: int | None = None,
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
+) -> dict[str, Any]:
+    """The `Worker` options the agents' workers run with, from `settings` (see `build_worker` for each): keyword
+    arguments for `Worker(...)`, its `workflows` and `plugins` included (to extend, not to replace)."""
+    versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
+    return dict(
+        # A versioned worker registers the versioned flavours of the workflows, and the plugin adds no base
+        # beside them.
+        workflows=list(VERSIONED_WORKFLOWS) if versioning else [],
+        # First thing on start, the stepping runs stuck to a dead worker's sticky queue move to the shared one
+        # (duragent/_sticky.py), so a crash costs them no sticky timeout.
+        plugins=[ReleaseStickyRuns()] if settings.release_sticky_runs else [],
         max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,
-        interceptors=list(interceptors),
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any
@@ -107,11 +134,3 @@ def build_worker(
         disable_eager_activity_execution=not settings.eager_activities,
         deployment_config=versioning,
     )
-    try:
-        worker = Worker(client, **options)
-    except RuntimeError as exc:  # the SDK core's backtrace for a second worker on the queue: said in one line
-        if OVERLAP not in str(exc):
-            raise
-        raise SecondWorker(second_worker_text(slot_of({"client": client, **options}))) from None
-    remember(worker, slot_of({"client": client, **options}))
-    return worker
