@@ -130,7 +130,8 @@ class OrderRefundDemo:
             waiting.call_id, by="demo-approver", reason="demo", arguments_hash=waiting.arguments_hash
         )
         outcome = await handle.result()
-        demo.results.append({"run_id": handle.id, "url": client.run_url(handle.id), **outcome.model_dump(mode="json")})
+        shown = {"workflow": "OrderRefund", "agent": "orders", "run_id": handle.id, "url": client.run_url(handle.id)}
+        demo.results.append(shown | outcome.model_dump(mode="json"))
         for line in outcome_text(handle.id, outcome, client).splitlines():
             demo.say(f"  {line.strip()}")
 

@@ -3,7 +3,7 @@ and the agents on one plain Temporal `Worker` — the agents by `DurableAgentsPl
 next to workflows of your own. Serves until SIGINT/SIGTERM, then drains and exits.
 
     python worker.py                              # the application and the demo agents (examples/)
-    python worker.py --agents my_pkg.agents       # your agents instead (repeatable; or AGENT_MODULES=a,b)
+    python worker.py --agents my_pkg.agents       # your agents instead of the demo's (repeatable; or AGENT_MODULES)
     python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
 
 The command line (flags, settings, one-line startup errors, the `worker ready` line) is the installed
@@ -37,16 +37,23 @@ ORDERS_URL = "http://127.0.0.1:8090"  # examples/orders_service.py's default por
 
 
 def application_worker(client: Client, settings: Settings, agents: list[Agent], deps: Any, **serving: Any) -> Worker:
-    """`OrderRefund` and the orders service's activities next to the agents, on one worker. `serving`: the
-    plugin's stores and keys as the command line loaded them."""
+    """`OrderRefund` and the orders service's activities next to the agents, on one worker — the agent its
+    workflow runs (`orders`, examples/orders.py) among them, whichever others are served. `deps`: one object for
+    all agents, or a mapping by agent name; `serving`: the plugin's stores and keys as the command line loaded
+    them."""
+    import httpx  # here: the other commands sharing this module's start-up import no HTTP stack
+
+    from examples import orders as refund_desk
+
+    if refund_desk.agent.name not in {a.name for a in agents}:
+        agents = [*agents, refund_desk.agent]
+        deps = {**deps, refund_desk.agent.name: refund_desk.make_deps(settings)} if isinstance(deps, dict) else deps
     # The agents' worker options from the settings: workflow cache, sticky queues, graceful shutdown, versioning.
     options = agent_worker_options(settings)
     if options["deployment_config"] is not None:  # the application's workflow stays on its build, as the agents' do
         options["deployment_config"] = dataclasses.replace(
             options["deployment_config"], default_versioning_behavior=VersioningBehavior.PINNED
         )
-    import httpx  # here: the other commands sharing this module's start-up import no HTTP stack
-
     orders = OrderActivities(httpx.AsyncClient(base_url=os.environ.get("ORDERS_URL", ORDERS_URL), timeout=30))
     return Worker(
         client,
