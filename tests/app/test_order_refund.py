@@ -1,12 +1,14 @@
 """The repository's application on the time-skipping server, served the way `python worker.py` serves it
 (`application_worker`: a plain `Worker` with `DurableAgentsPlugin`) against the real orders service: OrderRefund
 looks the order up, its agent step waits a day for approval and refunds once, then the customer is told once;
-unapproved for longer than the request allows, the agent gives up and no one is told."""
+unapproved for longer than the request allows, the agent gives up and no one is told. And as its commands run
+it: `python worker.py` and `python starter.py order-refund`, on the dev server."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import urllib.request
 import uuid
 from datetime import timedelta
@@ -15,7 +17,11 @@ import httpx
 import pytest
 
 from duragent import AgentClient, Settings
+from duragent._config.settings import ROOT
+from duragent._ops.devstack.worker_process import WorkerProcess
 from examples import orders
+from tests.conftest import dev_settings
+from tests.ops.test_cli import starter
 from tests.temporal.test_own_agent import OrdersService
 from worker import application_worker
 from workflows import OrderRefund, RefundOutcome, RefundRequest
@@ -80,3 +86,29 @@ async def test_an_unapproved_refund_is_given_up_and_no_one_is_told(
     assert (outcome.refunded, outcome.customer_notified) == (False, False)
     assert outcome.answer == "approval for refund_order expired"
     assert service.refunds() == [] and notices(service) == []
+
+
+async def test_starter_order_refund_starts_it_on_worker_py_and_approve_as_sees_it_through(
+    dev_env, task_queue, tmp_path, service
+):
+    """The application as its commands run it: `python worker.py` (a real process) serves it, and
+    `python starter.py order-refund A-1` starts it, says how to approve, and with `--approve-as` ends it."""
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    worker = WorkerProcess(
+        settings, command=[sys.executable, str(ROOT / "worker.py")], extra_env={"ORDERS_URL": service.url}
+    ).wait_ready()
+    try:
+        code, out, err = await starter("order-refund", "A-1", settings=settings)
+        assert code == 0, err
+        assert "its agent step" in out and "approve it: python starter.py approve order-refund-A-1-" in out
+        waiting = out.split()[1].rstrip(":")  # `started ID: URL`
+        await dev_env.client.get_workflow_handle(waiting).terminate("seen waiting: that was the test")
+        code, out, err = await starter("order-refund", "A-1", "--approve-as", "maria", "--json", settings=settings)
+        assert code == 0, err
+        said = json.loads(out)
+    finally:
+        worker.stop()
+    assert (said["refunded"], said["customer_notified"]) == (True, True)
+    assert said["agent_run"] == f"{said['workflow_id']}~orders-1"
+    assert [r["key"] for r in service.refunds()] == [f"{said['agent_run']}:2.1"]  # the first one still waits
+    assert [n["key"] for n in notices(service)] == [f"{said['workflow_id']}:notify"]
