@@ -45,7 +45,9 @@ def build_worker(
     engine: EngineOptions | None = None,
     worker_keys: WorkerKeys | None = None,
 ) -> Worker:
-    """A worker that serves `agents` on `task_queue`.
+    """A new worker that serves `agents` on `task_queue`: `Worker(client, ..., plugins=[DurableAgentsPlugin(agents,
+    ...)])` with the options the agents' workers run with. To serve them beside workflows and activities of your
+    own, give the plugin to your own `Worker` instead (one worker per task queue in a process).
 
     `deps` reach every tool as `ToolContext.deps`: one object for all agents, or a mapping by agent name
     (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name

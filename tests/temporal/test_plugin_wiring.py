@@ -76,6 +76,8 @@ async def test_a_second_worker_on_the_queue_is_one_clear_line_in_either_order(sk
         users_worker(client, task_queue, ledger)
     async with built:  # run and shut down: the queue is free again
         pass
+    async with users_worker(client, task_queue, ledger):
+        pass
     other = f"{task_queue}-2"
     users = users_worker(client, other, ledger)
     with pytest.raises(SecondWorker, match="serve the agents from your own Worker") as second:
