@@ -65,14 +65,3 @@ class RefundThenNotify:
             output=result.output or "",
             notified=answered,
         )
-
-
-@workflow.defn
-class TwoSteps:
-    """Two agent steps: the first id counted, the second given."""
-
-    @workflow.run
-    async def run(self) -> list[str]:
-        first = await run_agent("t-repeat", "Say it twice.")
-        second = await run_agent("t-repeat", "Again.", id=f"chosen-{workflow.info().workflow_id}")
-        return [first.run_id, second.run_id]

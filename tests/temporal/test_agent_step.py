@@ -19,12 +19,12 @@ from duragent._config.worker_keys import WorkerKeys
 from duragent._sealing import HEADER
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, transcripts_next_to
+from tests.support.plain_user_workflow import TwoSteps
 from tests.support.user_workflows import (
     NOTIFIED,
     Refunded,
     RefundRequest,
     RefundThenNotify,
-    TwoSteps,
     look_up_order,
     notify_customer,
 )
