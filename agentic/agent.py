@@ -443,7 +443,7 @@ class Agent:
                 undo = None
                 if delegation is not None and step.stop.answered:
                     raw = parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {}
-                    undo = undo_plan(run_id, self.label, raw, loop.state.records, loop.specs)
+                    undo = undo_plan(run_id, self.label, raw, loop.state.records, loop.own.tools, loop.team)
                 run = Run.from_loop(messages, loop.state, undo=undo, children=children)
                 # The answer as kept (JSON for a typed agent) becomes the answering agent's typed value.
                 return run.model_copy(update={"output": active.output_of(run.output)})

@@ -53,6 +53,7 @@ class AgentSet:
         self.models = models or ModelCatalog()
         self.where = where
         self._check_delegates()
+        self._check_handoffs()
         # Whose signature makes a decision count (agentic.signing): the runner's configuration, never a run's.
         self.approver_keys = dict(approver_keys or {})
 
@@ -68,6 +69,15 @@ class AgentSet:
                         f"agent {served.agent.label!r} delegates to {ref.agent!r} (tool {declared.name!r}), which is "
                         f"not served{where}: serve it too (agents=[..., {ref.agent}])"
                     )
+
+    def _check_handoffs(self) -> None:
+        """Every agent an agent may hand a run to must be served here too (a run's worker describes it), and
+        able to take one: said at once, like a missing delegate."""
+        for served in self._agents.values():
+            try:
+                served.agent.team(lambda name: self.get(name).agent)
+            except UnknownAgent as exc:
+                raise ValueError(f"agent {served.agent.label!r} hands off to an agent not served: {exc}") from None
 
     @property
     def names(self) -> list[str]:

@@ -164,7 +164,10 @@ def owned(
     """A child's planned undos, each naming the run, agent and options it belongs to (a grandchild's are
     already named), so the parent can execute them with the right tools."""
     return [
-        s if s.agent is not None else s.model_copy(update={"run_id": run_id, "agent": agent, "options": options})
+        # A step naming its run is a grandchild's; one naming only its agent, an agent the child was handed to.
+        s
+        if s.run_id is not None
+        else s.model_copy(update={"run_id": run_id, "agent": s.agent or agent, "options": options})
         for s in steps
     ]
 

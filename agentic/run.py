@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from agentic.budget import Stop, Usage
 from agentic.handoffs import HandoffRecord
@@ -55,6 +55,16 @@ class Run(OmitDefaults):
             checks=state.checks,
             **extra,
         )
+
+    def output_as(self, output_type: Any) -> Any:
+        """The answer as `output_type`: decodes the JSON a typed answer is kept as (what a durable run's result
+        holds when the client did not know the agent's type); an already typed answer is validated as it is."""
+        if self.output is None:
+            return None
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        if isinstance(self.output, str):
+            return adapter.validate_json(self.output)
+        return adapter.validate_python(self.output)
 
     @property
     def answered_by(self) -> str | None:
