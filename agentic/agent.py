@@ -52,7 +52,7 @@ from agentic.mcp.server import MCPServer, MCPUnavailable
 from agentic.mcp.toolset import checked_off_loop, merged
 from agentic.messages import Message, ToolCall
 from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, ask
-from agentic.output import FINAL_ANSWER, OutputType
+from agentic.output import FINAL_ANSWER, OutputType, as_text
 from agentic.registry import Registry, run_sync
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
@@ -329,7 +329,7 @@ class Agent:
             # Dispatched by a registry outside any runner: the child runs with its cap alone. The runners
             # reserve out of the calling run's budget and charge the child's consumption to it instead.
             run = child.run(task, run_id=child_run_id(ctx.run_id or "local", ctx.call_id), budget=ref.limit)
-            return reply_text(tool_name, run.stop, run.output, run.stop_detail)
+            return reply_text(tool_name, run.stop, as_text(run.output), run.stop_detail)
 
         declared = tool(
             description or self.description or f"Hand a task to the agent {self.name}; it answers with its result.",
@@ -512,7 +512,9 @@ class Agent:
             return ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, str(exc)))
         children[child_id] = run
         outcome = delegated(child_id, ref.agent, run.stop, run.usage, run.undo)
-        return ToolResult.delegated(call, outcome, reply_text(call.name, run.stop, run.output, run.stop_detail))
+        return ToolResult.delegated(
+            call, outcome, reply_text(call.name, run.stop, as_text(run.output), run.stop_detail)
+        )
 
     def _dispatch(self, step: RunTool, run_id: str, options: BaseModel | None) -> ToolResult:
         call = step.call

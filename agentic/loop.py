@@ -383,8 +383,7 @@ class AgentLoop:
         if verdict.outcome == "refuse" or not self._may_send_back():
             s.stop, s.stop_detail = self._stop_for(verdict), _why(verdict, what)
             status = ToolStatus.REFUSED if verdict.outcome == "refuse" else status
-            text = f"Error: {what} {'was refused' if verdict.outcome == 'refuse' else 'was not accepted'}: "
-            return self._resolve(ToolResult.of(call, status, text + f"{verdict.reason}. The run stopped."))
+            return self._resolve(ToolResult.of(call, status, f"Error: {s.stop_detail}. The run stopped."))
         return self._resolve(ToolResult.of(call, status, "Error: " + _send_back_text(verdict, what)))
 
     def _hand_off(self, call: ToolCall, target: str) -> list[Message]:

@@ -89,6 +89,13 @@ class OutputType:
         return self.adapter.validate_json(answer)
 
 
+def as_text(answer: Any) -> str | None:
+    """An answer as text, whatever the runner handed back: itself if text, the JSON of a typed value."""
+    if answer is None or isinstance(answer, str):
+        return answer
+    return TypeAdapter(type(answer)).dump_json(answer).decode()
+
+
 def problems_of(exc: ValidationError, limit: int = 10) -> str:
     """Pydantic's errors as one line the model can act on: where, and what is wrong."""
     parts = [f"{'.'.join(map(str, e['loc'])) or 'the answer'}: {e['msg']}" for e in exc.errors()[:limit]]
