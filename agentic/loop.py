@@ -120,7 +120,7 @@ def tool_schemas(
     run started (its MCP tools), `final_answer` for a typed agent and, unless a tool takes the name, `give_up`."""
     schemas = [*(spec.schema() for spec in specs.values()), *recorded]
     if output is not None:
-        schemas.append(output.schema())
+        schemas.append(output.tool_schema())
     return schemas if any(s.name == GIVE_UP for s in schemas) else [*schemas, GIVE_UP_SCHEMA]
 
 

@@ -34,7 +34,7 @@ class OutputSpec(OmitDefaults):
     parameters: dict[str, Any]
     wrapped: bool = False
 
-    def schema(self) -> ToolSchema:
+    def tool_schema(self) -> ToolSchema:
         return ToolSchema(
             name=FINAL_ANSWER,
             description=(
