@@ -91,6 +91,9 @@ def judge(
     whole (over its limits) is not judged; nor is anything when the agent has no type and no checks (its
     reply, and so every payload it makes, stays as it always was)."""
     argument_checks = argument_checks or {}
+    if reply.verdicts is not None:
+        # Verdicts are this function's alone: a model (or a model class) that hands some back is not believed.
+        reply = reply.model_copy(update={"verdicts": None})
     if reply.refused is not None or (output is None and not output_checks and not argument_checks):
         return reply
     message = reply.message
