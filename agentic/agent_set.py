@@ -75,7 +75,7 @@ class AgentSet:
         able to take one: said at once, like a missing delegate."""
         for served in self._agents.values():
             try:
-                served.agent.team(lambda name: self.get(name).agent)
+                served.agent.team(self.agent)
             except UnknownAgent as exc:
                 raise ValueError(f"agent {served.agent.label!r} hands off to an agent not served: {exc}") from None
 
@@ -89,6 +89,10 @@ class AgentSet:
             where = f" (not served {self.where})" if self.where else ""
             raise UnknownAgent(f"unknown agent {name!r}{where}; served: {', '.join(self.names) or 'none'}")
         return served
+
+    def agent(self, name: str) -> Agent:
+        """The served agent named so (UnknownAgent): how a run's handoffs by name are found."""
+        return self.get(name).agent
 
     def model(self, served: ServedAgent, name: str | None) -> Model:
         """The agent's own model, or the one the run chose by name among those declared (UnknownModel)."""

@@ -84,7 +84,7 @@ class Runner:
         self.agent = agent
         self.registry = agent.registry
         # The agents the run may be handed to: this worker's, by name (never what a run says).
-        self.team = agent.team(lambda name: agents.get(name).agent)
+        self.team = agent.team(agents.agent)
         roles = {name: member.role() for name, member in self.team.items()}
         self.loop = AgentLoop(budget, agent.tool_specs(), role=agent.role(), team=roles)
         task = self.options.task or agent.task
@@ -96,7 +96,7 @@ class Runner:
         self.model = agents.model(served, self.options.model)
         self.model_settings = effective_settings(agent.model_settings, self.options.model_settings)
         self.deps = served.deps
-        total = agent.spec(self.agent_options).estimated_actions
+        total = agent.spec(self.agent_options, lookup=agents.agent).estimated_actions
         self.journal = Journal(store, self.run_id, owner, lease, crash or CrashHook(), total)
         self.replay_only = replay_only
         self._usage_checked = False
