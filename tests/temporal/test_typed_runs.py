@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentic import ModelReply, Stop, ToolStatus
 from agentic.agent_set import AgentSet
@@ -27,6 +30,7 @@ from duragent._baseline.store import Store
 from duragent._client import AgentClient
 from duragent._stores.ledger import EffectsLedger
 from duragent._workflows import search_attributes as sa
+from duragent._workflows.agent import AgentWorkflow
 from examples.options import DemoDeps
 from tests.conftest import new_worker, transcripts_next_to
 from tests.support import typed_agents
@@ -245,3 +249,24 @@ def test_a_model_cannot_hand_back_verdicts_of_its_own():
     assert judged.verdicts is not None and judged.verdicts.answer is not None
     assert judged.verdicts.answer.outcome == "invalid"  # "hello" is not a Refund
     assert typed_agents.named("n-desk").judge(reply).verdicts is None
+
+
+@pytest.mark.parametrize("name", ["t-fussy", "h-desk", "g-desk", "g-careful"])
+async def test_a_fresh_typed_checked_or_handed_over_run_replays_inside_the_sandbox(
+    name, tmp_path, skipping_env, task_queue
+):
+    """Today's histories of these features replay deterministically, in the sandbox too (its guard against a
+    non-deterministic call in workflow code: tests/temporal/test_replay.py)."""
+    ledger = EffectsLedger(tmp_path / "ledger.db")
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=typed_agents.agents):
+        client = AgentClient(skipping_env.client, task_queue=task_queue)
+        handle = await client.start(name, "Refund order A-1", run_id=f"{name}-{uuid.uuid4().hex[:8]}")
+        await handle.result()
+    history = await handle.workflow.fetch_history()
+    for runner in (None, SandboxedWorkflowRunner()):
+        replayer = Replayer(
+            workflows=[AgentWorkflow],
+            data_converter=pydantic_data_converter,
+            **({"unsandboxed_workflow_runner": runner} if runner else {}),
+        )
+        assert (await replayer.replay_workflow(history, raise_on_replay_failure=True)).replay_failure is None
