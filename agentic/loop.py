@@ -402,13 +402,14 @@ class AgentLoop:
         s.handoffs.append(HandoffRecord(step=s.consumed.steps, call_id=call.uid, source=self.role.name, target=target))
         out = [self._resolve(ToolResult.of(call, ToolStatus.OK, handed_text(target)))]
         while s.queue:
-            s.verdicts.pop(s.queue[0].uid, None)
             out.append(self._resolve(ToolResult.skipped(s.queue[0], f"the run was handed to {target}")))
         s.agent, self.role, self.specs = target, role, dict(role.tools)
         return out
 
     def _resolve(self, result: ToolResult) -> Message:
-        self._record(self.state.queue.pop(0), result)
+        call = self.state.queue.pop(0)
+        self.state.verdicts.pop(call.uid, None)  # a call skipped before its turn leaves no verdict behind
+        self._record(call, result)
         return result.to_message()
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:

@@ -98,3 +98,13 @@ def test_a_reply_over_the_limits_is_not_judged_and_unchecked_calls_carry_no_verd
     assert judged.verdicts is not None and set(judged.verdicts.calls) == {1}
     refused = reply.model_copy(update={"refused": "too many"})
     assert judge(refused, None, (), {"pay": [under_a_hundred]}) is refused
+
+
+def test_calls_skipped_before_their_turn_leave_no_verdicts_in_the_state():
+    from agentic import AgentLoop, LoopState, give_up
+
+    agent = Agent(FakeModel([[give_up("no"), tool_call("pay", {"payee": "a", "cents": 1})]]), Registry([pay]))
+    agent.argument_checks = {"pay": (under_a_hundred,)}
+    loop = AgentLoop(agent.budget, agent.tool_specs(), LoopState(), role=agent.role())
+    loop.model_replied(agent.judge(agent.model.complete([], agent.schemas(), call_index=0)))
+    assert loop.state.stop is Stop.GAVE_UP and loop.state.verdicts == {} and loop.state.queue == []
