@@ -5,6 +5,7 @@ its own); `agents` are the ones a worker serves: `worker.py --agents tests.suppo
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -105,8 +106,14 @@ def build(deps: Any = None) -> list[Agent]:
         handoffs=[billing],
         deps=deps,
     )
-    strict_billing = Agent(  # its refund is refused by its check: the run stops, and the saga undoes both agents'
-        FakeModel([tool_call("refund", {"order": "A-1", "amount_cents": 5000}), "refunded"]),
+    strict_billing = Agent(  # its second refund is refused by its check: the run stops, the saga undoes both agents'
+        FakeModel(
+            [
+                tool_call("refund", {"order": "A-1", "amount_cents": 500}),
+                tool_call("refund", {"order": "A-1", "amount_cents": 5000}),
+                "refunded",
+            ]
+        ),
         Registry([refund]),
         name="g-billing",
         argument_checks={"refund": [not_over_a_thousand]},
@@ -144,7 +151,26 @@ def build(deps: Any = None) -> list[Agent]:
     by_name = Agent(  # hands over to billing by name: the worker's billing, described by the worker
         FakeModel([tool_call("transfer_to_h-billing")]), name="n-desk", handoffs=["h-billing"], deps=deps
     )
-    return [typed, fussy, hopeless, billing, desk, strict_billing, strict_desk, careful, leaky, by_name]
+    gated_billing = Agent(  # its refund waits for a human's approval, in the run it was handed
+        FakeModel([tool_call("gated_refund", {"order": "A-1", "amount_cents": 700}), "Refunded 7 EUR."]),
+        Registry([dataclasses.replace(refund, name="gated_refund", requires_confirmation=True)]),
+        name="a-billing",
+    )
+    gated_desk = Agent(FakeModel([tool_call("transfer_to_a-billing")]), name="a-desk", handoffs=[gated_billing])
+    return [
+        typed,
+        fussy,
+        hopeless,
+        billing,
+        desk,
+        strict_billing,
+        strict_desk,
+        careful,
+        leaky,
+        by_name,
+        gated_billing,
+        gated_desk,
+    ]
 
 
 agents = build()

@@ -190,11 +190,16 @@ async def test_a_refused_call_stops_the_run_and_the_saga_undoes_both_agents_effe
     refused = run.records[-1]
     assert (refused.call.name, refused.status, refused.agent) == ("refund", ToolStatus.REFUSED, "g-billing")
     assert [(c.target, c.outcome, c.check, c.agent) for c in run.checks] == [
-        ("refund", "refuse", "not_over_a_thousand", "g-billing")
+        ("refund", "ok", "", "g-billing"),
+        ("refund", "refuse", "not_over_a_thousand", "g-billing"),
     ]
-    if runner != "in-process":  # the refund never ran; the durable runners undo the desk's ticket
-        assert run.effects[0] == ("open_ticket", None)
-        assert [tool for tool, _ in run.effects] == ["open_ticket", "close_ticket"]
+    if runner != "in-process":
+        # The refused refund never ran. The durable runners undo the run's effects newest first, each with its own
+        # agent's tool: billing's refund, then the desk's ticket (the in-process runner has no saga).
+        effects = run.effects
+        assert [tool for tool, _ in effects] == ["open_ticket", "refund", "reverse_refund", "close_ticket"]
+        undoes = [str(compensates).rsplit(":", 1)[-1] for _, compensates in effects[2:]]
+        assert undoes == ["3.1", "1.1"]  # billing's refund (call 3.1), then the desk's ticket (call 1.1)
 
 
 async def test_checks_send_the_model_back_with_their_reasons(runner, tmp_path, skipping_env, task_queue):
@@ -270,3 +275,19 @@ async def test_a_fresh_typed_checked_or_handed_over_run_replays_inside_the_sandb
             **({"unsandboxed_workflow_runner": runner} if runner else {}),
         )
         assert (await replayer.replay_workflow(history, raise_on_replay_failure=True)).replay_failure is None
+
+
+async def test_a_handed_to_agents_call_waits_for_an_approval_of_the_run(tmp_path, skipping_env, task_queue):
+    """One approvals list: the call billing makes after the handoff is the run's pending approval, decided
+    through the run's own handle, and its effect lands under the run's key."""
+    ledger = EffectsLedger(tmp_path / "ledger.db")
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=typed_agents.agents):
+        client = AgentClient(skipping_env.client, task_queue=task_queue)
+        handle = await client.start(typed_agents.named("a-desk"), "Refund A-1", run_id=f"a-{uuid.uuid4().hex[:8]}")
+        [waiting] = await handle.wait_for_approval()
+        assert (waiting.tool, waiting.call_id) == ("gated_refund", "2.1")
+        await handle.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
+        result = await handle.result()
+    assert result.output == "Refunded 7 EUR." and result.answered_by == "a-billing"
+    assert [(a.event, a.call_id) for a in result.audit] == [("approved", "2.1")]
+    assert [(e.tool, e.key) for e in ledger.effects(handle.run_id)] == [("refund", f"{handle.run_id}:2.1")]
