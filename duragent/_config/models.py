@@ -4,6 +4,12 @@ it gets stays here, on the worker; a run only names one.
 - `local`: the embedded model server (`python starter.py model-server`), at `AGENT_LOCAL_MODEL_URL`.
 - `openai:<model>` (e.g. `openai:gpt-4.1-mini`): when `OPENAI_API_KEY` is set, at `AGENT_OPENAI_BASE_URL`
   (default: api.openai.com).
+- `anthropic:<model>` (e.g. `anthropic:claude-sonnet-4-5`): when `ANTHROPIC_API_KEY` is set, at
+  `AGENT_ANTHROPIC_BASE_URL` (default: api.anthropic.com); the `anthropic` extra.
+- `google:<model>` (e.g. `google:gemini-2.5-flash`): when `GOOGLE_API_KEY` (or `GEMINI_API_KEY`) is set, at
+  `AGENT_GOOGLE_BASE_URL` (default: the Gemini API); the `google` extra.
+
+A declared provider whose extra is missing fails the run that names it with the one line naming the extra.
 """
 
 from __future__ import annotations
@@ -23,6 +29,14 @@ def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None
     if settings.openai_api_key:
         key, base_url = settings.openai_api_key, settings.openai_base_url
         catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
+    if settings.anthropic_api_key:
+        key, base_url = settings.anthropic_api_key, settings.anthropic_base_url
+        catalog.add_prefix(
+            "anthropic:", lambda name: _provider("anthropic_model", name, api_key=key, base_url=base_url)
+        )
+    if settings.google_api_key:
+        key, base_url = settings.google_api_key, settings.google_base_url
+        catalog.add_prefix("google:", lambda name: _provider("google_model", name, api_key=key, base_url=base_url))
     for name, model in (extra or {}).items():
         catalog.add(name, model)
     return catalog
@@ -40,3 +54,11 @@ def _openai_chat(name: str, **options: Any) -> Model:
     from agentic.models.openai_chat import OpenAIChatModel
 
     return OpenAIChatModel(name, **options)
+
+
+def _provider(factory: str, name: str, **options: Any) -> Model:
+    # The model layer and a provider's SDK cost seconds to import: only a process that uses one pays for it.
+    from agentic.models import providers
+
+    made: Model = getattr(providers, factory)(name, **options)
+    return made

@@ -23,12 +23,19 @@ pytestmark = pytest.mark.system
 # extra -> a module that is the part needing it
 PARTS = {
     "openai": "agentic.models.openai_chat",
+    "pydantic-ai": "agentic.models.layer",
     "mcp": "agentic.mcp.client",
     "postgres": "duragent._stores.postgres",
     "http": "duragent._ops.http",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
-IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp", "google-re2": "re2"}
+IMPORT_NAME = {
+    "pydantic-ai-slim": "pydantic_ai",
+    "google-genai": "google",
+    "opentelemetry-sdk": "opentelemetry",
+    "llama-cpp-python": "llama_cpp",
+    "google-re2": "re2",
+}
 
 
 @pytest.mark.parametrize(("extra", "part"), PARTS.items())
