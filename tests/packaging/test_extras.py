@@ -49,6 +49,19 @@ def test_a_part_without_its_extra_names_the_extra_in_one_line(extra: str, part: 
     assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
 
 
+@pytest.mark.parametrize(("extra", "factory"), [("anthropic", "anthropic_model"), ("google", "google_model")])
+def test_a_provider_without_its_extra_names_the_extra_in_one_line(extra: str, factory: str) -> None:
+    # The SDK alone is hidden: the model layer is installed, the provider's half of the extra is not.
+    hidden = EXTRAS[extra][0][1]
+    code = (
+        f"import sys; sys.modules[{hidden!r}] = None\nfrom agentic.models.providers import {factory}\n"
+        f"try:\n    {factory}('m', api_key='k')\nexcept ImportError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
+
+
 def test_the_extras_table_is_pyprojects() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for extra, (modules, _) in EXTRAS.items():

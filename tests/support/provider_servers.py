@@ -50,7 +50,7 @@ class Received:
 
 class ProviderServer:
     """Serves queued responses to any POST; an empty queue answers 599. `key_header` is where the provider's SDK
-    sends its key (`x-api-key`, `x-goog-api-key`, `authorization`)."""
+    sends its key (`x-api-key`, `x-goog-api-key`), else `authorization` (anthropic 2.x sends a bearer)."""
 
     key_header = "authorization"
 
@@ -59,6 +59,7 @@ class ProviderServer:
         self._queue: deque[Scripted] = deque()
         self._closing = threading.Event()
         self.requests: list[Received] = []
+        self.echoed: list[bytes] = []  # the bodies sent quoting the key (the attack happened)
         self.arrived = threading.Condition(self._lock)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -138,8 +139,9 @@ class ProviderServer:
                             return
                 body = scripted.body
                 if scripted.echo_key:
-                    key = received.headers.get(server.key_header, "").removeprefix("Bearer ")
-                    body = body.replace(b"{key}", key.encode())
+                    key = received.headers.get(server.key_header) or received.headers.get("authorization", "")
+                    body = body.replace(b"{key}", key.removeprefix("Bearer ").encode())
+                    server.echoed.append(body)
                 try:
                     self.send_response(scripted.status)
                     for name, value in scripted.headers.items():
