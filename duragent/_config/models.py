@@ -1,7 +1,9 @@
 """The models a worker declares (`ModelCatalog`), from its settings: where each endpoint is and which key
 it gets stays here, on the worker; a run only names one.
 
-- `local`: the embedded model server (`python starter.py model-server`), at `AGENT_LOCAL_MODEL_URL`.
+- `local`: the embedded model server (`python starter.py model-server`), at `AGENT_LOCAL_MODEL_URL`, asked with
+  llama-cpp-python's tool calls; `local-schema`: the same server asked one JSON step at a time under a JSON-schema
+  grammar (agentic/models/constrained.py), what the small models need to finish a task.
 - `openai:<model>` (e.g. `openai:gpt-4.1-mini`): when `OPENAI_API_KEY` is set, at `AGENT_OPENAI_BASE_URL`
   (default: api.openai.com).
 - `anthropic:<model>` (e.g. `anthropic:claude-sonnet-4-5`): when `ANTHROPIC_API_KEY` is set, at
@@ -26,6 +28,7 @@ def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None
     catalog = ModelCatalog()
     local_url = settings.local_model_url
     catalog.add("local", lambda: _local_model(local_url))
+    catalog.add("local-schema", lambda: _local_model(local_url, constrained=True))
     if settings.openai_api_key:
         key, base_url = settings.openai_api_key, settings.openai_base_url
         catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
@@ -42,11 +45,11 @@ def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None
     return catalog
 
 
-def _local_model(url: str) -> Model:
+def _local_model(url: str, *, constrained: bool = False) -> Model:
     # The embedded model server's quirks (tool results as user turns, no `required`) live with it.
-    from agentic.models.local import local_model
+    from agentic.models.local import constrained_local_model, local_model
 
-    return local_model(url)
+    return constrained_local_model(url) if constrained else local_model(url)
 
 
 def _openai_chat(name: str, **options: Any) -> Model:
