@@ -27,6 +27,9 @@ from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ModelSettings, ToolSchema
 from agentic.models.openai_chat import OpenAIChatModel
 
+# A typed agent's answer tool (agentic/output.py on the typed branch): its parameters are the answer's schema, so
+# the grammar gives the model llama.cpp's JSON-schema constrained output for it, and no text answer is offered.
+FINAL_ANSWER = "final_answer"
 GIVE_UP = "give_up"  # agentic/loop.py's: a small model takes it at random; the answer is its way out instead
 WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_./:-]*[A-Za-z0-9])?")
 INTEGER = re.compile(r"(?<![\w.-])-?\d+(?![\w.])")
@@ -64,12 +67,13 @@ class ConstrainedModel(OpenAIChatModel):
         offered = self._offered(messages, tools, chosen.tool_choice_for(messages) if tools else "none")
         ground = _Ground.of(messages) if self.grounded else None
         branches = [_call_branch(tool, ground) for tool in offered]
-        if not offered or chosen.tool_choice_for(messages) == "auto" or not tools:
+        typed_tool = any(tool.name == FINAL_ANSWER for tool in offered)  # a typed agent answers by calling it
+        if not typed_tool and (not offered or chosen.tool_choice_for(messages) == "auto" or not tools):
             typed = self.answer_schema
             if typed is None:
                 answer: dict[str, Any] = _answer_text(chosen.max_tokens)
             else:
-                answer = _narrowed(typed, ground) if ground else dict(typed)
+                answer = _bounded(_narrowed(typed, ground, answer=True) if ground else typed)
             branches.append(_answer_branch(answer))
         schema = branches[0] if len(branches) == 1 else {"anyOf": branches}
         wire = [_as_text(row) for row in self._wire_messages(messages)]
@@ -98,7 +102,7 @@ class ConstrainedModel(OpenAIChatModel):
         if self.repeat_tools:
             return list(tools)
         answered = {m.tool_call_id for m in messages if m.role == "tool"}
-        done = {c.name for m in messages for c in m.tool_calls if c.id in answered}
+        done = {c.name for m in messages for c in m.tool_calls if c.id in answered} - {FINAL_ANSWER}
         fresh = [t for t in tools if t.name not in done]
         return fresh if fresh or choice == "auto" else list(tools)
 
@@ -145,7 +149,8 @@ class _Ground:
 
 
 def _call_branch(tool: ToolSchema, ground: _Ground | None) -> dict[str, Any]:
-    arguments = _narrowed(tool.parameters, ground) if ground is not None else _bounded(tool.parameters)
+    answer = tool.name == FINAL_ANSWER
+    arguments = _bounded(_narrowed(tool.parameters, ground, answer=answer) if ground else tool.parameters)
     return {
         "type": "object",
         "properties": {"tool": {"const": tool.name}, "arguments": arguments},
@@ -168,27 +173,41 @@ def _identifier(prop: Any, ground: _Ground) -> Any:
     return prop | {"enum": mixed or digits or enum}
 
 
-def _narrowed(schema: Any, ground: _Ground) -> Any:
+def _narrowed(schema: Any, ground: _Ground, *, answer: bool = False) -> Any:
     """Every free string one of the transcript's words, every free integer one of its integers: a 135M model
-    copies an order id it was given, it cannot be trusted to spell one (measured: `{{ orderId }}`, `1234567890`)."""
+    copies an order id it was given, it cannot be trusted to spell one (measured: `{{ orderId }}`, `1234567890`).
+    In an answer (`answer`), only identifiers and integers are copied: its other strings are the model's own
+    words (a summary, a reason), bounded instead (`_bounded`)."""
     if isinstance(schema, list):
-        return [_narrowed(item, ground) for item in schema]
+        return [_narrowed(item, ground, answer=answer) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    narrowed = {key: _narrowed(value, ground) for key, value in schema.items()}
+    narrowed = {key: _narrowed(value, ground, answer=answer) for key, value in schema.items()}
     if isinstance(properties := narrowed.get("properties"), dict):
         narrowed["properties"] = {
-            name: _identifier(prop, ground) if _names_an_identifier(name, prop) else prop
+            name: _identifier(_words(prop, ground) if answer else prop, ground)
+            if _names_an_identifier(name, prop)
+            else prop
             for name, prop in properties.items()
         }
-    free = not any(key in narrowed for key in ("enum", "const", "format", "pattern"))
-    if free and narrowed.get("type") == "string":
-        return {k: v for k, v in narrowed.items() if k not in ("type", "maxLength", "minLength")} | {
-            "enum": list(ground.words)
-        }
+    free = _free(narrowed)
+    if free and narrowed.get("type") == "string" and not answer:
+        return _words(narrowed, ground)
     if free and narrowed.get("type") == "integer" and ground.numbers:
         return {k: v for k, v in narrowed.items() if k != "type"} | {"enum": list(ground.numbers)}
     return narrowed
+
+
+def _free(schema: dict[str, Any]) -> bool:
+    return not any(key in schema for key in ("enum", "const", "format", "pattern"))
+
+
+def _words(schema: Any, ground: _Ground) -> Any:
+    if not isinstance(schema, dict) or schema.get("type") != "string" or not _free(schema):
+        return schema
+    return {k: v for k, v in schema.items() if k not in ("type", "maxLength", "minLength")} | {
+        "enum": list(ground.words)
+    }
 
 
 def _bounded(schema: Any) -> Any:

@@ -131,3 +131,31 @@ def test_an_agent_on_it_runs_the_call_and_answers() -> None:
         run = Agent(model(server), Registry([refund]), budget=Budget(max_steps=3)).run("Refund order A-1.")
     assert (run.output, refunded) == ("Refunded A-1.", ["A-1"])
     assert named(schema_sent(server, 1)) == ["answer"]  # the only tool has answered: the answer is what is left
+
+
+def test_a_typed_agents_final_answer_tool_is_its_only_answer_with_its_schema_under_the_grammar() -> None:
+    final = ToolSchema(
+        name="final_answer",
+        description="Give the final answer.",
+        parameters={
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}, "summary": {"type": "string"}},
+            "required": ["order_id", "summary"],
+        },
+    )
+    rejected = [
+        Message("assistant", tool_calls=[{"id": "c1", "name": "final_answer", "arguments": {"order_id": "A-1"}}]),
+        Message("tool", "the answer is not valid: summary is missing", tool_call_id="c1"),
+    ]
+    with FakeOpenAIServer() as server:
+        server.queue(chat_completion('{"tool": "final_answer", "arguments": {"order_id": "A-1", "summary": "ok"}}'))
+        server.queue(chat_completion('{"tool": "final_answer", "arguments": {"order_id": "A-1", "summary": "ok"}}'))
+        reply = model(server).complete(ASKED, [REFUND, final])
+        model(server).complete([*ASKED, *rejected], [REFUND, final])
+    schema = schema_sent(server, 0)
+    assert named(schema) == ["refund", "final_answer"]  # no text answer: a typed agent answers by the tool
+    answer = branches(schema)[1]["properties"]["arguments"]["properties"]
+    assert answer["order_id"] == {"enum": ["A-1"]}  # an identifier is copied
+    assert answer["summary"] == {"type": "string", "maxLength": 80}  # the model's own words, bounded
+    assert "final_answer" in named(schema_sent(server, 1))  # sent back with a reason, it is offered again
+    assert reply.message.tool_calls[0].arguments == {"order_id": "A-1", "summary": "ok"}
