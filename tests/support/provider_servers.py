@@ -166,6 +166,35 @@ class ProviderServer:
         return Handler
 
 
+# -- OpenAI ---------------------------------------------------------------------------------------------------------
+
+
+class OpenAIServer(ProviderServer):
+    """Chat completions (`POST /v1/chat/completions`): `choices[0].message` with `tool_calls`; errors
+    `{"error": {"message", "type", "code"}}`."""
+
+    def queue_message(self, content: str | None, tool_calls: list[dict[str, Any]] | None = None, **kw: Any) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        body = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100},
+        }
+        self.queue_json(body, **kw)
+
+    def queue_error(self, status: int, kind: str, message: str, **kw: Any) -> None:
+        self.queue_json({"error": {"message": message, "type": kind, "code": kind, "param": None}}, status=status, **kw)
+
+
+def openai_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
 # -- Anthropic --------------------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,6 @@
 """Each provider extra through the whole durable path, on the real dev server with real worker processes: a run
-that names `anthropic:...` or `google:...` (the worker's catalog; the run carries no endpoint and no key) meets a
+that names `anthropic:...`, `google:...` or `openai:...` (the worker's catalog; the run carries no endpoint and no
+key) meets a
 429 with `Retry-After`, calls a gated tool, waits for an approval, loses its worker to SIGKILL in the middle of
 the next model call, meets a 5xx on the new worker, and answers. The provider is a loopback server speaking its
 wire format (tests/support/provider_servers.py).
@@ -29,10 +30,12 @@ from tests.conftest import dev_settings, eventually
 from tests.support.provider_servers import (
     AnthropicServer,
     GeminiServer,
+    OpenAIServer,
     ProviderServer,
     Received,
     Scripted,
     function_call,
+    openai_call,
     signature,
     text,
     thinking,
@@ -67,12 +70,31 @@ def _anthropic_sent_back(request: Received) -> bool:
     )
 
 
+def _openai_sent_back(request: Received) -> bool:
+    # Chat completions has no opaque part: what must come back is the call, its id pairing the result.
+    turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
+    results = [m for m in request.json["messages"] if m["role"] == "tool"]
+    return bool(turns) and turns[0]["tool_calls"][0]["id"] == "call_01" and results[0]["tool_call_id"] == "call_01"
+
+
 def _gemini_sent_back(request: Received) -> bool:
     turns = [c for c in request.json["contents"] if c["role"] == "model"]
     return bool(turns) and any(p.get("thoughtSignature") == signature("sig-G1") for p in turns[0]["parts"])
 
 
 PROVIDERS = {
+    "openai": Provider(
+        model="openai:gpt-4.1-mini",
+        server=OpenAIServer,
+        env=lambda url: {"OPENAI_API_KEY": "sk-openai-test-KEY-0001", "AGENT_OPENAI_BASE_URL": f"{url}/v1"},
+        script_tool_turn=lambda s: s.queue_message(None, [openai_call("call_01", "refund", {"order_id": "4471"})]),
+        script_rate_limit=lambda s: s.queue_error(
+            429, "rate_limit_exceeded", "Rate limited", headers={"retry-after": str(RETRY_AFTER)}
+        ),
+        script_server_error=lambda s: s.queue_error(500, "server_error", "Internal server error"),
+        script_answer=lambda s: s.queue_message("Refunded order 4471."),
+        sent_back=_openai_sent_back,
+    ),
     "anthropic": Provider(
         model="anthropic:claude-sonnet-4-5",
         server=AnthropicServer,
