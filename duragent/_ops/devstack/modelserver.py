@@ -87,6 +87,12 @@ def preferred_local_model() -> str:
 PREFERRED = ("gemma3-270m", "smollm2-135m")
 
 
+def chat_format_of(name: str) -> str:
+    if name not in LOCAL_MODELS:
+        raise ModelServerError(f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}")
+    return LOCAL_MODELS[name].chat_format
+
+
 def local_model_file(name: str) -> Path:
     """The file of one of `LOCAL_MODELS`, from its installed package."""
     known = LOCAL_MODELS.get(name)
@@ -274,6 +280,8 @@ def main_foreground(
     n_ctx: int = LOCAL_MODEL_N_CTX,
     model: Path | None = None,
     threads: int = DEFAULT_THREADS,
+    *,
+    chat_format: str = CHAT_FORMAT,
 ) -> int:
     """`starter.py model-server`: serve until Ctrl-C, SIGTERM or SIGHUP, then stop the child and exit 0."""
     stopping = threading.Event()
@@ -287,7 +295,7 @@ def main_foreground(
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, request_stop)
     try:
-        server = start(port, n_ctx, model, threads=threads)
+        server = start(port, n_ctx, model, threads=threads, chat_format=chat_format)
     except ModelServerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
