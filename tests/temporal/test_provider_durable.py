@@ -1,8 +1,8 @@
 """Each provider extra through the whole durable path, on the real dev server with real worker processes: a run
 that names `anthropic:...`, `google:...` or `openai:...` (the worker's catalog; the run carries no endpoint and no
 key) meets a 429 with `Retry-After`, calls a gated tool, waits for an approval, loses its worker to SIGKILL in the
-middle of the next model call, meets a 5xx on the new worker, and answers. The provider is a loopback server speaking its
-wire format (tests/support/provider_servers.py).
+middle of the next model call, meets a 5xx on the new worker, and answers. The provider is a loopback server
+speaking its wire format (tests/support/provider_servers.py).
 
 What is asserted is what the server saw: the retry after the 429 came no sooner than its `Retry-After` said (the
 server's timestamps; the policy's own first retry is 0.25 s), and the provider's opaque part (Anthropic's thinking
