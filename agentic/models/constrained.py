@@ -26,10 +26,11 @@ from agentic.errors import ModelOutputError
 from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ModelSettings, ToolSchema
 from agentic.models.openai_chat import OpenAIChatModel
-from agentic.output import FINAL_ANSWER
 
-# A typed agent's answer tool (FINAL_ANSWER, agentic/output.py): its parameters are the answer's schema, so the
+# A typed agent's answer tool (agentic/output.py's FINAL_ANSWER; not imported: agentic.output imports the models,
+# tests/agentic/test_constrained_model.py keeps the two equal): its parameters are the answer's schema, so the
 # grammar gives the model llama.cpp's JSON-schema constrained output for it, and no text answer is offered.
+FINAL_ANSWER = "final_answer"
 GIVE_UP = "give_up"  # agentic/loop.py's: a small model takes it at random; the answer is its way out instead
 WORD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_./:-]*[A-Za-z0-9])?")
 INTEGER = re.compile(r"(?<![\w.-])-?\d+(?![\w.])")

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from agentic import Agent, Budget, Message, ModelSettings, Registry, tool
+from agentic import Agent, Budget, Message, ModelSettings, Registry, output, tool
 from agentic.errors import ModelOutputError
+from agentic.models import constrained
 from agentic.models.base import ToolSchema
 from agentic.models.constrained import ConstrainedModel
 from tests.support.fake_openai_server import FakeOpenAIServer, chat_completion
@@ -134,6 +135,7 @@ def test_an_agent_on_it_runs_the_call_and_answers() -> None:
 
 
 def test_a_typed_agents_final_answer_tool_is_its_only_answer_with_its_schema_under_the_grammar() -> None:
+    assert constrained.FINAL_ANSWER == output.FINAL_ANSWER
     final = ToolSchema(
         name="final_answer",
         description="Give the final answer.",
