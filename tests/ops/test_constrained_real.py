@@ -46,3 +46,15 @@ def test_a_typed_answer_validates_whatever_the_model_writes(local_model_server: 
     order = Order.model_validate_json(run.output or "")
     assert (order.order_id, order.amount) == ("C-3", 12)  # the only identifier and the only integer said
     assert json.loads(run.output or "") == order.model_dump()
+
+
+def test_a_typed_agent_gets_its_type_from_the_small_model_through_the_grammar(local_model_server: ModelServer) -> None:
+    """`Agent(output_type=...)` offers the `final_answer` tool with the type's schema; under the grammar it is the
+    model's only way to answer, and llama.cpp constrains the answer to the schema: the run's output is the type."""
+    model = constrained_local_model(local_model_server.base_url, settings=ModelSettings(temperature=0.0, max_tokens=64))
+    agent = Agent(model, Registry([]), system="Extract the order.", budget=Budget(max_steps=3), output_type=Order)
+    run = agent.run("Order C-3 costs 12 EUR.")
+    assert isinstance(run.output, Order), run.stop_detail
+    assert (run.output.order_id, run.output.amount) == ("C-3", 12)
+    [call] = [c for m in run.messages for c in m.tool_calls]
+    assert call.name == "final_answer"
