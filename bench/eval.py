@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentic import Agent, Budget, ModelError, ModelSettings, Registry, tool
 from agentic.models.constrained import ConstrainedModel
@@ -52,8 +52,8 @@ class Task:
     system: str
     prompt: str
     tools: Callable[[Effects], list[Any]]
-    check: Callable[[Effects, str], bool]
-    answer_schema: dict[str, Any] | None = None
+    check: Callable[[Effects, Any], bool]
+    output_type: Any = None  # a typed agent's (`Agent(output_type=...)`): its answer is that type, or not at all
 
 
 def _billing_tools(effects: Effects) -> list[Any]:
@@ -90,13 +90,6 @@ def _add_tools(effects: Effects) -> list[Any]:
         return a + b
 
     return [add]
-
-
-def _typed(answer: str) -> Order | None:
-    try:
-        return Order.model_validate_json(answer)
-    except ValidationError:
-        return None
 
 
 def _once(effects: Effects, name: str, **arguments: Any) -> bool:
@@ -137,8 +130,8 @@ TASKS = [
         "Extract the order from the text.",
         "Order C-3 costs 12 EUR. Give its order id and amount.",
         lambda e: [],
-        lambda e, answer: (order := _typed(answer)) is not None and (order.order_id, order.amount) == ("C-3", 12),
-        answer_schema=Order.model_json_schema(),
+        lambda e, answer: isinstance(answer, Order) and (answer.order_id, answer.amount) == ("C-3", 12),
+        output_type=Order,
     ),
 ]
 
@@ -164,12 +157,7 @@ def run_task(base_url: str, model_name: str, mode: str, task: Task, max_tokens: 
     settings = ModelSettings(first_tool_choice=first, temperature=0.0, max_tokens=max_tokens)
     if mode == "schema":
         model: Any = ConstrainedModel(
-            "local",
-            base_url=base_url,
-            api_key="not-needed",
-            timeout=300.0,
-            answer_schema=task.answer_schema,
-            settings=settings,
+            "local", base_url=base_url, api_key="not-needed", timeout=300.0, settings=settings
         )
     else:  # llama-cpp-python's function calling: the first call forced, then words (the demo's settings until now)
         tools = task.tools(Effects())
@@ -183,6 +171,7 @@ def run_task(base_url: str, model_name: str, mode: str, task: Task, max_tokens: 
         budget=Budget(max_steps=4),
         name=f"eval-{task.name}",
         model_settings=settings,
+        output_type=task.output_type,
     )
     started = time.perf_counter()
     try:
@@ -193,7 +182,7 @@ def run_task(base_url: str, model_name: str, mode: str, task: Task, max_tokens: 
             model_name, mode, task.name, False, 0, 0, round(seconds, 2), "model_error", str(exc)[:120], effects.done
         )
     seconds = time.perf_counter() - started
-    answer = run.output or ""
+    answer = run.output if run.output is not None else ""
     return Outcome(
         model=model_name,
         mode=mode,
@@ -203,7 +192,7 @@ def run_task(base_url: str, model_name: str, mode: str, task: Task, max_tokens: 
         tokens=run.usage.input_tokens + run.usage.output_tokens,
         seconds=round(seconds, 2),
         stop=str(run.stop.value if hasattr(run.stop, "value") else run.stop),
-        answer=answer[:120],
+        answer=str(answer)[:120],
         effects=effects.done,
     )
 
