@@ -116,7 +116,8 @@ TASKS = [
         "Handle refunds. Look the order up first, then refund it.",
         "Refund order A-1.",
         _refund_tools,
-        lambda e, answer: ("lookup", {"order_id": "A-1"}) in e.done and _once(e, "refund", order_id="A-1"),
+        # As the system prompt says: looked up first, then refunded once.
+        lambda e, answer: e.done[:1] == [("lookup", {"order_id": "A-1"})] and _once(e, "refund", order_id="A-1"),
     ),
     Task(
         "sum",

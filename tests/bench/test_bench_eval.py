@@ -24,7 +24,9 @@ def effects(*done: tuple[str, dict[str, object]]) -> Effects:
         ("demo-billing", [("charge", {"invoice": "inv-9"})] * 2, "Settled.", False),  # charged twice
         ("demo-billing", [("charge", {"invoice": "inv-9"})], "", False),  # no answer
         ("demo-refund", [("refund", {"order_id": "4471"})], "Done.", True),
+        ("lookup-then-refund", [("lookup", {"order_id": "A-1"}), ("refund", {"order_id": "A-1"})], "Done.", True),
         ("lookup-then-refund", [("refund", {"order_id": "A-1"})], "Done.", False),  # never looked up
+        ("lookup-then-refund", [("refund", {"order_id": "A-1"}), ("lookup", {"order_id": "A-1"})], "", False),
         ("sum", [("add", {"a": 17, "b": 25})], "It is 42.", True),
         ("sum", [("add", {"a": 17, "b": 25})], "It is 41.", False),
         ("typed-order", [], Order(order_id="C-3", amount=12), True),

@@ -82,7 +82,7 @@ def preferred_local_model() -> str:
     return next((n for n in PREFERRED if importlib.util.find_spec(LOCAL_MODELS[n].package)), "smollm2-135m")
 
 
-# Gemma 3 270M completes the demo's tasks and the eval's (5/5); SmolLM2-135M, 3/5 in a third of the time, is
+# Gemma 3 270M completes the demo's tasks and 4/5 of the eval's; SmolLM2-135M, 3/5 in a third of the time, is
 # what the test suite serves (docs/local-model.md, "Which model").
 PREFERRED = ("gemma3-270m", "smollm2-135m")
 
