@@ -16,7 +16,6 @@ the provider's free text (an echoing gateway quotes the key whole).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import queue
 import threading
@@ -89,7 +88,7 @@ class LayerModel:
         self.pricing = pricing
         self.provider_settings = dict(provider_settings or {})
         self._hide = Scrubber(credentials)
-        self._loop = _LoopThread(name)
+        self._loop = LOOP
 
     @property
     def credentials(self) -> tuple[str, ...]:
@@ -177,9 +176,6 @@ class LayerModel:
         except (LookupError, ValueError, AssertionError):
             return 0.0  # a model the table does not know (pass `pricing=`): free rather than failing the run
 
-    def close(self) -> None:
-        self._loop.close()
-
 
 async def _streamed(
     model: LayerModelClass,
@@ -255,12 +251,13 @@ def _identifier(value: str | None) -> bool:
 
 
 class _LoopThread:
-    """One event loop on a thread of its own for a model's async client: the client's connections belong to one
-    loop, and `complete` is called from many threads (each activity's own). Deltas cross back to the caller's
-    thread through a queue, so `on_delta` runs where `complete` does."""
+    """One event loop, on a thread of its own, for every layer model's async client: a client's connections belong
+    to the loop that opened them, and `complete` is called from many threads (each activity's own). One for all
+    models, started on first use: a catalog makes and drops models by name, and a loop per model would leave a
+    thread behind with each one dropped. Deltas cross back to the caller's thread through a queue, so `on_delta`
+    runs where `complete` does."""
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -268,8 +265,7 @@ class _LoopThread:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name=f"model-{self._name}", daemon=True)
-                thread.start()
+                threading.Thread(target=loop.run_forever, name="model-layer", daemon=True).start()
                 self._loop = loop
             return self._loop
 
@@ -286,9 +282,5 @@ class _LoopThread:
             on_delta(delta)
         return future.result()
 
-    def close(self) -> None:
-        with self._lock:
-            loop, self._loop = self._loop, None
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(loop.stop)
+
+LOOP = _LoopThread()
