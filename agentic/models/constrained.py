@@ -7,11 +7,18 @@ schema — or `{"answer": ...}`, the answer's own schema when the agent wants a 
 always names a real tool with arguments of the right shape, or answers in the right shape: what it can no longer
 do is write prose where a call belongs, a call to a tool that does not exist, or a typed answer that does not parse.
 
-Two rules make the step schema narrower than "any tool or an answer", because the models small enough to ship in
-a wheel were measured to need them (docs/local-model.md, `python -m bench eval`): `tool_choice` is honoured by the
-schema itself (`required`: only tools; `none`: only the answer; a name: that tool), and a tool that has already
-returned a result is not offered again unless `repeat_tools` (SmolLM2 and Gemma 3 270M call the same tool again and
-again otherwise, the result in front of them).
+What the models small enough to ship in a wheel were measured to need on top (docs/local-model.md, `python -m bench
+eval`) makes the step schema narrower than "any tool or an answer":
+
+- `tool_choice` is the schema itself (`required`: only tools; `none`: only the answer; a name: that tool);
+- a tool that has already returned a result is not offered again unless `repeat_tools` (SmolLM2 and Gemma 3 270M
+  call the same tool again and again otherwise, the result in front of them); a typed agent's `final_answer` is
+  always offered, and is then its only way to answer;
+- the loop's `give_up` is not offered unless `offer_give_up` (both took it on the first step, for no reason);
+- with `grounded` (the default) a free string argument must be one of the words the user and the tools said, a
+  free integer one of their integers, and an identifier one of the words with a digit (`inv-9`, `A-1`, `4471`):
+  the small models copy an id well and invent one badly (`{{ orderId }}`, `1234567890`);
+- every other string is bounded, and a text answer ends before `max_tokens`: a step cut short is no JSON.
 """
 
 from __future__ import annotations
