@@ -17,6 +17,7 @@ A declared provider whose extra is missing fails the run that names it with the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from agentic import Model
@@ -29,17 +30,24 @@ def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None
     local_url = settings.local_model_url
     catalog.add("local", lambda: _local_model(local_url))
     catalog.add("local-schema", lambda: _local_model(local_url, constrained=True))
+    # `partial`, not a closure: each prefix keeps the key and URL it was declared with (closures over one
+    # variable reassigned per provider would all send the last provider's key).
     if settings.openai_api_key:
-        key, base_url = settings.openai_api_key, settings.openai_base_url
-        catalog.add_prefix("openai:", lambda name: _openai_chat(name, api_key=key, base_url=base_url))
-    if settings.anthropic_api_key:
-        key, base_url = settings.anthropic_api_key, settings.anthropic_base_url
         catalog.add_prefix(
-            "anthropic:", lambda name: _provider("anthropic_model", name, api_key=key, base_url=base_url)
+            "openai:", partial(_openai_chat, api_key=settings.openai_api_key, base_url=settings.openai_base_url)
+        )
+    if settings.anthropic_api_key:
+        catalog.add_prefix(
+            "anthropic:",
+            partial(
+                _provider, "anthropic_model", api_key=settings.anthropic_api_key, base_url=settings.anthropic_base_url
+            ),
         )
     if settings.google_api_key:
-        key, base_url = settings.google_api_key, settings.google_base_url
-        catalog.add_prefix("google:", lambda name: _provider("google_model", name, api_key=key, base_url=base_url))
+        catalog.add_prefix(
+            "google:",
+            partial(_provider, "google_model", api_key=settings.google_api_key, base_url=settings.google_base_url),
+        )
     for name, model in (extra or {}).items():
         catalog.add(name, model)
     return catalog
