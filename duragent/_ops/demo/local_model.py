@@ -41,9 +41,15 @@ LONG_ANSWER_TOKENS = 160
 LONG_TASK = "Settle invoice inv-9. Then write a very long story about a dragon who pays invoices, at least 500 words."
 
 
-def asked(max_tokens: int = MAX_TOKENS) -> ModelSettings:
-    """How each run asks the small model: a call first, then it decides (a grammar keeps every step valid)."""
+def asked_in_steps(max_tokens: int = MAX_TOKENS) -> ModelSettings:
+    """How each demo run asks the small model (`local-schema`): a call first, then it decides (the grammar keeps
+    every step valid)."""
     return ModelSettings(first_tool_choice="required", temperature=0.0, max_tokens=max_tokens)
+
+
+def asked(first_tool: str, max_tokens: int = 32) -> ModelSettings:
+    """How `local` (llama-cpp-python's tool calls) is asked to do the same: the agent's tool first, then words."""
+    return ModelSettings(first_tool_choice=first_tool, tool_choice="none", temperature=0.0, max_tokens=max_tokens)
 
 
 def preview(text: str | None, limit: int = 100) -> str:
@@ -137,14 +143,14 @@ class LocalModelDemo(Demo):
     async def billing_on_the_model(self, client: AgentClient) -> None:
         say(self.as_json, "\n[billing] the model calls charge with arguments of its own, then answers")
         handle = await client.start(
-            "billing", run_id=f"demo-llm-billing-{self.stamp}", model=MODEL, model_settings=asked()
+            "billing", run_id=f"demo-llm-billing-{self.stamp}", model=MODEL, model_settings=asked_in_steps()
         )
         await self.report(handle)
 
     async def refund_approved(self, client: AgentClient) -> None:
         say(self.as_json, "\n[refund] the model's refund call waits for a human (durable timer, 24 h deadline)")
         handle = await client.start(
-            "refund", run_id=f"demo-llm-refund-{self.stamp}", model=MODEL, model_settings=asked()
+            "refund", run_id=f"demo-llm-refund-{self.stamp}", model=MODEL, model_settings=asked_in_steps()
         )
         [pending] = await handle.wait_for_approval(timeout=300)
         say(self.as_json, f"  waiting: {preview(f'{pending.tool}({pending.arguments})')}, as the model wrote it")
@@ -159,7 +165,7 @@ class LocalModelDemo(Demo):
             LONG_TASK,
             run_id=f"demo-llm-crash-{self.stamp}",
             model=MODEL,
-            model_settings=asked(LONG_ANSWER_TOKENS),
+            model_settings=asked_in_steps(LONG_ANSWER_TOKENS),
             # A dead worker is noticed within seconds; meanwhile the server finishes the abandoned generation.
             timeouts=Timeouts(heartbeat_seconds=3.0),
         )
