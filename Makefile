@@ -66,6 +66,8 @@ $(PEERS_STAMP): $(STAMP) requirements-peers.lock
 		echo "WARNING: the peers group did not install; the bench peers test will be skipped"; \
 	fi
 
+# The demo agents, then the repository's application (OrderRefund on worker.py: an agent as its middle step),
+# each result with its Web UI link.
 demo: setup
 	$(BIN)/python starter.py demo
 
