@@ -264,7 +264,7 @@ def _at_start(input: ConversationInput) -> TypedSearchAttributes:
     values: Sequence[tuple[Any, object]] = (
         (sa.AGENT_NAME, input.agent),
         (sa.AGENT_STATUS, "open"),
-        (sa.AGENT_TURNS, 0),
+        (sa.AGENT_STEP, 0),
     )
     return TypedSearchAttributes([SearchAttributePair(key, value) for key, value in values])
 
