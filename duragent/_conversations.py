@@ -214,6 +214,16 @@ class ConversationHandle:
         """What the running turn waits for (and the runs it delegated to)."""
         return (await self.describe()).pending_approvals
 
+    async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
+        """What the running turn waits for, once it waits for something (polling). TimeoutError after
+        `timeout` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (waiting := await self.pending()):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"conversation {self.conversation_id} asked for no approval within {timeout:g} s")
+            await asyncio.sleep(interval)
+        return waiting
+
     # -- acting -----------------------------------------------------------------------------------------
 
     async def decide(self, approve: bool, call_id: str | None = None, **kwargs: Any) -> Any:

@@ -4,11 +4,15 @@ effect is made once, and the conversation goes on."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
 
 from duragent import AgentClient
+from duragent._config.settings import ROOT
 from duragent._ops.devstack.worker_process import WorkerProcess
 from duragent._stores.ledger import EffectsLedger
 from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
@@ -16,6 +20,7 @@ from duragent._workflows.inputs import Timeouts
 from duragent._workflows.turns import turn_run_id
 from tests.conftest import dev_settings, eventually
 from tests.support.conversation_agents import CHAT
+from tests.support.docs import code_block_after
 
 pytestmark = pytest.mark.system
 
@@ -57,3 +62,18 @@ async def test_a_worker_killed_mid_turn_the_turn_answers_once_and_its_effect_is_
     assert [m.content for m in page.messages if m.role == "assistant" and m.content.startswith("Done")] == [
         "Done: wrote r-1 (turn 2)"
     ]
+
+
+def test_the_docs_conversation_program_is_short_and_runs_as_written(dev_env, tmp_path):
+    code = code_block_after("docs/conversations.md", "## A conversation in a program")
+    assert len([line for line in code.splitlines() if line.strip()]) <= 25  # lines of code; blank lines are PEP 8's
+    script = tmp_path / "conversation.py"
+    script.write_text(code)
+    env = os.environ | {
+        "TEMPORAL_ADDRESS": dev_env.client.service_client.config.target_host,
+        "AGENT_DATA_DIR": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-2:] == ["Refunded A-1.", "You are welcome."]
