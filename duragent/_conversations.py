@@ -80,8 +80,9 @@ class ConversationHandle:
     """One conversation. Cheap to make; every method is one or a few calls to the server."""
 
     def __init__(self, agents: Agents, conversation_id: str, input: ConversationInput) -> None:
-        if not conversation_id or "/" in conversation_id or len(conversation_id) > 200:
-            raise ValueError(f"conversation id {conversation_id!r}: 1-200 characters, no '/'")
+        # No '/' (a URL's path segment) and no '~' (its turns' run ids are `{id}~turn-{n}`: never another's).
+        if not conversation_id or "/" in conversation_id or "~" in conversation_id or len(conversation_id) > 200:
+            raise ValueError(f"conversation id {conversation_id!r}: 1-200 characters, no '/' or '~'")
         self.agents = agents
         self.conversation_id = conversation_id
         self.input = input

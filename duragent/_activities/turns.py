@@ -23,14 +23,14 @@ CONVERSATION_WORKFLOW = "ConversationWorkflow"  # the activities' own constant (
 
 
 class AttachTurnInput(OmitDefaults):
-    run_id: str = Field(description="The turn's run id: `{conversation_id}/turn-{n}`.")
+    run_id: str = Field(description="The turn's run id: `{conversation_id}~turn-{n}`.")
 
 
 class TurnActivities:
     @activity.defn(name="attach_turn")
     async def attach_turn(self, input: AttachTurnInput) -> AgentResult:
         conversation = calling_run(workflow_type=CONVERSATION_WORKFLOW)
-        if not input.run_id.startswith(f"{conversation}/turn-"):
+        if not input.run_id.startswith(f"{conversation}~turn-"):
             raise ApplicationError(
                 f"run {input.run_id} is not a turn of conversation {conversation}",
                 type="TurnIdTaken",

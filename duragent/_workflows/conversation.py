@@ -1,7 +1,7 @@
 """`ConversationWorkflow`: one durable conversation per user thread — turns of the ONE loop, not a second loop.
 
 Each message is a `send` update (validated: `agentic.conversation.refusal`), queued in the order the server
-accepted it, and answered by a turn: a child `AgentWorkflow` with the id `{conversation_id}/turn-{n}` that starts
+accepted it, and answered by a turn: a child `AgentWorkflow` with the id `{conversation_id}~turn-{n}` that starts
 from the conversation's transcript BY REFERENCE (`AgentInput.history_ref`) and adds the message. So a turn has
 everything a run has — every model and tool call an activity, approvals with durable deadlines, saga,
 delegation, memory, MCP, sealing, idempotency keys unique across the conversation (the turn's run id is in
