@@ -86,7 +86,8 @@ class Runner:
         task = self.options.task or agent.task
         if task is None:
             raise RunFailed(f"agent {agent.label} has no default task: start the run with one")
-        self.messages: list[Message] = initial_messages(agent.system, task)
+        history = _history(store, agents, self.options.history_from) if self.options.history_from else None
+        self.messages: list[Message] = initial_messages(agent.system, task, history)
         self.schemas = tool_schemas(self.loop.specs)
         self.transcript_hash = steps.TranscriptHash()
         self.model = agents.model(served, self.options.model)
@@ -383,3 +384,8 @@ def transcript(store: Store, agents: AgentSet, run_id: str) -> Runner:
     with contextlib.suppress(ReplayEnd):
         runner.drive()
     return runner
+
+
+def _history(store: Store, agents: AgentSet, run_id: str) -> list[Message]:
+    """A conversation's transcript up to the end of `run_id` (its previous turn), as `history=` takes it."""
+    return [m for m in transcript(store, agents, run_id).messages if m.role != "system"]
