@@ -39,6 +39,7 @@ COMMAND_MODULES = [
     "bench.release",
     "bench.rpc_counts",
     "bench.peers.command",
+    "bench.conversations",
 ]
 
 
