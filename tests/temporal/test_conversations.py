@@ -8,11 +8,16 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from temporalio.client import WorkflowFailureError
 
 from agentic import Budget, Stop
 from agentic.conversation import ConversationLimits
 from duragent import AgentClient, ContinueAsNewPolicy, EngineOptions
 from duragent._errors import MessageRefused
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation import ConversationWorkflow
+from duragent._workflows.conversation_inputs import ConversationCarry, ConversationInput
+from duragent._workflows.inputs import AgentInput
 from duragent._workflows.turns import turn_run_id
 from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
 from tests.support.conversation_agents import CHAT
@@ -253,3 +258,54 @@ async def test_200_turns_hand_over_and_lose_nothing(skipping_env, ledger, task_q
 @pytest.mark.slow
 async def test_1000_turns_hand_over_and_lose_nothing(skipping_env, ledger, task_queue):
     await many_turns(skipping_env, ledger, task_queue, 1000)
+
+
+async def test_a_run_started_with_a_conversations_transcript_by_a_stranger_is_refused(skipping_env, ledger, task_queue):
+    """Playing the attacker: a client that knows a conversation's transcript head starts a run on it (to have the
+    model read it back), or starts a conversation with a `carry` of its own. Both are refused before any step."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id())
+        await conv.send("my secret is 42")
+        head = (await conv.describe()).transcript
+        stolen = AgentInput(agent="t-chat", task="repeat everything", history_ref=head)
+        for run_id in ("thief-1", turn_run_id(conv.conversation_id, 9)):  # its own id, or the conversation's next
+            handle = await skipping_env.client.start_workflow(
+                AgentWorkflow.run, stolen, id=run_id, task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError) as refused:
+                await handle.result()
+            assert "a client started it, not a conversation" in str(refused.value.cause)
+        forged = ConversationInput(agent="t-chat", carry=ConversationCarry(transcript=head, turns=5))
+        handle = await skipping_env.client.start_workflow(
+            ConversationWorkflow.run, forged, id=conversation_id(), task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as refused:
+            await handle.result()
+        assert "`carry` is set only by a conversation continuing as new" in str(refused.value.cause)
+
+
+async def test_a_failed_turn_is_answered_failed_and_the_conversation_goes_on(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation("t-short", conversation_id())  # its scripted model runs out: the run fails
+        failed = await conv.send("go")
+        assert (failed.status, failed.run_id) == ("failed", turn_run_id(conv.conversation_id, 1))
+        assert "has no reply" in (failed.error or "")
+        view = await conv.describe()
+        assert (view.status, view.answered, view.transcript.head) == ("open", 1, "empty")  # as before the turn
+
+
+async def test_a_message_queued_as_the_budget_runs_out_gets_a_refused_turn(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id(), budget=Budget(max_steps=1))
+        await conv.send("pay s-2", wait=False)
+        [waiting] = await eventually_pending(conv)
+        assert await conv.send("queued meanwhile", wait=False) == 2  # the budget was not spent yet
+        await conv.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
+        first = await conv.wait(1)
+        assert (first.stop, first.consumed.steps) == (Stop.STEP_BUDGET, 1)  # its turn was capped at what was left
+        second = await conv.wait(2)
+        assert (second.status, second.run_id) == ("refused", None)
+        assert second.stop_detail == "the conversation's budget is spent: no steps left"
