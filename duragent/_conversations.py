@@ -136,17 +136,26 @@ class ConversationHandle:
                 if isinstance(cause, ApplicationError) and cause.type == "UnknownTurn":
                     raise MessageRefused("UnknownTurn", cause.message) from None
                 if await self._closed():
-                    return await self.turn_from_its_run(turn)
+                    return await self._ended(turn)
                 raise AgentClientError(f"conversation {self.conversation_id}: {cause or exc}") from exc
             except WorkflowUpdateRPCTimeoutOrCancelledError:
                 continue  # a long wait (an approval): the update is still there; ask again
             except RPCError as exc:
                 if exc.status == RPCStatusCode.NOT_FOUND and await self._closed():
-                    return await self.turn_from_its_run(turn)
+                    return await self._ended(turn)
                 raise from_rpc(exc, f"cannot wait for turn {turn} of conversation {self.conversation_id}") from exc
             if result is not None:
                 return result
             await asyncio.sleep(0)  # handing over: the next update reaches the new run
+
+    async def _ended(self, turn: int) -> TurnResult:
+        """A turn asked for once the conversation has ended: read from its run — or, when the conversation
+        failed (an agent the workers do not serve, say), that failure."""
+        try:
+            await self.workflow.result()
+        except WorkflowFailureError as exc:
+            raise run_failed(self.conversation_id, exc) from None
+        return await self.turn_from_its_run(turn)
 
     async def turn_from_its_run(self, turn: int) -> TurnResult:
         """A turn's answer read from its own run — after the server confirms this conversation started that run

@@ -13,7 +13,7 @@ from temporalio.client import WorkflowFailureError
 from agentic import Budget, Stop
 from agentic.conversation import ConversationLimits
 from duragent import AgentClient, ContinueAsNewPolicy, EngineOptions
-from duragent._errors import MessageRefused
+from duragent._errors import MessageRefused, UnknownAgent
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.conversation import ConversationWorkflow
 from duragent._workflows.conversation_inputs import ConversationCarry, ConversationInput
@@ -309,3 +309,10 @@ async def test_a_message_queued_as_the_budget_runs_out_gets_a_refused_turn(skipp
         second = await conv.wait(2)
         assert (second.status, second.run_id) == ("refused", None)
         assert second.stop_detail == "the conversation's budget is spent: no steps left"
+
+
+async def test_a_conversation_with_an_agent_no_worker_serves_says_so(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        with pytest.raises(UnknownAgent, match="nobody"):
+            await agents.conversation("nobody", conversation_id()).send("hello")
