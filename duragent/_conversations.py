@@ -128,7 +128,11 @@ class ConversationHandle:
         """The answer of `turn`, once it has one (asking again while the conversation hands over)."""
         while True:
             try:
-                result = await self.workflow.execute_update(ConversationWorkflow.wait_turn, turn)
+                # (The SDK's stubs take an async handler's coroutine for its result type.)
+                result: TurnResult | None = await self.workflow.execute_update(
+                    ConversationWorkflow.wait_turn,  # type: ignore[arg-type]
+                    turn,
+                )
             except WorkflowUpdateFailedError as exc:
                 cause = exc.cause
                 if isinstance(cause, ApplicationError) and cause.type == "TurnForgotten":
@@ -201,7 +205,8 @@ class ConversationHandle:
         elif description.status == WorkflowExecutionStatus.COMPLETED:
             view = await self.workflow.result()
         else:
-            raise RunFailed(f"conversation {self.conversation_id} ended {description.status.name.lower()}")
+            ended = description.status.name.lower() if description.status else "closed"
+            raise RunFailed(f"conversation {self.conversation_id} ended {ended}")
         if view.active_run_id:
             view.pending_approvals = await self.agents.handle(view.active_run_id).pending()
         return view

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
@@ -67,6 +68,9 @@ MID_TURN = 1.5
 # reads it from the turn's own run (the client does, after checking with the server that this conversation
 # started it). Few, so the handover stays far under Temporal's 2 MB input cap whatever the answers' size.
 RECENT_KEPT = 8
+
+
+TurnHandle = workflow.ChildWorkflowHandle[Any, AgentResult]
 
 
 @workflow.defn(name=CONVERSATION_WORKFLOW_TYPE, failure_exception_types=[ValidationError], sandboxed=False)
@@ -279,7 +283,7 @@ class ConversationWorkflow:
             search_attributes=self.input.search_attributes,
         )
 
-    async def _await_turn(self, active: ActiveTurn, handle: workflow.ChildWorkflowHandle | None) -> None:
+    async def _await_turn(self, active: ActiveTurn, handle: TurnHandle | None) -> None:
         """Wait for the turn's run to end — handing over meanwhile when due (the run keeps running; the next run
         of this conversation re-attaches to it) — and take its answer."""
         waiting = asyncio.ensure_future(handle if handle is not None else self._attach(active.run_id))
@@ -394,7 +398,7 @@ class ConversationWorkflow:
             return
         current = workflow.info().typed_search_attributes
         updates = [
-            key.value_set(value)  # type: ignore[attr-defined]
+            key.value_set(value)  # type: ignore[attr-defined, arg-type]
             for key, value in (
                 (sa.AGENT_NAME, self.input.agent),
                 (sa.AGENT_STATUS, self.status),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, TypeAdapter
 
 from agentic import Budget, Stop, Usage
 from agentic.approvals import PendingApproval
@@ -52,6 +52,12 @@ class TurnResult(OmitDefaults):
     usage: Usage = Field(default_factory=Usage, description="What this turn consumed.")
     consumed: Usage = Field(default_factory=Usage, description="What the conversation consumed, this turn included.")
     error: str | None = None
+
+    def output_as(self, output_type: Any) -> Any:
+        """The answer as `output_type` (a typed agent's answer is kept as JSON text), as `Run.output_as`."""
+        if self.output is None:
+            return None
+        return TypeAdapter(output_type).validate_json(self.output)
 
 
 class ActiveTurn(OmitDefaults):
