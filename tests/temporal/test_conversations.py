@@ -9,6 +9,9 @@ from datetime import timedelta
 
 import pytest
 from temporalio.client import WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentic import Budget, Stop
 from agentic.conversation import ConversationLimits
@@ -316,3 +319,24 @@ async def test_a_conversation_with_an_agent_no_worker_serves_says_so(skipping_en
     async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
         with pytest.raises(UnknownAgent, match="nobody"):
             await agents.conversation("nobody", conversation_id()).send("hello")
+
+
+async def test_a_conversations_histories_replay_inside_the_sandbox(skipping_env, ledger, task_queue):
+    """Every execution of a conversation that handed over (and its turns' runs) replays without
+    non-determinism, in the sandbox too: the guard the unsandboxed workflows rely on."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(30)):
+        conv = agents.conversation(CHAT, conversation_id())
+        for text in ("hello", "row r-2", "bye", "again"):
+            await conv.send(text)
+        executions = await histories_of(skipping_env.client, conv.conversation_id)
+        turn = await histories_of(skipping_env.client, turn_run_id(conv.conversation_id, 2))
+    assert len(executions) > 1
+    replayer = Replayer(
+        workflows=[ConversationWorkflow, AgentWorkflow],
+        data_converter=pydantic_data_converter,
+        unsandboxed_workflow_runner=SandboxedWorkflowRunner(),
+    )
+    for history in [*executions, *turn]:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
