@@ -4,6 +4,7 @@ messages by update-with-start, validated, queued in order; budgets per turn and 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 from agentic import Budget, Stop
 from agentic.conversation import ConversationLimits
 from duragent import AgentClient, ContinueAsNewPolicy, EngineOptions
+from duragent._config.worker_keys import WorkerKeys
 from duragent._errors import MessageRefused, UnknownAgent
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.conversation import ConversationWorkflow
@@ -340,3 +342,14 @@ async def test_a_conversations_histories_replay_inside_the_sandbox(skipping_env,
     for history in [*executions, *turn]:
         result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
         assert result.replay_failure is None
+
+
+async def test_a_conversation_works_on_workers_that_seal_what_they_schedule(skipping_env, ledger, task_queue):
+    """With the workers' own keys, everything a conversation schedules — the describe, each turn's run, the
+    re-attachment after a handover — is sealed, and its turns' activities act."""
+    keys = WorkerKeys((os.urandom(32),))
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, worker_keys=keys):
+        conv = agents.conversation(CHAT, conversation_id())
+        assert (await conv.send("row r-3")).output == "Done: wrote r-3 (turn 1)"
+        assert (await conv.send("thanks")).output == "You said 'thanks' (turn 2, 6 messages)"
