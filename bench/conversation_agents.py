@@ -30,4 +30,11 @@ agent = Agent(
     description="a conversation's assistant: 3 no-op tool calls per message, then an answer",
 )
 
-agents = [agent]
+echo = Agent(
+    FakeModel.replying(lambda messages: f"Heard: {messages[-1].content}", name="bench-echo-script"),
+    Registry(),
+    name="bench-echo",
+    description="answers each message at once (one model call): idle conversations' cost",
+)
+
+agents = [agent, echo]

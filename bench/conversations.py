@@ -5,12 +5,15 @@ ours in its own process (`bench-chat`: 3 no-op tool calls per message, then an a
   in-process conversation (`agent.conversation().send`) of the same agent;
 - **history**: events and bytes of the conversation's own executions (its continue-as-new chain) per turn and
   per execution, and of one turn's run, after `--turns` turns;
+- **idle conversations**: `--idle N` conversations of one message each, left waiting: the worker's memory (RSS)
+  before and after, and with how many runs in its cache (`max_cached_workflows`, 1,000) — an idle conversation
+  beyond it is evicted and costs the worker nothing until its next message;
 - **the first answer after a worker restart**: the worker SIGKILLed while the conversation waits for its next
   message, a new worker started (ready), then one message sent: ms until its answer — with the waiting runs
   released from the dead worker's sticky queue (duragent/_sticky.py) and without (`AGENT_RELEASE_STICKY_RUNS`).
 
-Not measured here (yet): 10,000 idle conversations on one worker; the peers' way (the message history carried in
-the user's workflow).
+Not measured here (yet): the server's storage per idle conversation (the embedded dev server here keeps it in
+memory); the peers' way (the message history carried in the user's workflow).
 """
 
 from __future__ import annotations
@@ -27,22 +30,25 @@ from typing import Any
 
 from bench.cli import Command, register
 from bench.conversation_agents import agent as chat_agent
+from bench.conversation_agents import echo
 from duragent._client import AgentClient
 from duragent._config.settings import Settings
 from duragent._ops.devstack.worker_process import WorkerProcess
 from duragent.testing import start_dev_server
 
 MODULES = "bench.conversation_agents,bench.agents"
+AT_ONCE = 10  # first messages in flight while parking idle conversations (50 overloaded the embedded server)
 
 
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--turns", type=int, default=100, help="turns of the measured conversation (default 100)")
     sub.add_argument("--restarts", type=int, default=5, help="worker restarts measured each way (default 5)")
+    sub.add_argument("--idle", type=int, default=500, help="idle conversations to park (default 500)")
     sub.add_argument("--out", type=Path, default=Path("results"), help="where conversations.json goes")
 
 
 def run(args: argparse.Namespace) -> int:
-    results = asyncio.run(measure(args.turns, args.restarts))
+    results = asyncio.run(measure(args.turns, args.restarts, args.idle))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "conversations.json").write_text(json.dumps(results, indent=2))
     return 0
@@ -52,7 +58,7 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def measure(turns: int, restarts: int) -> dict[str, Any]:
+async def measure(turns: int, restarts: int, idle: int) -> dict[str, Any]:
     results: dict[str, Any] = {"turns": turns}
     in_process = chat_agent.conversation()
     started = time.perf_counter()
@@ -75,6 +81,7 @@ async def measure(turns: int, restarts: int) -> dict[str, Any]:
             worker = _worker(settings, tmp, "first", release=True)
             try:
                 results |= await _turns(agents, turns)
+                results |= await _idle(agents, worker, idle)
             finally:
                 worker.stop()
             for release in (False, True):
@@ -95,6 +102,7 @@ def _worker(settings: Settings, tmp: Path, name: str, *, release: bool, waiting:
     deadline = time.monotonic() + 30
     while release and waiting and not any(" waiting runs on " in line for line in worker.output):
         if time.monotonic() > deadline:
+            worker.stop()
             raise RuntimeError(f"worker {name} released no waiting runs: {''.join(worker.output[-20:])}")
         time.sleep(0.01)
     return worker
@@ -124,6 +132,35 @@ async def _turns(agents: AgentClient, turns: int) -> dict[str, Any]:
     }
     say(f"history: {out}")
     return out
+
+
+async def _idle(agents: AgentClient, worker: WorkerProcess, count: int) -> dict[str, Any]:
+    """`count` conversations of one message each, sent `AT_ONCE` at a time, then left waiting."""
+    before = _rss_mb(worker.pid)
+    batch = f"idle-{uuid.uuid4().hex[:6]}"
+    started = time.perf_counter()
+    for first in range(0, count, AT_ONCE):
+        await asyncio.gather(
+            *(agents.conversation(echo, f"{batch}-{n}").send("hello") for n in range(first, min(first + AT_ONCE, count)))
+        )
+    took = time.perf_counter() - started
+    after = _rss_mb(worker.pid)
+    out = {
+        "idle_conversations": count,
+        "idle_worker_rss_mb_before": before,
+        "idle_worker_rss_mb_after": after,
+        "idle_worker_kb_per_conversation": 1024 * (after - before) / count if count else 0.0,
+        "idle_first_turns_per_s": count / took if took else 0.0,
+    }
+    say(f"idle: {out}")
+    return out
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 async def _restarts(
