@@ -140,9 +140,8 @@ async def _idle(agents: AgentClient, worker: WorkerProcess, count: int) -> dict[
     batch = f"idle-{uuid.uuid4().hex[:6]}"
     started = time.perf_counter()
     for first in range(0, count, AT_ONCE):
-        await asyncio.gather(
-            *(agents.conversation(echo, f"{batch}-{n}").send("hello") for n in range(first, min(first + AT_ONCE, count)))
-        )
+        names = [f"{batch}-{n}" for n in range(first, min(first + AT_ONCE, count))]
+        await asyncio.gather(*(agents.conversation(echo, name).send("hello") for name in names))
     took = time.perf_counter() - started
     after = _rss_mb(worker.pid)
     out = {
