@@ -257,13 +257,16 @@ class ConversationHandle:
         return await self.decide(False, call_id, **kwargs)
 
     async def close(self, reason: str = "closed by the caller") -> ConversationView:
-        """No more messages; those already queued are still answered, then the conversation ends."""
+        """No more messages; those already queued are still answered, then the conversation ends. Closing one
+        that has ended already changes nothing and says how it is."""
         try:
             return await self.workflow.execute_update(ConversationWorkflow.close, reason)
-        except WorkflowUpdateFailedError as exc:
+        except (WorkflowUpdateFailedError, RPCError) as exc:
+            if await self._closed():
+                return await self.describe()
+            if isinstance(exc, RPCError):
+                raise from_rpc(exc, f"cannot close conversation {self.conversation_id}") from exc
             raise AgentClientError(f"cannot close conversation {self.conversation_id}: {exc.cause or exc}") from None
-        except RPCError as exc:
-            raise from_rpc(exc, f"cannot close conversation {self.conversation_id}") from exc
 
     async def _closed(self) -> bool:
         try:

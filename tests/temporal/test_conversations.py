@@ -112,6 +112,8 @@ async def test_each_refusal_is_one_clear_error(skipping_env, ledger, task_queue)
             await conv.send("after close")
         assert closed.value.kind == "ConversationClosed"
         assert (await conv.describe()).turns == 2
+        again = await conv.close()  # closing a closed conversation changes nothing
+        assert (again.status, again.closed_reason) == ("closed", "closed by the caller")
 
 
 async def test_concurrent_senders_are_answered_in_the_order_the_server_accepted_them(skipping_env, ledger, task_queue):
@@ -353,3 +355,18 @@ async def test_a_conversation_works_on_workers_that_seal_what_they_schedule(skip
         conv = agents.conversation(CHAT, conversation_id())
         assert (await conv.send("row r-3")).output == "Done: wrote r-3 (turn 1)"
         assert (await conv.send("thanks")).output == "You said 'thanks' (turn 2, 6 messages)"
+
+
+async def test_a_turn_that_fails_its_task_undoes_its_own_effects_and_the_conversation_goes_on(
+    skipping_env, ledger, task_queue
+):
+    """The saga works inside a turn, as in any run: the demo trip agent's car booking fails for good, so the turn
+    undoes the flight and the hotel it booked (newest first) and answers `compensated`."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation("trip", conversation_id())
+        turn = await conv.send("Book me a trip")
+        assert (turn.status, turn.stop) == ("compensated", Stop.TOOL_FAILED)
+        effects = ledger.effects(turn.run_id)
+        assert [e.tool for e in effects] == ["book_flight", "book_hotel", "cancel_hotel", "cancel_flight"]
+        assert (await conv.describe()).status == "open"
