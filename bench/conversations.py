@@ -5,6 +5,9 @@ ours in its own process (`bench-chat`: 3 no-op tool calls per message, then an a
   in-process conversation (`agent.conversation().send`) of the same agent;
 - **history**: events and bytes of the conversation's own executions (its continue-as-new chain) per turn and
   per execution, and of one turn's run, after `--turns` turns;
+- **a run per message, the history re-sent** (`--resent-turns`, the way without a conversation: each message a
+  new run started with the whole transcript so far as `history=`): the bytes of the last turn's run history,
+  against a conversation turn's, which stays the same however long the conversation;
 - **idle conversations**: `--idle N` conversations of one message each, left waiting: the worker's memory (RSS)
   before and after, and with how many runs in its cache (`max_cached_workflows`, 1,000) — an idle conversation
   beyond it is evicted and costs the worker nothing until its next message;
@@ -28,12 +31,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from agentic import Message
 from bench.cli import Command, register
 from bench.conversation_agents import agent as chat_agent
 from bench.conversation_agents import echo
 from duragent._client import AgentClient
 from duragent._config.settings import Settings
 from duragent._ops.devstack.worker_process import WorkerProcess
+from duragent._stores.configured import TRANSCRIPTS_FILE
+from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
 from duragent.testing import start_dev_server
 
 MODULES = "bench.conversation_agents,bench.agents"
@@ -43,12 +49,13 @@ AT_ONCE = 10  # first messages in flight while parking idle conversations (50 ov
 def configure(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--turns", type=int, default=100, help="turns of the measured conversation (default 100)")
     sub.add_argument("--restarts", type=int, default=5, help="worker restarts measured each way (default 5)")
+    sub.add_argument("--resent-turns", type=int, default=50, help="turns of the run-per-message way (default 50)")
     sub.add_argument("--idle", type=int, default=500, help="idle conversations to park (default 500)")
     sub.add_argument("--out", type=Path, default=Path("results"), help="where conversations.json goes")
 
 
 def run(args: argparse.Namespace) -> int:
-    results = asyncio.run(measure(args.turns, args.restarts, args.idle))
+    results = asyncio.run(measure(args.turns, args.restarts, args.idle, args.resent_turns))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "conversations.json").write_text(json.dumps(results, indent=2))
     return 0
@@ -58,7 +65,7 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def measure(turns: int, restarts: int, idle: int) -> dict[str, Any]:
+async def measure(turns: int, restarts: int, idle: int, resent: int = 0) -> dict[str, Any]:
     results: dict[str, Any] = {"turns": turns}
     in_process = chat_agent.conversation()
     started = time.perf_counter()
@@ -81,6 +88,8 @@ async def measure(turns: int, restarts: int, idle: int) -> dict[str, Any]:
             worker = _worker(settings, tmp, "first", release=True)
             try:
                 results |= await _turns(agents, turns)
+                if resent:
+                    results |= await _resent(agents, Transcripts(SqliteTranscriptStore(tmp / TRANSCRIPTS_FILE)), resent)
                 results |= await _idle(agents, worker, idle)
             finally:
                 worker.stop()
@@ -131,6 +140,28 @@ async def _turns(agents: AgentClient, turns: int) -> dict[str, Any]:
         "turn_run_bytes": sum(e.ByteSize() for h in turn for e in h.events),
     }
     say(f"history: {out}")
+    return out
+
+
+async def _resent(agents: AgentClient, transcripts: Transcripts, turns: int) -> dict[str, Any]:
+    """Each message a new run with the whole transcript so far as `history=` (its system message aside)."""
+    history: list[Message] = []
+    batch = uuid.uuid4().hex[:6]
+    started = time.perf_counter()
+    last = ""
+    for n in range(turns):
+        run = await agents.start(chat_agent, f"message {n}", history=history, run_id=(last := f"resent-{batch}-{n}"))
+        result = await run.result()
+        history = [m for m in result.transcript_messages(transcripts) if m.role != "system"]
+    took = 1000 * (time.perf_counter() - started) / turns
+    final = await _histories(agents, last)
+    out = {
+        "resent_turns": turns,
+        "resent_ms_per_turn": took,
+        "resent_last_turn_run_bytes": sum(e.ByteSize() for h in final for e in h.events),
+        "resent_last_turn_run_events": sum(len(h.events) for h in final),
+    }
+    say(f"a run per message, history re-sent: {out}")
     return out
 
 
