@@ -35,6 +35,7 @@ from agentic import Message
 from bench.cli import Command, register
 from bench.conversation_agents import agent as chat_agent
 from bench.conversation_agents import echo
+from bench.stats import judged, ratio_interval
 from duragent._client import AgentClient
 from duragent._config.settings import Settings
 from duragent._ops.devstack.worker_process import WorkerProcess
@@ -209,7 +210,17 @@ async def _restarts(
             took.append(1000 * (time.perf_counter() - started))
     finally:
         worker.stop()
-    return {"median": statistics.median(took), "min": min(took), "max": max(took), "n": len(took)}
+    # The goal (issue 58: the first answer after a restart within 1 s) judged on a 90 % interval of the typical
+    # latency, not on one figure: True when the whole interval is under it, None when more restarts are needed.
+    interval = ratio_interval([ms / 1000 for ms in took])
+    return {
+        "median": statistics.median(took),
+        "min": min(took),
+        "max": max(took),
+        "n": len(took),
+        "interval_s": interval,
+        "within_1_s": judged(interval, 1.0, at_least=False),
+    }
 
 
 async def _histories(agents: AgentClient, workflow_id: str) -> list[Any]:
