@@ -15,6 +15,7 @@ that started it; later sends' are ignored.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -111,7 +112,9 @@ class ConversationHandle:
         try:
             turn: int = await self.agents.client.execute_update_with_start_workflow(
                 ConversationWorkflow.send,
-                SendMessage(text=text, expect_turn=expect_turn),
+                # Its own id: a retry of this send (the SDK retries one the server aborted at a handover) gets
+                # the turn the first attempt got, never a second one.
+                SendMessage(text=text, expect_turn=expect_turn, message_id=uuid.uuid4().hex),
                 start_workflow_operation=start,
             )
         except WorkflowUpdateFailedError as exc:

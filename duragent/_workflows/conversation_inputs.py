@@ -28,6 +28,12 @@ class SendMessage(OmitDefaults):
     """One user message (the `send` update's argument)."""
 
     text: str
+    message_id: str | None = Field(
+        None,
+        max_length=64,
+        description="The sender's id for this message: sent again (a retry that crossed a handover), it gets the"
+        " turn it got the first time instead of a second one.",
+    )
     expect_turn: PositiveInt | None = Field(
         None, description="The turn this message should be; refused (StaleTurn) when another message got there first."
     )
@@ -78,6 +84,7 @@ class ConversationCarry(OmitDefaults):
     queue: list[QueuedMessage] = Field(default_factory=list)
     active: ActiveTurn | None = None
     recent: list[TurnResult] = Field(default_factory=list)
+    accepted: dict[str, int] = Field(default_factory=dict, description="Recent message ids and the turns they got.")
     closing: str | None = None
     last_message_at: datetime | None = None
     continued: NonNegativeInt = 0

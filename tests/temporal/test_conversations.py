@@ -21,7 +21,7 @@ from duragent._config.worker_keys import WorkerKeys
 from duragent._errors import MessageRefused, UnknownAgent
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.conversation import ConversationWorkflow
-from duragent._workflows.conversation_inputs import ConversationCarry, ConversationInput
+from duragent._workflows.conversation_inputs import ConversationCarry, ConversationInput, SendMessage
 from duragent._workflows.inputs import AgentInput
 from duragent._workflows.turns import turn_run_id
 from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
@@ -370,3 +370,20 @@ async def test_a_turn_that_fails_its_task_undoes_its_own_effects_and_the_convers
         effects = ledger.effects(turn.run_id)
         assert [e.tool for e in effects] == ["book_flight", "book_hotel", "cancel_hotel", "cancel_flight"]
         assert (await conv.describe()).status == "open"
+
+
+async def test_a_message_sent_again_with_its_id_gets_the_turn_it_got_and_is_not_queued_twice(
+    skipping_env, ledger, task_queue
+):
+    """What the client's RPC retries do when the server aborts a send as the conversation hands over: the same
+    message, with its id, reaches the new run — which answers with the turn the first attempt got."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id())
+        await conv.send("hello")
+        message = SendMessage(text="once", message_id="m-1", expect_turn=2)
+        first = await conv.workflow.execute_update(ConversationWorkflow.send, message)
+        again = await conv.workflow.execute_update(ConversationWorkflow.send, message)  # its expect_turn is stale now
+        assert first == again == 2
+        assert (await conv.wait(2)).output == "You said 'once' (turn 2, 4 messages)"
+        assert (await conv.describe()).turns == 2
