@@ -68,6 +68,11 @@ class Agents(Protocol):
     def handle(self, run_id: str) -> Any: ...
 
 
+# How long a waiter pauses before asking again when the conversation answered "handing over": the new run starts
+# with the old one's last workflow task, so asking at once could only reach the old run again.
+HANDOVER_PAUSE = 0.1
+
+
 class HistoryPage(BaseModel):
     """A page of a conversation's transcript (its system message included), oldest first."""
 
@@ -153,7 +158,7 @@ class ConversationHandle:
                 raise from_rpc(exc, f"cannot wait for turn {turn} of conversation {self.conversation_id}") from exc
             if result is not None:
                 return result
-            await asyncio.sleep(0)  # handing over: the next update reaches the new run
+            await asyncio.sleep(HANDOVER_PAUSE)  # handing over: the next update reaches the new run
 
     async def _ended(self, turn: int) -> TurnResult:
         """A turn asked for once the conversation has ended: read from its run — or, when the conversation
