@@ -27,6 +27,7 @@ AGENT_ACTIVITIES = [
     "compensate",
     "list_mcp_tools",
     "attach_delegate",
+    "attach_turn",
     "deliver_webhook",
 ]
 
@@ -50,7 +51,12 @@ async def test_the_plugin_on_the_users_worker_adds_the_agents_next_to_the_users_
 ):
     serving = DurableAgentsPlugin(agents=TEST_AGENTS, deps=DemoDeps(ledger=ledger))
     config: Any = users_worker(skipping_env.client, task_queue, ledger, serving).config(active_config=True)
-    assert [w.__name__ for w in config["workflows"]] == ["RefundThenNotify", "AgentWorkflow", "WebhookWorkflow"]
+    assert [w.__name__ for w in config["workflows"]] == [
+        "RefundThenNotify",
+        "AgentWorkflow",
+        "ConversationWorkflow",
+        "WebhookWorkflow",
+    ]
     assert activity_names(config) == ["look_up_order", "notify_customer", *AGENT_ACTIVITIES]
     # The client's plugin (skipping_env's) stood aside: one logging interceptor, the worker's.
     assert [type(i) for i in config["interceptors"]] == [LoggingInterceptor]
