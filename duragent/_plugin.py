@@ -12,10 +12,10 @@ way (a `SimplePlugin`), as temporalio's own `OpenAIAgentsPlugin` wires its agent
 
 On a client it sets the pydantic data converter (with the AES-GCM payload codec and encoded failure attributes
 when codec keys are configured). On every worker it configures — its own, or those built from a client
-connected with it — it registers `AgentWorkflow` (and `WebhookWorkflow`, its terminal-state notifier), the
-agents' activities, our logging interceptor (and OpenTelemetry's when `AGENT_OTEL` is on), and the `Sealing`
-interceptor when the workers have their keys (`AGENT_WORKER_KEYS`). `build_worker` is this plugin on a new
-`Worker`, with the worker options the agents' workers run with.
+connected with it — it registers `AgentWorkflow`, `ConversationWorkflow` and `WebhookWorkflow` (the runs'
+terminal-state notifier), the agents' activities, our logging interceptor (and OpenTelemetry's when `AGENT_OTEL`
+is on), and the `Sealing` interceptor when the workers have their keys (`AGENT_WORKER_KEYS`). `build_worker` is
+this plugin on a new `Worker`, with the worker options the agents' workers run with.
 
 A worker's own plugin wins over its client's: the client's (`DurableAgentsPlugin()`, no agents) gives the
 converter, the worker's serves the agents. A worker that got the plugin from its client alone serves no agents,
