@@ -48,6 +48,7 @@ from duragent._errors import (
     NoPendingApproval,
     RunAlreadyExists,
     TemporalUnavailable,
+    TranscriptUnavailable,
     UnknownRun,
     WorkerUnavailable,
     closed,
@@ -57,6 +58,8 @@ from duragent._errors import (
 )
 from duragent._plugin import plugin_of
 from duragent._reported import decidable_pending, is_agents_run, reported_pending
+from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
+from duragent._stores.transcripts import TranscriptNotFound, Transcripts
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from duragent._workflows import search_attributes as sa
 from duragent._workflows.agent import AgentWorkflow
@@ -367,6 +370,27 @@ class RunHandle:
                 raise UnknownRun(f"no run with id {self.run_id!r}") from None
             raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
 
+    async def messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The run's whole transcript (task, model turns, tool results), once the run has ended.
+
+        A durable run keeps its transcript by reference (`AgentResult.transcript_ref`), in the transcript store
+        its workers write, so `result().messages` holds only what was not stored yet (usually nothing). This
+        reads the rest from `transcripts`, else from the store this client's settings name (AGENT_DATABASE_URL,
+        else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store does not hold it."""
+        result = await self.result()
+        if result.transcript_ref is None:
+            return result.messages
+        if transcripts is None:
+            configured = plugin_of(self.agents.client)
+            settings = configured.settings if configured is not None else Settings.from_env()
+            if not settings.database_url and not (settings.data_dir / TRANSCRIPTS_FILE).is_file():
+                raise TranscriptUnavailable(_elsewhere(self.run_id, f"no {settings.data_dir / TRANSCRIPTS_FILE}"))
+            transcripts = transcripts_for(settings)
+        try:
+            return await asyncio.to_thread(result.transcript_messages, transcripts)
+        except TranscriptNotFound as exc:
+            raise TranscriptUnavailable(_elsewhere(self.run_id, f"not in this store: {exc}")) from None
+
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
         worker answers, the last known progress is repeated with `worker_answered=False`."""
@@ -545,6 +569,13 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
         ids = [p.call_id if p.run_id == run_id else p.address for p in waiting]
         raise AmbiguousApproval(f"run {run_id} has several pending approvals; choose one: {', '.join(ids)}", ids)
     return waiting[0]
+
+
+def _elsewhere(run_id: str, why: str) -> str:
+    return (
+        f"the transcript of run {run_id} is kept by the workers' transcript store, which this process cannot read "
+        f"({why}): read it with the workers' AGENT_DATABASE_URL or AGENT_DATA_DIR, or pass their store"
+    )
 
 
 def _quoted(value: str) -> str:

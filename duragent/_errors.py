@@ -33,6 +33,10 @@ class RunAlreadyExists(AgentClientError):
     """A run id is forever: reusing one would make new tool calls collide with old idempotency keys."""
 
 
+class TranscriptUnavailable(AgentClientError, LookupError):
+    """A run's transcript is not in the transcript store this process can read (the workers' is elsewhere)."""
+
+
 class RunClosed(AgentClientError):
     """The run has ended, so it can no longer be approved, denied or cancelled."""
 

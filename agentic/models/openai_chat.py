@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-import httpx2
-
 from agentic.extras import require_extra
 
 require_extra("openai")  # one line naming the extra, not an ImportError from inside openai
 
+import httpx2
 import openai
 
 from agentic.errors import (

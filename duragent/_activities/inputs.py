@@ -100,7 +100,10 @@ class TranscriptPart(OmitDefaults):
 
 
 class AgentResult(Run):
-    """The in-process `Run`'s fields, plus how the durable run ended."""
+    """The in-process `Run`'s fields, plus how the durable run ended.
+
+    The transcript is kept by reference (`transcript_ref`), so `messages` holds only what the run added after
+    its stored part (usually nothing): the whole transcript is `await handle.messages()` (`RunHandle`)."""
 
     run_id: str
     agent: str

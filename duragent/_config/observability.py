@@ -253,6 +253,7 @@ def install_tracing(exporter: Any = None) -> Any:
 def tracing_interceptor(provider: Any = None) -> Any:
     """The SDK's OpenTelemetry interceptor, on `provider` (default: `install_tracing()`). Given to
     `Client.connect`, it also applies to every worker built on that client."""
+    require_extra("otel")  # the SDK's contrib module imports opentelemetry: say which extra first
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     provider = provider or install_tracing()

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from agentic.extras import require_extra
 from duragent._config.observability import quiet_core_logs
 from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
 from duragent._ops.cli import approver, effects, prune, runs
@@ -56,13 +57,16 @@ from duragent._ops.cli.watch import add_watch_arguments, cmd_watch
 
 
 def cmd_server(args: argparse.Namespace, settings: Settings) -> int:
+    from duragent._config.temporal_binaries import TEMPORAL_CLI, require
     from duragent._ops.devstack import devserver
 
+    require(TEMPORAL_CLI)  # installed with the `server` extra: one line naming it, not "no such file"
     db = Path(args.db) if args.db else devserver.default_db()
     return devserver.main_foreground(args.port, args.ui_port, db, as_json=args.json)
 
 
 def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
+    require_extra("llm")  # before anything of the model server's is imported: one line naming the extra
     from duragent._ops.devstack import modelserver
 
     threads = args.threads or modelserver.DEFAULT_THREADS
