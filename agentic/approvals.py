@@ -132,6 +132,13 @@ class Decision(OmitDefaults):
 
 
 class PendingApproval(OmitDefaults):
+    """A tool call waiting for a person's decision: which run and call, the tool and its arguments, the hash of
+    those arguments (a decision carries it, so what was approved is what runs), and when it expires.
+
+    From `RunHandle.pending()` / `wait_for_approval()` or `AgentClient.pending()`; decide it with
+    `run.approve(p.call_id, by=..., arguments_hash=p.arguments_hash)` (or `deny`). In a delegation tree
+    `root_run_id` and `path` say where it waits, and `address` (`run_id/call_id`) names it uniquely."""
+
     model_config = ConfigDict(frozen=True)
 
     run_id: str

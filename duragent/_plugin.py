@@ -49,6 +49,16 @@ def _name(cls: type) -> str:
 
 
 class DurableAgentsPlugin(SimplePlugin):
+    """The Temporal plugin of durable agents: give it to `Client.connect(..., plugins=[...])` (or to a `Worker`).
+
+        client = await Client.connect("localhost:7233", plugins=[DurableAgentsPlugin()])
+
+    It sets the data converter agents need (pydantic payloads; encrypted with the AES-GCM codec when codec keys
+    are configured), adds the run-logging interceptor (and OpenTelemetry's with `AGENT_OTEL`), and registers
+    the agents' workflows on the workers built from that client. It keeps the settings it was made with (the
+    environment's by default, docs/operations.md), from which `build_worker` and `AgentClient` take their
+    defaults."""
+
     def __init__(self, settings: Settings | None = None) -> None:
         """`settings`: the program's configuration (docs/operations.md); none, the environment's."""
         self.settings = settings if settings is not None else Settings.from_env()
