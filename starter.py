@@ -10,17 +10,18 @@ from __future__ import annotations
 import sys
 
 from duragent._ops.cli import starter as cli
+from duragent._ops.cli.arguments import DEMO_AGENTS
 from duragent._ops.cli.boundary import exit_now
 
 PROG = "starter.py"
 
 
 def parser():
-    return cli.parser(PROG)
+    return cli.parser(PROG, DEMO_AGENTS)
 
 
 def main(argv: list[str]) -> int:
-    return cli.main(argv, prog=PROG)
+    return cli.main(argv, prog=PROG, default_agents=DEMO_AGENTS)  # the demo agents: the repo's own
 
 
 if __name__ == "__main__":

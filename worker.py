@@ -14,17 +14,18 @@ import sys
 from collections.abc import Sequence
 
 from duragent._ops.cli import worker as cli
+from duragent._ops.cli.arguments import DEMO_AGENTS
 from duragent._ops.cli.boundary import exit_now
 
 PROG = "worker.py"
 
 
 def parser():
-    return cli.parser(PROG)
+    return cli.parser(PROG, DEMO_AGENTS)
 
 
 def main(argv: Sequence[str]) -> int:
-    return cli.main(argv, prog=PROG)
+    return cli.main(argv, prog=PROG, default_agents=DEMO_AGENTS)  # the demo agents: the repo's own
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from functools import partialmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -85,6 +84,11 @@ class DecisionOutcome(BaseModel):
 
 
 class AgentClient:
+    """Starts durable agent runs and finds them again: `start(agent, task, ...)` returns a `RunHandle`;
+    `handle(run_id)`/`get(run_id)` reopen one; `list()` and `pending()` read what is running and what waits
+    for a decision, across runs, from Temporal's visibility. `AgentClient.connect()` connects as configured
+    (docs/operations.md); `AgentClient(client)` uses a client connected with `DurableAgentsPlugin`."""
+
     def __init__(self, client: Client, *, task_queue: str | None = None, ui_url: str | None = None) -> None:
         """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec). The runs it
         starts and lists are on `task_queue`; `ui_url` is the Temporal Web UI its links point into. Neither
@@ -223,6 +227,7 @@ class AgentClient:
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
+        """The run `run_id` in the Temporal Web UI (`ui_url`)."""
         return run_url(self.ui_url, self.client.namespace, run_id)
 
 
@@ -240,6 +245,7 @@ class RunHandle:
         return self.agents.run_url(self.run_id)
 
     async def describe(self) -> WorkflowExecutionDescription:
+        """Temporal's description of the run (status, start and close times); UnknownRun if there is none."""
         try:
             return await self.workflow.describe()
         except RPCError as exc:
@@ -249,6 +255,7 @@ class RunHandle:
             raise from_rpc(exc, f"cannot look up run {self.run_id!r}") from exc
 
     async def is_running(self) -> bool:
+        """Whether the run is still open."""
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
 
     async def ensure_open(self) -> None:
@@ -490,8 +497,38 @@ class RunHandle:
             raise from_rpc(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
 
-    approve = partialmethod(decide, True)  # approve(call_id, by=..., arguments_hash=..., ...): decide(True, ...)
-    deny = partialmethod(decide, False)
+    async def approve(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Approve the pending call `call_id` (default: the run's only one) as `by`, recorded in the audit trail.
+
+        Pass the `arguments_hash` of the `PendingApproval` you reviewed: if the call's arguments differ, the run
+        refuses the decision (ApprovalRejected). Applied at once when a worker answers within `wait`, else
+        queued for the run (`DecisionOutcome.via == "signal"`). `key` signs it where workers require signed
+        decisions. The rest as `decide`."""
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
+
+    async def deny(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Decline the pending call `call_id` as `by`; `reason` is recorded and told to the model. As `approve`."""
+        return await self.decide(
+            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+        )
 
     async def _queued_decision(self, call_id: str) -> Decision | None:
         """A `decision` signal for `call_id` that the run received after its last completed workflow task:

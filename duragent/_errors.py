@@ -125,7 +125,7 @@ def from_rpc(exc: RPCError, what: str) -> AgentClientError:
     if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
         return SearchAttributesMissing(
             f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
-            "namespace (`python starter.py search-attributes`; `duragent.testing` does it for its servers), "
+            "namespace (`duragent search-attributes`; `duragent.testing` does it for its servers), "
             "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
             "not in visibility)"
         )

@@ -121,7 +121,7 @@ def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest
     """The library has no default agents module (duragent/_config/agent_modules.py); each entry point names the demo
     agents as its own, and AGENT_MODULES or --agents replaces them in all three."""
     monkeypatch.delenv("AGENT_MODULES", raising=False)
-    with pytest.raises(AgentModuleError, match="give --agents MODULE or set AGENT_MODULES"):
+    with pytest.raises(AgentModuleError, match=r"give --agents MODULE \(a module of yours exporting `agents`\)"):
         module_names()
 
     def agents(cli: Any, argv: list[str]) -> list[str]:  # as each entry point resolves them, settings read
@@ -131,6 +131,9 @@ def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest
 
     assert agents(starter.parser, ["run", "billing"]) == ["examples"]
     assert agents(job_cli.parser, ["status", "x"]) == ["examples"] == agents(worker.parser, [])
+    # The installed scripts (`console()`) name none: nothing is imported that the operator did not name.
+    with pytest.raises(AgentModuleError, match="no agents module named"):
+        agents(lambda: job_cli.parser(default_agents=()), ["status", "x"])
     monkeypatch.setenv("AGENT_MODULES", "my.agents, more.agents")
     assert agents(starter.parser, ["serve"]) == ["my.agents", "more.agents"]
     assert agents(job_cli.parser, ["run", "x", "--agents", "flag.agents"]) == ["flag.agents"]

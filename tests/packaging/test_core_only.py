@@ -112,3 +112,37 @@ def test_each_optional_part_without_its_extra_says_which_in_one_line(part: str, 
     if argv[0] == "duragent":
         assert len(said) == 1, done.stderr
     assert needs(extra) in last, done.stderr
+
+
+PLANTED = "from pathlib import Path\nPath(__file__).with_name('PWNED').write_text('imported')\nagents = []\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["duragent", "run", "refund"], ["duragent-worker"], ["duragent", "serve"], ["duragent-job", "run", "refund"]],
+)
+def test_an_installed_command_imports_no_examples_module_planted_where_it_runs(
+    argv: list[str], core: Path, tmp_path: Path
+) -> None:
+    """The attacker puts `examples.py` (and an `examples/` package) where an operator runs the command: with no
+    agents module named, the command says so in one line and imports nothing."""
+    (tmp_path / "examples.py").write_text(PLANTED)
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text(PLANTED)
+    done = in_core(core, argv, tmp_path, TEMPORAL_ADDRESS="127.0.0.1:1")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: no agents module named: give --agents MODULE (a module of yours exporting `agents`) or set "
+        "AGENT_MODULES"
+    ]
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "examples" / "PWNED").exists()
+
+
+def test_the_installed_help_leads_with_what_works_from_a_pip_install(core: Path, tmp_path: Path) -> None:
+    done = in_core(core, ["duragent", "--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    examples = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("    duragent ")]
+    assert examples[:5] == ["run", "watch", "status", "pending", "serve"]
+    listed = done.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
+    assert listed[0] == "run" and listed[-1] == "demo"  # the repository's demo last: the wheel has no demo agents
+    assert "starter.py" not in done.stdout and "the exit codes are in docs/cli.md" in done.stdout

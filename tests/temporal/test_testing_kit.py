@@ -104,7 +104,7 @@ async def test_a_server_without_our_search_attributes_is_its_own_error_naming_bo
                 await agents.start(refund_agent)
             assert not isinstance(raised.value, TemporalUnavailable)
             message = str(raised.value)
-            assert "starter.py search-attributes" in message and "search_attributes=False" in message
+            assert "duragent search-attributes" in message and "search_attributes=False" in message
             assert re.search(r"search attribute Agent\w+ is not defined", message)  # the server's words, kept
 
             run = await agents.start(refund_agent, search_attributes=False)  # the second fix works

@@ -25,6 +25,7 @@ import dataclasses
 import json
 import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,12 +62,12 @@ from duragent._stores import configured as stores
 CHECKPOINT_FILE = "baseline.db"  # in AGENT_DATA_DIR, beside the ledger, unless --db says otherwise
 
 
-def parser(prog: str = "duragent-job") -> Parser:
+def parser(prog: str = "duragent-job", default_agents: Sequence[str] = DEMO_AGENTS) -> Parser:
     root = Parser(
         prog=prog,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        default_agents=DEMO_AGENTS,
+        default_agents=default_agents,
     )
     command = Commands(root, common=_stores_and_agents).add
 
@@ -142,11 +143,11 @@ def _default(option: str) -> Any:
     return RunOptions.model_fields[option].default
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, default_agents: Sequence[str] = DEMO_AGENTS) -> int:
     """The command line, returning its exit code (tests call this in-process). Errors go through the one
     boundary `starter.py` uses too (duragent/_ops/cli/boundary.py): one line, the shared exit codes."""
     try:
-        args = parser().parse_args(argv)
+        args = parser(default_agents=default_agents).parse_args(argv)
     except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
         return int(exc.code or 0)
 
@@ -160,8 +161,9 @@ def main(argv: list[str]) -> int:
 
 def console() -> None:
     """The installed `duragent-job` script. Exit deliberately: the lease renewer, uvicorn and httpx may leave threads
-    that would delay or hang interpreter shutdown after the work is done and reported."""
-    exit_now(main(sys.argv[1:]))
+    that would delay or hang interpreter shutdown after the work is done and reported. No default agents module:
+    nothing is imported that the operator did not name."""
+    exit_now(main(sys.argv[1:], default_agents=()))
 
 
 def with_stores(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -441,5 +443,5 @@ def message_text(message: dict[str, Any]) -> str:
     return printable(" ".join(text.split()))
 
 
-if __name__ == "__main__":
-    console()
+if __name__ == "__main__":  # `python -m`: in a checkout, the repository's demo agents by default (DEMO_AGENTS)
+    exit_now(main(sys.argv[1:]))

@@ -1,8 +1,8 @@
 """The worker: serves agents — their workflow, model calls and tool calls — until SIGINT/SIGTERM, then
 drains and exits.
 
-    python worker.py                              # the demo agents (examples/)
     python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
+    python worker.py                              # in the repository: its demo agents (examples/)
     python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
 
 An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
@@ -27,7 +27,7 @@ from duragent._connection import connect
 from duragent._ops.cli.arguments import DEMO_AGENTS, add_agents_modules
 from duragent._ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from duragent._ops.cli.connection import require_namespace
-from duragent._ops.cli.output import CliError
+from duragent._ops.cli.output import CliError, invoked_as
 from duragent._ops.devstack.signals import serve_until_stopped
 from duragent._stores import configured as stores
 from duragent._stores.configured import transcripts_for
@@ -99,6 +99,7 @@ def main(argv: Sequence[str], *, prog: str = "duragent-worker", default_agents: 
     """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
     module that does not load, the database down) are one line on stderr and a non-zero exit
     (duragent/_ops/cli/boundary.py); `--debug` shows the traceback."""
+    invoked_as(prog)
     try:
         args = parser(prog, default_agents).parse_args(list(argv))
     except SystemExit as exc:
@@ -113,9 +114,12 @@ def with_build(settings: Settings, args: argparse.Namespace) -> Settings:
 
 
 def console() -> None:
-    """The installed `duragent-worker` script (`python worker.py` in the repo runs the same code)."""
-    exit_now(main(sys.argv[1:]))  # releases the Temporal runtimes before exiting (sdk-python issue 300)
+    """The installed `duragent-worker` script (`python worker.py` in the repo runs the same code): no default
+    agents module, so nothing is imported that the operator did not name."""
+    exit_now(
+        main(sys.argv[1:], default_agents=())
+    )  # releases the Temporal runtimes before exiting (sdk-python issue 300)
 
 
-if __name__ == "__main__":
-    console()
+if __name__ == "__main__":  # `python -m`: in a checkout, the repository's demo agents by default (DEMO_AGENTS)
+    exit_now(main(sys.argv[1:]))
