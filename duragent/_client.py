@@ -178,7 +178,7 @@ class AgentClient:
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
                 # What the run's first publish would write, written with the start: an event and a visibility
-                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
+                # write fewer per run, and the run knows it need not write an empty approvals memo.
                 search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
@@ -382,14 +382,17 @@ class RunHandle:
 
         A durable run keeps its transcript by reference (`AgentResult.transcript_ref`), in the transcript store
         its workers write, so `result().messages` holds only what was not stored yet (usually nothing). This
-        reads the rest from `transcripts`, else from the store this client's settings name (AGENT_DATABASE_URL,
-        else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store does not hold it."""
+        reads the rest from `transcripts`, else from the store the settings of this client's `DurableAgentsPlugin`
+        name (AGENT_DATABASE_URL, else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store
+        does not hold it."""
         result = await self.result()
         if result.transcript_ref is None:
             return result.messages
         if transcripts is None:
             configured = plugin_of(self.agents.client)
-            settings = configured.settings if configured is not None else Settings.from_env()
+            if configured is None:  # no settings to name a store: the environment is read once, by the plugin
+                raise TranscriptUnavailable(_elsewhere(self.run_id, "a client without DurableAgentsPlugin"))
+            settings = configured.settings
             if not settings.database_url and not (settings.data_dir / TRANSCRIPTS_FILE).is_file():
                 raise TranscriptUnavailable(_elsewhere(self.run_id, f"no {settings.data_dir / TRANSCRIPTS_FILE}"))
             transcripts = transcripts_for(settings)
