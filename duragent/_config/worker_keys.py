@@ -1,6 +1,6 @@
 """The workers' own key: what the agents' workflow code signs everything it schedules with, so that an activity
 acts only for a schedule the agents' own workers made — never for one made by whoever else polls the agents'
-task queue (issue 51, item 4; docs/operations.md, "Trust model").
+task queue (docs/operations.md, "Trust model").
 
 `AGENT_WORKER_KEYS` (or the file `AGENT_WORKER_KEYS_FILE` names): base64 keys of at least 32 bytes, separated
 by commas or newlines. Every worker of a task queue holds the same list. The first signs; every one verifies —

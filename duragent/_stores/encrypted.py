@@ -4,10 +4,10 @@ With the codec on, Temporal's database holds only ciphertext — but by referenc
 in our store, so its bodies (messages, claim-checked outputs) are encrypted too, and its references are keyed:
 
 - References are `hmac:<kid>:<HMAC-SHA256>` under a key derived (HKDF) from the codec key, not SHA-256 of the
-  plaintext, so whoever reads the file cannot confirm a guess of a message (review L1). Still deterministic
+  plaintext, so whoever reads the file cannot confirm a guess of a message. Still deterministic
   for a given key: writes stay idempotent, and equal messages still share a row.
 - Each body is `enc2:<kid>:<base64(nonce || ciphertext || tag)>` with the reference as AES-GCM associated
-  data: a body moved under another reference does not decrypt (review L2). A plaintext body under a keyed
+  data: a body moved under another reference does not decrypt. A plaintext body under a keyed
   reference is refused: it can only have been planted.
 - What was written before keeps reading: plaintext bodies and `enc:` bodies (the earlier format, no
   associated data) under `sha256:` references. Those are self-checking — `Transcripts` verifies every body

@@ -465,7 +465,7 @@ def _batch(engine: str, n: int, rep: int, runs_per_s: float, worker: float, serv
 
 
 def test_throughput_goals_use_the_median_of_each_repetitions_ratio():
-    """Issue 20: ours ≥ 90 % of the floor's runs/s at each N, worker CPU ≤ 1.25x, server CPU ≤ 1.15x — each the
+    """Ours ≥ 90 % of the floor's runs/s at each N, worker CPU ≤ 1.25x, server CPU ≤ 1.15x — each the
     median of the per-repetition ratios, every repetition's ratio shown."""
     rows = []
     for rep, (ours_rate, worker, server) in enumerate([(9.5, 24.0, 60.0), (8.0, 30.0, 62.0), (9.2, 26.0, 80.0)]):
@@ -486,7 +486,7 @@ def test_throughput_goals_use_the_median_of_each_repetitions_ratio():
 
 
 def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
-    """Issue 20's price list: with the floor carrying ours' bytes and ours without search attributes measured
+    """The price list: with the floor carrying ours' bytes and ours without search attributes measured
     beside them, the report prices each feature as the median of the per-repetition differences (CPU per run),
     each repetition's shown; with only ours and the floor there is nothing to split, and no price list."""
     rows = []
@@ -511,7 +511,7 @@ def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
 
 @pytest.mark.system
 def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
-    """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
+    """`report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
     import json
     import sys

@@ -1,4 +1,4 @@
-"""Issue 49's proof: `duragent` installs into a user's own Temporal project as a well-behaved library.
+"""`duragent` installs into a user's own Temporal project as a well-behaved library.
 
 The wheel is built from this checkout (`pip wheel --no-deps .`) and installed into fresh venvs outside the repo,
 in a project laid out the way Temporal's samples lay one out: its own `config.py`, `workflows.py`,

@@ -1,4 +1,4 @@
-"""Issue 34: the testing kit (`duragent.testing`) a user tests their agent with. The README's example
+"""The testing kit (`duragent.testing`) a user tests their agent with. The README's example
 test runs as written, as a user's own test file; the fixture plugin works from a user's conftest.py; the kit
 never falls back to downloading a server; a server without our search attributes is its own error, naming
 both fixes; and the dev-server kit holds a kill test (a worker process SIGKILLed while its run waits)."""

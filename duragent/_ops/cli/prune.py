@@ -53,7 +53,7 @@ async def cmd_prune(args: argparse.Namespace, settings: Settings) -> int:
             dry_run=request.dry_run,
             wait_seconds=args.wait,
             # The agents' queue only: an `AgentWorkflow` of a stranger's on a queue of its own is not ours to
-            # archive, nor to stop the prune (review T7).
+            # archive, nor to stop the prune.
             task_queue=settings.task_queue,
         )
     except StoreUnavailable as exc:
