@@ -3,7 +3,7 @@
 The wheel is built from this checkout (`pip wheel --no-deps .`) and installed into fresh venvs outside the repo,
 in a project laid out the way Temporal's samples lay one out: its own `config.py`, `workflows.py`,
 `activities.py` and an `ops/` package at the root, which shadowed our top-level packages in 0.1. There the
-README's own-agent program runs as written against a dev server, and the README's testing-kit example passes
+README's own-agent program runs as written against a dev server, and the testing-kit example of docs/testing.md passes
 under pytest: once with the slim core plus only the extras those need (`[testing]`), once with `[all]`; and the
 core imports next to neighbours pinned to other minors than our lock (another fastapi and openai).
 
@@ -36,7 +36,7 @@ def user_project(tmp: Path) -> Path:
     (project / "activities.py").write_text('"""The user\'s own activities module."""\n')
     (project / "ops" / "__init__.py").write_text('"""The user\'s own operations package."""\nOWNER = "user"\n')
     (project / "refunds.py").write_text(code_block_after("README.md", "## Your own agent"))
-    (project / "test_refunds.py").write_text(code_block_after("README.md", "## Testing your agent"))
+    (project / "test_refunds.py").write_text(code_block_after("docs/testing.md", "## Testing your agent"))
     return project
 
 

@@ -1,4 +1,4 @@
-"""The testing kit (`duragent.testing`) a user tests their agent with. The README's example
+"""The testing kit (`duragent.testing`) a user tests their agent with. The example of docs/testing.md
 test runs as written, as a user's own test file; the fixture plugin works from a user's conftest.py; the kit
 never falls back to downloading a server; a server without our search attributes is its own error, naming
 both fixes; and the dev-server kit holds a kill test (a worker process SIGKILLed while its run waits)."""
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.system
 
 
 def readme_testing_example() -> str:
-    return code_block_after("README.md", "## Testing your agent")
+    return code_block_after("docs/testing.md", "## Testing your agent")
 
 
 def run_pytest(directory: Path, *, with_examples: bool = False) -> subprocess.CompletedProcess[str]:
