@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from duragent import AgentClient
-from duragent._errors import TranscriptUnavailable
+from duragent import AgentClient, TranscriptUnavailable
 from duragent._plugin import plugin_of
 from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, new_worker, transcripts_next_to
