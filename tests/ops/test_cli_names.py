@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 import starter
+import worker
 from duragent._ops.cli import output, prune, waits, watch
 from duragent._ops.cli.output import CliError
 
@@ -35,3 +36,8 @@ def test_the_repository_script_names_itself_and_serves_the_demo_agents_by_defaul
     parsed = starter.parser().parse_args(["run", "billing"])
     assert parsed.default_agents == ("examples",)
     assert "python starter.py run AGENT --agents MODULE" in starter.parser().description
+
+
+def test_a_worker_suggests_the_command_line_beside_it_not_itself() -> None:
+    worker.main(["--help"])  # parsed and left: what matters is the name it set
+    assert output.command("server") == "python starter.py server"

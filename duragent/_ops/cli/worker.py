@@ -99,7 +99,7 @@ def main(argv: Sequence[str], *, prog: str = "duragent-worker", default_agents: 
     """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
     module that does not load, the database down) are one line on stderr and a non-zero exit
     (duragent/_ops/cli/boundary.py); `--debug` shows the traceback."""
-    invoked_as(prog)
+    invoked_as("starter.py" if prog.endswith(".py") else "duragent")  # the command its messages suggest
     try:
         args = parser(prog, default_agents).parse_args(list(argv))
     except SystemExit as exc:
