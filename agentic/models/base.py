@@ -21,6 +21,7 @@ from pydantic import (
 
 from agentic.messages import Message
 from agentic.omit_defaults import OmitDefaults
+from agentic.verdicts import Verdicts
 
 ToolChoice = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """`auto` (the model decides), `required` (some tool), `none` (no tool), or the name of the tool to call."""
@@ -49,6 +50,11 @@ class ModelReply(OmitDefaults):
     refused: str | None = Field(
         None,
         description="Set by `agentic.loop.admitted`: why none of this reply's tool calls may run (over a limit).",
+    )
+    verdicts: Verdicts | None = Field(
+        None,
+        description="Set by `agentic.checks.judge` where the reply arrives: what the agent's answer type and checks "
+        "said of it (recorded with the reply, read by the loop).",
     )
 
 

@@ -150,6 +150,9 @@ class ModelCallInput(OmitDefaults):
     tools_ref: str | None = Field(
         None, description="The MCP tools the run recorded at its start, one document in the transcript store."
     )
+    system: str | None = Field(
+        None, description="A run handed to `agent`: its system prompt, read in place of the transcript's first message."
+    )
 
 
 class Worked(OmitDefaults):

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from agentic.handoffs import as_seen_by
 from agentic.loop import admitted
 from agentic.models.base import ask
 from agentic.scrub import Scrubber
@@ -69,7 +70,10 @@ class ModelActivities:
         stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
-        reply = self._ask(model, messages, schemas, input.call_index, input.settings)
+        seen = messages if input.system is None else as_seen_by(messages, input.system)
+        # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are
+        # recorded in history with the reply, and the workflow's loop only reads them.
+        reply = agent.judge(self._ask(model, seen, schemas, input.call_index, input.settings))
         with stored_here():
             stub = claim_checked(
                 transcripts,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import httpx
+from pydantic import BaseModel
 from temporalio.client import Client
 
 import duragent
@@ -46,6 +47,31 @@ stopped: Stop = in_process.stop
 said: list[Message] = in_process.messages
 calls: list[ToolCall] = [call for message in said for call in message.tool_calls]
 budget: Budget = agent.budget
+
+
+class Decision(BaseModel):
+    order_id: str
+    refund: bool
+
+
+def no_refunds_on_fridays(answer: Decision) -> duragent.Refuse | None:
+    return duragent.Refuse("not on Fridays") if answer.refund else None
+
+
+def one_order(arguments: dict[str, object]) -> duragent.SendBack | None:
+    return None if arguments.get("order_id") else duragent.SendBack("name the order")
+
+
+typed = duragent.Agent(
+    FakeModel([duragent.final_answer(Decision(order_id="A-1", refund=False))]),
+    name="decider",
+    output_type=Decision,
+    output_retries=1,
+    output_checks=[no_refunds_on_fridays],
+    argument_checks={"refund": [one_order]},
+    handoffs=[agent, "billing"],
+)
+decided: Decision = typed.run("Decide A-1").output
 facts: list[Fact] = []
 store: type[FactStore] = FactStore
 
@@ -57,7 +83,8 @@ async def own_agent(orders: httpx.Client) -> str | None:
         waiting: list[PendingApproval] = await run.wait_for_approval()
         await run.approve(waiting[0].call_id, by="maria", arguments_hash=waiting[0].arguments_hash)
         result: AgentResult = await run.result()
-        return result.output
+        answer: str | None = result.output  # a plain agent's answer is its text (a typed one's, its type)
+        return answer
 
 
 async def testing_kit() -> None:
