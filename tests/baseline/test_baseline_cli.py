@@ -24,6 +24,11 @@ def job(tmp_path: Path) -> Iterator[Job]:
 def test_installed_script_runs_and_reports_json(job: Job) -> None:
     script = Path(sys.executable).parent / "duragent-job"
     common = ["--db", str(job.db), "--ledger", str(job.ledger_path), "--json"]
+    unnamed = subprocess.run(
+        [script, "run", "--id", "b", "--scenario", "billing", *common], capture_output=True, text=True
+    )
+    assert unnamed.returncode == 2 and "no agents module named" in unnamed.stderr  # installed: no default module
+    common += ["--agents", "examples"]
     ran = subprocess.run([script, "run", "--id", "b", "--scenario", "billing", *common], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     status = json.loads(ran.stdout)
