@@ -3,12 +3,14 @@ store, and says where to read it when this process's store does not hold it (a w
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
-from duragent import AgentClient, TranscriptUnavailable
+from duragent import AgentClient, DurableAgentsPlugin, TranscriptUnavailable
 from duragent._plugin import plugin_of
 from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, new_worker, transcripts_next_to
@@ -36,10 +38,15 @@ async def test_messages_from_a_process_without_the_workers_store_says_where_to_r
     ledger = EffectsLedger(tmp_path / "l.db")  # the worker's store: next to its ledger
     configured = plugin_of(skipping_env.client)
     assert configured is not None
-    here = configured.settings.data_dir / "transcripts.db"  # the client's: none there
-    assert not here.exists()
+    elsewhere = dataclasses.replace(configured.settings, data_dir=tmp_path / "client")  # another host's settings
+    client = await Client.connect(
+        skipping_env.client.service_client.config.target_host,
+        namespace=skipping_env.client.namespace,
+        plugins=[DurableAgentsPlugin(elsewhere)],
+    )
+    here = elsewhere.data_dir / "transcripts.db"
     async with new_worker(skipping_env.client, task_queue, ledger):
-        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+        run = await AgentClient(client, task_queue=task_queue).start(
             agent_named("billing"), "Charge invoice 8", run_id=f"transcript-{uuid.uuid4().hex[:8]}"
         )
         with pytest.raises(TranscriptUnavailable) as unavailable:
