@@ -37,6 +37,7 @@ from duragent._stores.transcripts import (
     TranscriptIntegrityError,
     TranscriptStore,
     releasable,
+    same_text,
 )
 
 LEGACY_PREFIX = "enc:"
@@ -63,7 +64,7 @@ class KeyedRefs:
         if ref.startswith(SHA256):
             return ContentRefs().matches(ref, text)  # written before the keys (self-checking, unkeyed)
         kid = ref[len(HMAC_PREFIX) :].split(":", 1)[0] if ref.startswith(HMAC_PREFIX) else ""
-        return kid in self._keys and hmac.compare_digest(self._ref(kid, text), ref)
+        return kid in self._keys and same_text(self._ref(kid, text), ref)
 
     def _ref(self, kid: str, text: str) -> str:
         return f"{HMAC_PREFIX}{kid}:{hmac.new(self._keys[kid], text.encode(), hashlib.sha256).hexdigest()}"
