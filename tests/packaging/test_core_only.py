@@ -146,3 +146,12 @@ def test_the_installed_help_leads_with_what_works_from_a_pip_install(core: Path,
     listed = done.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
     assert listed[0] == "run" and listed[-1] == "demo"  # the repository's demo last: the wheel has no demo agents
     assert "starter.py" not in done.stdout and "the exit codes are in docs/cli.md" in done.stdout
+
+
+def test_the_repositorys_demo_says_where_it_runs(core: Path, tmp_path: Path) -> None:
+    done = in_core(core, ["duragent", "demo"], tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: `demo` runs the repository's demo agents (examples/), which an install does not have: run `make "
+        "demo` in a clone of the repository"
+    ]
