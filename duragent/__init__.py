@@ -2,13 +2,15 @@
 
     from duragent import Agent, FakeModel, Registry, tool, AgentClient, DurableAgentsPlugin, build_worker
 
-One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
-`AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
-Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+One `Agent` runs in-process (`agent.run(task)`) and durably: your own `Worker` serves it with
+`plugins=[DurableAgentsPlugin(agents=[...], deps=...)]`, beside your workflows (or `build_worker` makes a worker
+for the agents alone); `AgentClient` starts, approves, cancels and waits. An agent as one step of your own
+workflow: `duragent.workflow.run_agent`. The rest of the library (the agent core in `agentic`, the Temporal code
+in `duragent._workflows`/`_activities`, the stores, the command line) sits behind these names.
 
 Configuration comes from the environment (docs/operations.md), read once: `DurableAgentsPlugin()` and
 `connect()` read it (`Settings.from_env()`) unless given `Settings`, and what is built from their client —
-`build_worker`, `AgentClient` — takes its defaults from there.
+a worker's `DurableAgentsPlugin(agents=...)`, `build_worker`, `AgentClient` — takes its defaults from there.
 
 A script that uses a client ends with `duragent.run(main())` rather than `asyncio.run(main())`: it exits
 cleanly (duragent/_clean_exit.py). Testing agents on Temporal's test servers: `duragent.testing`

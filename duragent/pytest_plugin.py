@@ -21,12 +21,21 @@ from agentic.extras import require_extra
 
 require_extra("testing")  # pytest and pytest-asyncio: one line naming the extra, not a ModuleNotFoundError
 
+import pytest
 import pytest_asyncio
 
 from agentic import Agent
 from duragent.testing import AgentTestClient, agent_server
 
 ServeAgents = Callable[..., Awaitable[AgentTestClient]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`DurableAgentsPlugin` on a client and on its worker is by design (the worker's serves the agents); the SDK
+    warns of any plugin type found on both, and pytest's own warning filters would show it under every test."""
+    config.addinivalue_line(
+        "filterwarnings", "ignore:The same plugin type <class 'duragent._plugin.DurableAgentsPlugin'>:UserWarning"
+    )
 
 
 @pytest_asyncio.fixture

@@ -46,6 +46,9 @@ class ModelReply(OmitDefaults):
     message: Message
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
+    # Of `input_tokens`, those read from the provider's prompt cache, and those written to it (priced differently).
+    cache_read_tokens: NonNegativeInt = 0
+    cache_write_tokens: NonNegativeInt = 0
     cost: NonNegativeFloat = 0.0
     refused: str | None = Field(
         None,

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from agentic.agent_set import ServedAgent
 from agentic.handoffs import as_seen_by
 from agentic.loop import admitted
 from agentic.models.base import ask
@@ -59,12 +60,16 @@ class ModelActivities:
     async def _call_model(self, input: ModelCallInput) -> ModelStep:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
-        model = self.served.model(served, input.model)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made five of them (docs/benchmarks.md).
-        return await heartbeating(in_thread(self._call, served.agent, model, input))
+        return await heartbeating(in_thread(self._call, served, input))
 
-    def _call(self, agent: Agent, model: Model, input: ModelCallInput) -> ModelStep:
+    def _call(self, served: ServedAgent, input: ModelCallInput) -> ModelStep:
+        # The model is resolved here, in the thread, while the activity heartbeats: the first call to a provider
+        # imports its SDK and the model layer (seconds on a busy host), which on the event loop would stop every
+        # heartbeat of this worker for as long, and a short heartbeat timeout would start the call again.
+        model = self.served.model(served, input.model)
+        agent = served.agent
         schemas = self._offered_by(agent, input.tools_ref)
         transcripts, limits = self.transcripts, self.limits
         stored, unsaved = input.transcript.head, input.transcript.unsaved

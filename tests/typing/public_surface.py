@@ -8,7 +8,9 @@ from datetime import timedelta
 
 import httpx
 from pydantic import BaseModel
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 import duragent
 from agentic import Agent as LessonAgent
@@ -26,6 +28,7 @@ from duragent import (
     build_worker,
 )
 from duragent.testing import agent_server
+from duragent.workflow import run_agent, start_agent
 
 
 @tool(description="Refund an order.", order_id="The order id.", mutating=True, requires_confirmation=True)
@@ -85,6 +88,22 @@ async def own_agent(orders: httpx.Client) -> str | None:
         result: AgentResult = await run.result()
         answer: str | None = result.output  # a plain agent's answer is its text (a typed one's, its type)
         return answer
+
+
+@workflow.defn
+class OrderRefund:
+    @workflow.run
+    async def run(self, order_id: str) -> str:
+        handle: workflow.ChildWorkflowHandle[object, AgentResult] = await start_agent("refunds", id=f"r-{order_id}")
+        first: AgentResult = await handle
+        again: AgentResult = await run_agent(agent, f"Refund order {order_id}", budget=Budget(max_steps=3))
+        return (again.output or "") if first.stop is Stop.ANSWERED else first.stop.value
+
+
+async def own_worker(client: Client, orders: httpx.Client) -> None:
+    plugin = DurableAgentsPlugin(agents=[agent], deps=orders)
+    async with Worker(client, task_queue="shop", workflows=[OrderRefund], plugins=[plugin]):
+        pass
 
 
 async def testing_kit() -> None:

@@ -20,18 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from duragent._config.agent_modules import module_names
-from duragent._config.settings import API_TOKENS_ENV, CHECKOUT, Settings
+from duragent._config.settings import API_TOKENS_ENV, Settings
 
 MAX_RUN_ID = 1000  # Temporal refuses longer workflow ids
 HASH_MIN = 8  # characters of an arguments hash a person must copy for `--hash`
 NEEDS_A_NAME = "needs a name: it is recorded in the audit trail"
-
-# The repository's demo agents (examples/): served and started when neither `--agents` nor AGENT_MODULES names a
-# module, by the repository's starter.py and worker.py and by `python -m` runs of these modules in a checkout.
-# Never by the installed commands (`duragent`, `duragent-worker`, `duragent-job`): the wheel ships no `examples`,
-# and a module of that name in the directory an operator happens to run them from is not theirs to import.
-DEMO_AGENTS = ("examples",) if CHECKOUT is not None else ()
-
 
 # The runs API's port (`starter.py serve`, `job serve`): here, so parsing a command line imports no HTTP stack.
 DEFAULT_PORT = 8765

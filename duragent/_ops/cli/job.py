@@ -25,7 +25,6 @@ import dataclasses
 import json
 import sys
 import uuid
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from duragent._config.models import declared_models
 from duragent._config.settings import Settings
 from duragent._ops.cli import approver, effects, facts
 from duragent._ops.cli.arguments import (
-    DEMO_AGENTS,
     Commands,
     add_agents_modules,
     add_run_id,
@@ -62,13 +60,9 @@ from duragent._stores import configured as stores
 CHECKPOINT_FILE = "baseline.db"  # in AGENT_DATA_DIR, beside the ledger, unless --db says otherwise
 
 
-def parser(prog: str = "duragent-job", default_agents: Sequence[str] = DEMO_AGENTS) -> Parser:
-    root = Parser(
-        prog=prog,
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        default_agents=default_agents,
-    )
+def parser(prog: str = "duragent-job") -> Parser:
+    # No default agents module: --agents or AGENT_MODULES names them (the repository's demo agents are its own).
+    root = Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     command = Commands(root, common=_stores_and_agents).add
 
     run = command("run", cmd_run, "start a run and drive it to its end")
@@ -143,11 +137,11 @@ def _default(option: str) -> Any:
     return RunOptions.model_fields[option].default
 
 
-def main(argv: list[str], *, default_agents: Sequence[str] = DEMO_AGENTS) -> int:
+def main(argv: list[str]) -> int:
     """The command line, returning its exit code (tests call this in-process). Errors go through the one
     boundary `starter.py` uses too (duragent/_ops/cli/boundary.py): one line, the shared exit codes."""
     try:
-        args = parser(default_agents=default_agents).parse_args(argv)
+        args = parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
         return int(exc.code or 0)
 
@@ -161,9 +155,8 @@ def main(argv: list[str], *, default_agents: Sequence[str] = DEMO_AGENTS) -> int
 
 def console() -> None:
     """The installed `duragent-job` script. Exit deliberately: the lease renewer, uvicorn and httpx may leave threads
-    that would delay or hang interpreter shutdown after the work is done and reported. No default agents module:
-    nothing is imported that the operator did not name."""
-    exit_now(main(sys.argv[1:], default_agents=()))
+    that would delay or hang interpreter shutdown after the work is done and reported."""
+    exit_now(main(sys.argv[1:]))
 
 
 def with_stores(args: argparse.Namespace, settings: Settings) -> Settings:
@@ -443,5 +436,5 @@ def message_text(message: dict[str, Any]) -> str:
     return printable(" ".join(text.split()))
 
 
-if __name__ == "__main__":  # `python -m`: in a checkout, the repository's demo agents by default (DEMO_AGENTS)
-    exit_now(main(sys.argv[1:]))
+if __name__ == "__main__":
+    console()
