@@ -40,6 +40,7 @@ COMMAND_MODULES = [
     "bench.release",
     "bench.rpc_counts",
     "bench.peers.command",
+    "bench.conversations",
 ]
 
 

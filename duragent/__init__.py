@@ -76,6 +76,12 @@ _HOMES: dict[str, str] = {
     "AgentClient": "duragent._client",
     "DecisionOutcome": "duragent._client",
     "RunHandle": "duragent._client",
+    "ConversationHandle": "duragent._conversations",
+    "HistoryPage": "duragent._conversations",
+    "ConversationView": "duragent._workflows.conversation_inputs",
+    "TurnResult": "duragent._workflows.conversation_inputs",
+    "ConversationLimits": "agentic.conversation",
+    "MessageRefused": "duragent._errors",
     "connect": "duragent._connection",
     "AgentClientError": "duragent._errors",
     "AmbiguousApproval": "duragent._errors",
@@ -133,6 +139,7 @@ if TYPE_CHECKING:
         tool_call,
     )
     from agentic.approvals import ApprovalPolicy, PendingApproval
+    from agentic.conversation import ConversationLimits
     from agentic.mcp import MCPServer
     from agentic.memory import Fact, FactStore
     from agentic.saga import SagaPolicy
@@ -142,10 +149,12 @@ if TYPE_CHECKING:
     from duragent._config.settings import Settings
     from duragent._config.worker_keys import WorkerKeys
     from duragent._connection import connect
+    from duragent._conversations import ConversationHandle, HistoryPage
     from duragent._errors import (
         AgentClientError,
         AmbiguousApproval,
         ApprovalRejected,
+        MessageRefused,
         NoPendingApproval,
         RunAlreadyExists,
         RunClosed,
@@ -162,6 +171,7 @@ if TYPE_CHECKING:
     from duragent._stores.memory_tools import MemoryOptions, memory_tools
     from duragent._views import RunSummary
     from duragent._worker import build_worker
+    from duragent._workflows.conversation_inputs import ConversationView, TurnResult
 
 __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     # defining an agent (the same object runs in-process and durably)
@@ -216,6 +226,12 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "PayloadLimits",
     "WorkerKeys",  # build_worker(worker_keys=...): the workers' own seal keys (AGENT_WORKER_KEYS)
     "run",  # asyncio.run for client scripts: exits cleanly (duragent/_clean_exit.py)
+    # conversations (AgentClient.conversation): one durable conversation per user thread
+    "ConversationHandle",
+    "ConversationLimits",
+    "ConversationView",
+    "HistoryPage",
+    "TurnResult",
     # what tools and models raise
     "ContextOverflowError",
     "ModelError",
@@ -228,6 +244,7 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "AgentClientError",
     "AmbiguousApproval",
     "ApprovalRejected",
+    "MessageRefused",
     "NoPendingApproval",
     "RunAlreadyExists",
     "RunClosed",

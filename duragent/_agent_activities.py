@@ -18,6 +18,7 @@ from duragent._activities.mcp import MCPActivities
 from duragent._activities.model import ModelActivities
 from duragent._activities.served import ServedAgents
 from duragent._activities.tools import ToolActivities
+from duragent._activities.turns import TurnActivities
 from duragent._activities.webhook import WebhookActivities
 from duragent._config.approver_keys import approver_public_keys
 from duragent._config.credentials import worker_credentials
@@ -40,7 +41,7 @@ def agent_activities(
     webhook_secret: bytes | None = None,
     engine: EngineOptions | None = None,
 ) -> list[Callable[..., Any]]:
-    """The seven activities that serve `agents` on `task_queue` (see `build_worker` for each argument). With
+    """The eight activities that serve `agents` on `task_queue` (see `build_worker` for each argument). With
     no agents, only the first one: it fails every run at once, saying the worker serves none (a worker that
     got the plugin from its client alone) — and touches no store, key or model configuration."""
     agents = list(agents)
@@ -65,5 +66,6 @@ def agent_activities(
         tools.compensate,
         mcp.list_mcp_tools,
         delegation.attach_delegate,
+        TurnActivities().attach_turn,  # a conversation re-attaching to its running turn after a handover
         webhooks.deliver_webhook,
     ]

@@ -20,7 +20,7 @@ import json
 import queue
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from agentic.extras import require_extra
 
@@ -154,7 +154,7 @@ class LayerModel:
                 raise NonRetryableModelError(
                     f"{self.name}: tool_choice names {choice!r}, which is not offered ({offered})"
                 )
-        return LayerSettings(**out)  # type: ignore[typeddict-item]
+        return cast(LayerSettings, out)
 
     def _reply(self, response: ModelResponse, call_index: int | None) -> ModelReply:
         usage = response.usage
@@ -223,7 +223,8 @@ def _json(value: Any) -> str:
 
 def _classified(model: str, err: exceptions.ModelAPIError) -> ModelError:
     status = getattr(err, "status_code", None)
-    kinds = ", ".join(dict.fromkeys(k for k in (err.provider_error_type, err.provider_error_code) if _identifier(k)))
+    named = (err.provider_error_type, err.provider_error_code)
+    kinds = ", ".join(dict.fromkeys(k for k in named if isinstance(k, str) and _identifier(k)))
     what = f"HTTP {status}" if status is not None else type(err).__name__
     text = f"{model}: {what}{f' ({kinds})' if kinds else ''}"
     if isinstance(err, exceptions.ModelContextWindowExceededError):

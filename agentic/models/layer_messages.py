@@ -10,7 +10,7 @@ library's parts on the next call, in the order the provider sent them.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -140,11 +140,13 @@ def _tool_call(call: ToolCall, **common: Any) -> ToolCallPart:
     return ToolCallPart(tool_name=call.name, args=call.arguments, tool_call_id=call.id, **common)
 
 
-def _arguments(args: str | dict[str, Any] | None) -> dict[str, Any] | str:
+def _arguments(args: object) -> dict[str, Any] | str:
     if args is None or (isinstance(args, str) and not args.strip()):
         return {}
     if isinstance(args, dict):
-        return args
+        return dict(args)
+    if not isinstance(args, str):  # a typed dict of the library's own (its tool search): as a plain dict
+        return dict(args) if isinstance(args, Mapping) else str(args)
     try:
         parsed = json.loads(args)
     except ValueError:

@@ -66,6 +66,7 @@ class Runner:
         crash: CrashHook | None = None,
         *,
         replay_only: bool = False,
+        history: list[Message] | None = None,
     ) -> None:
         self.store, self.run_id, self.owner, self.lease = store, run.run_id, owner, lease
         self.stored_usage = run.consumed
@@ -90,7 +91,9 @@ class Runner:
         task = self.options.task or agent.task
         if task is None:
             raise RunFailed(f"agent {agent.label} has no default task: start the run with one")
-        self.messages: list[Message] = initial_messages(agent.system, task)
+        if history is None and self.options.history_from:  # a conversation's turn: `history` given, or rebuilt
+            history = _history(store, agents, self.options.history_from)
+        self.messages: list[Message] = initial_messages(agent.system, task, history)
         self.schemas = agent.schemas()
         self.transcript_hash = steps.TranscriptHash()
         self.model = agents.model(served, self.options.model)
@@ -396,9 +399,10 @@ class Runner:
         self.store.finish(self.run_id, self.owner, status, progress=Progress(done, done, label), **result)
 
 
-def transcript(store: Store, agents: AgentSet, run_id: str) -> Runner:
-    """The run's loop and messages rebuilt from its completed steps only (nothing executes)."""
-    runner = Runner(store, agents, store.require(run_id), owner="", replay_only=True)
+def transcript(store: Store, agents: AgentSet, run_id: str, history: list[Message] | None = None) -> Runner:
+    """The run's loop and messages rebuilt from its completed steps only (nothing executes). `history`: a
+    conversation turn's, when the caller has it (else it is rebuilt from the turns before)."""
+    runner = Runner(store, agents, store.require(run_id), owner="", replay_only=True, history=history)
     with contextlib.suppress(ReplayEnd):
         runner.drive()
     return runner
@@ -411,3 +415,15 @@ def answer(store: Store, agents: AgentSet, run_id: str) -> Any:
     if row.output is None:
         return None
     return transcript(store, agents, run_id).active.output_of(row.output)
+
+
+def _history(store: Store, agents: AgentSet, run_id: str) -> list[Message]:
+    """A conversation's transcript up to the end of `run_id` (its previous turn), as `history=` takes it: the
+    turns replayed from the first, each on the one before (a loop, not a recursion: conversations are long)."""
+    chain = [run_id]
+    while (earlier := RunOptions.model_validate_json(store.require(chain[-1]).options).history_from) is not None:
+        chain.append(earlier)
+    history: list[Message] | None = None
+    for turn in reversed(chain):
+        history = [m for m in transcript(store, agents, turn, history).messages if m.role != "system"]
+    return history or []

@@ -142,7 +142,7 @@ def test_the_installed_help_leads_with_what_works_from_a_pip_install(core: Path,
     done = in_core(core, ["duragent", "--help"], tmp_path)
     assert done.returncode == 0, done.stderr
     examples = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("    duragent ")]
-    assert examples[:5] == ["run", "watch", "status", "pending", "serve"]
+    assert examples[:4] == ["run", "watch", "status", "pending"] and "serve" in examples[:6]
     listed = done.stdout.split("{", 1)[1].split("}", 1)[0].split(",")
     assert listed[0] == "run" and listed[-1] == "demo"  # the repository's demo last: the wheel has no demo agents
     assert "starter.py" not in done.stdout and "the exit codes are in docs/cli.md" in done.stdout

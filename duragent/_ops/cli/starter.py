@@ -5,6 +5,7 @@ Temporal dev server for them. Workers: `duragent-worker --agents MODULE` (an age
     python starter.py watch RUN_ID                  # live progress of a run until it closes
     python starter.py status RUN_ID | result RUN_ID | effects [RUN_ID]
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py chat AGENT [--conversation ID] | conversations   # a conversation in the terminal
     python starter.py serve --agents MODULE         # the runs API over HTTP, approvals inbox (`http` extra)
     python starter.py server                        # an embedded Temporal dev server + Web UI (the `server` extra)
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
@@ -31,7 +32,7 @@ from pathlib import Path
 from agentic.extras import require_extra
 from duragent._config.observability import quiet_core_logs
 from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
-from duragent._ops.cli import approver, effects, prune, runs
+from duragent._ops.cli import approver, chat, effects, prune, runs
 from duragent._ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from duragent._ops.cli.arguments import (
     Commands,
@@ -124,6 +125,8 @@ def parser(
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
     approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    chat.add_arguments(command("chat", chat.cmd_chat, "a conversation with an agent in the terminal"))
+    chat.add_list_arguments(command("conversations", chat.cmd_conversations, "conversations, newest first"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
     add_run_id(cancel)
     cancel.add_argument("--reason")
