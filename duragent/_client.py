@@ -17,7 +17,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from functools import partialmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -50,6 +49,7 @@ from duragent._errors import (
     NoPendingApproval,
     RunAlreadyExists,
     TemporalUnavailable,
+    TranscriptUnavailable,
     UnknownRun,
     WorkerUnavailable,
     closed,
@@ -59,6 +59,8 @@ from duragent._errors import (
 )
 from duragent._plugin import plugin_of
 from duragent._reported import decidable_pending, is_agents_run, reported_pending
+from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
+from duragent._stores.transcripts import TranscriptNotFound, Transcripts
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from duragent._workflows import search_attributes as sa
 from duragent._workflows.agent import AgentWorkflow
@@ -85,6 +87,11 @@ class DecisionOutcome(BaseModel):
 
 
 class AgentClient:
+    """Starts durable agent runs and finds them again: `start(agent, task, ...)` returns a `RunHandle`;
+    `handle(run_id)`/`get(run_id)` reopen one; `list()` and `pending()` read what is running and what waits
+    for a decision, across runs, from Temporal's visibility. `AgentClient.connect()` connects as configured
+    (docs/operations.md); `AgentClient(client)` uses a client connected with `DurableAgentsPlugin`."""
+
     def __init__(self, client: Client, *, task_queue: str | None = None, ui_url: str | None = None) -> None:
         """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec). The runs it
         starts and lists are on `task_queue`; `ui_url` is the Temporal Web UI its links point into. Neither
@@ -176,7 +183,7 @@ class AgentClient:
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
                 # What the run's first publish would write, written with the start: an event and a visibility
-                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
+                # write fewer per run, and the run knows it need not write an empty approvals memo.
                 search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
@@ -277,6 +284,7 @@ class AgentClient:
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
+        """The run `run_id` in the Temporal Web UI (`ui_url`)."""
         return run_url(self.ui_url, self.client.namespace, run_id)
 
 
@@ -299,6 +307,7 @@ class RunHandle:
         return self.agents.run_url(self.run_id)
 
     async def describe(self) -> WorkflowExecutionDescription:
+        """Temporal's description of the run (status, start and close times); UnknownRun if there is none."""
         try:
             return await self.workflow.describe()
         except RPCError as exc:
@@ -308,6 +317,7 @@ class RunHandle:
             raise from_rpc(exc, f"cannot look up run {self.run_id!r}") from exc
 
     async def is_running(self) -> bool:
+        """Whether the run is still open."""
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
 
     async def ensure_open(self) -> None:
@@ -430,6 +440,30 @@ class RunHandle:
             raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
         return typed(result, self.agent)
 
+    async def messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The run's whole transcript (task, model turns, tool results), once the run has ended.
+
+        A durable run keeps its transcript by reference (`AgentResult.transcript_ref`), in the transcript store
+        its workers write, so `result().messages` holds only what was not stored yet (usually nothing). This
+        reads the rest from `transcripts`, else from the store the settings of this client's `DurableAgentsPlugin`
+        name (AGENT_DATABASE_URL, else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store
+        does not hold it."""
+        result = await self.result()
+        if result.transcript_ref is None:
+            return result.messages
+        if transcripts is None:
+            configured = plugin_of(self.agents.client)
+            if configured is None:  # no settings to name a store: the environment is read once, by the plugin
+                raise TranscriptUnavailable(_elsewhere(self.run_id, "a client without DurableAgentsPlugin"))
+            settings = configured.settings
+            if not settings.database_url and not (settings.data_dir / TRANSCRIPTS_FILE).is_file():
+                raise TranscriptUnavailable(_elsewhere(self.run_id, f"no {settings.data_dir / TRANSCRIPTS_FILE}"))
+            transcripts = transcripts_for(settings)
+        try:
+            return await asyncio.to_thread(result.transcript_messages, transcripts)
+        except TranscriptNotFound as exc:
+            raise TranscriptUnavailable(_elsewhere(self.run_id, f"not in this store: {exc}")) from None
+
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
         worker answers, the last known progress is repeated with `worker_answered=False`."""
@@ -529,8 +563,38 @@ class RunHandle:
             raise from_rpc(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
 
-    approve = partialmethod(decide, True)  # approve(call_id, by=..., arguments_hash=..., ...): decide(True, ...)
-    deny = partialmethod(decide, False)
+    async def approve(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Approve the pending call `call_id` (default: the run's only one) as `by`, recorded in the audit trail.
+
+        Pass the `arguments_hash` of the `PendingApproval` you reviewed: if the call's arguments differ, the run
+        refuses the decision (ApprovalRejected). Applied at once when a worker answers within `wait`, else
+        queued for the run (`DecisionOutcome.via == "signal"`). `key` signs it where workers require signed
+        decisions. The rest as `decide`."""
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
+
+    async def deny(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Decline the pending call `call_id` as `by`; `reason` is recorded and told to the model. As `approve`."""
+        return await self.decide(
+            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+        )
 
     async def _queued_decision(self, call_id: str) -> Decision | None:
         """A `decision` signal for `call_id` that the run received after its last completed workflow task:
@@ -608,6 +672,13 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
         ids = [p.call_id if p.run_id == run_id else p.address for p in waiting]
         raise AmbiguousApproval(f"run {run_id} has several pending approvals; choose one: {', '.join(ids)}", ids)
     return waiting[0]
+
+
+def _elsewhere(run_id: str, why: str) -> str:
+    return (
+        f"the transcript of run {run_id} is kept by the workers' transcript store, which this process cannot read "
+        f"({why}): read it with the workers' AGENT_DATABASE_URL or AGENT_DATA_DIR, or pass their store"
+    )
 
 
 def _quoted(value: str) -> str:

@@ -28,6 +28,16 @@ TOKENS_KEPT = 1024
 
 
 class FakeModel:
+    """A scripted model: reply #N of `replies` answers a run's Nth model call, the same on every retry and replay.
+
+        FakeModel([tool_call("refund", {"order_id": "A-1"}), "Refunded A-1."])
+
+    Each reply is a final answer (`str`), a `tool_call(...)`, a list of them (parallel calls), or a callable
+    that gets the transcript and returns one of those. The script is per run, so one FakeModel serves any
+    number of runs of a long-lived worker; a call past the end of the script is a `ModelOutputError`. Token
+    counts are estimated from the text and priced with `pricing`, so budgets work as with a real model.
+    `FakeModel.replying(fn)` answers every call with `fn(transcript)`."""
+
     name: str
 
     def __init__(self, replies: Sequence[Script], *, name: str = "fake", pricing: Pricing = DEFAULT_PRICING):

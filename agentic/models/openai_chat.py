@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 
-import httpx2
-
 from agentic.extras import require_extra
 
 require_extra("openai")  # one line naming the extra, not an ImportError from inside openai
 
+import httpx2
 import openai
 
 from agentic.errors import (
@@ -93,11 +92,11 @@ class OpenAIChatModel:
         if temperature is not None:  # the older spelling of settings=ModelSettings(temperature=...)
             self.settings = self.settings.override(ModelSettings(temperature=temperature))
         # A key goes only where it was given: never one found in the environment, which a model pointed at
-        # another endpoint (the local server, a URL anybody can bind) would send along (review N4). Local
+        # another endpoint (the local server, a URL anybody can bind) would send along. Local
         # servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
         key = api_key or NO_KEY
         self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
-        # What this model sends as its bearer: masked in every error it raises (review T5), so an endpoint or a
+        # What this model sends as its bearer: masked in every error it raises, so an endpoint or a
         # proxy quoting it back cannot put it into a run's history.
         sent = getattr(self._client, "api_key", None)
         self._hide = Scrubber([sent] if sent != NO_KEY else [])
@@ -279,7 +278,7 @@ def _count(value: Any) -> int:
 
 def _status_error(model: str, err: openai.APIStatusError) -> ModelError:
     # The status and the provider's error code and type, never its message: the message is free text that may
-    # quote what the request carried (an echoing gateway quotes the key whole, review T5), and this text becomes
+    # quote what the request carried (an echoing gateway quotes the key whole), and this text becomes
     # the run's failure, in history and in front of viewers.
     status = err.status_code
     message = _provider_message(err)

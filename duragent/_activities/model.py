@@ -61,7 +61,7 @@ class ModelActivities:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
-        # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
+        # (about 0.1 ms of CPU), and a call by reference made five of them (docs/benchmarks.md).
         return await heartbeating(in_thread(self._call, served, input))
 
     def _call(self, served: ServedAgent, input: ModelCallInput) -> ModelStep:
@@ -134,7 +134,7 @@ class ModelActivities:
 
     def _hidden(self, model: Model, text: str) -> str:
         """A failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
-        the worker's or of this model's in it, whatever the provider quoted (review T5)."""
+        the worker's or of this model's in it, whatever the provider quoted."""
         return self.credentials.plus(getattr(model, "credentials", ()))(text)
 
     def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:

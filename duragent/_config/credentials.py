@@ -1,6 +1,6 @@
 """Every credential a worker holds, as text to keep out of what it reports (`agentic.scrub.Scrubber`): the
 model key, the Temporal API key, the webhook secret, the codec keys and the database password. A provider's
-error quoting any of them reaches history as `***` (review T5)."""
+error quoting any of them reaches history as `***`."""
 
 from __future__ import annotations
 

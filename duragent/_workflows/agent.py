@@ -90,8 +90,8 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.webhook import announce
 
 
-# Runs that started before the approval gate was checked end to end (security review 2) replay without the
-# handover and delegation checks and without execution-bound signatures (issue 31).
+# Runs that started before the approval gate was checked end to end replay without the
+# handover and delegation checks and without execution-bound signatures.
 GATE_PATCH = "gate-end-to-end"
 
 # Runs started with `continue_as_new` in their input (before it was the worker's `EngineOptions`) replay handing
@@ -103,7 +103,7 @@ ENGINE_PATCH = "engine-options"
 # workflow at once instead of failing workflow tasks that Temporal would retry forever.
 # Unsandboxed: the sandbox re-imports this module for every run (compiling it from source where no bytecode
 # is cached, as under PYTHONDONTWRITEBYTECODE=1 in our image) and proxies every call, which cost 40 % of the
-# worker's Python CPU per run (docs/benchmarks.md, issue 20). Only our own code runs here (agents' code runs
+# worker's Python CPU per run (docs/benchmarks.md). Only our own code runs here (agents' code runs
 # in activities); tests/temporal/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
 # non-deterministic call added to this code still fails a test.
 @workflow.defn(name=WORKFLOW_TYPE, failure_exception_types=[ValidationError], sandboxed=False)
@@ -329,7 +329,7 @@ class AgentWorkflow:
         here rather than by the SDK, so one that cannot be read at all is audited too instead of dropped
         with only a worker log line."""
         try:
-            decision = read_decision(payload.payload)  # every field bounded (review T3)
+            decision = read_decision(payload.payload)  # every field bounded
         except Exception as exc:
             self.book.unreadable(workflow.now(), f"{type(exc).__name__}: {exc}")
             self._publish_status(self.status, self.label)
@@ -585,7 +585,7 @@ class AgentWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         assert self.spec is not None
         # The audit trail travels in the handover, under Temporal's 2 MB cap on the new run's input: rejected
-        # entries go cut short and capped, also those a version before the bounds audited whole (review T3).
+        # entries go cut short and capped, also those a version before the bounds audited whole.
         book = self.book.bounded() if workflow.patched(DECISION_BOUNDS_PATCH) else self.book
         carry = Handover(
             spec=self.spec,
@@ -701,7 +701,7 @@ class AgentWorkflow:
 def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:
     """Why a run may not take what its input claims (a handover, a place in a delegation tree), by what the
     server reports about how it started; None when it may. A client can start a cron or retrying run whose
-    second run has a predecessor (security review 2, N1): only the workflow's own continue-as-new hands over,
+    second run has a predecessor: only the workflow's own continue-as-new hands over,
     and the describe activity checks that predecessor with the server."""
     if input.carry is not None and info.cron_schedule:
         return f"`carry` is handed over only by a run continuing as new, never to a cron run ({info.cron_schedule})"

@@ -131,5 +131,5 @@ class ApprovalsView(BaseModel):
     pending: list[PendingApproval]
     audit: list[AuditEntry]
     uncounted: dict[str, int] = Field(
-        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call (review T3)."
+        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call."
     )

@@ -1,4 +1,4 @@
-"""A declared model gets only its own credentials (review N4): the worker's `OPENAI_API_KEY` goes to the
+"""A declared model gets only its own credentials: the worker's `OPENAI_API_KEY` goes to the
 endpoint the operator configured for `openai:*`, and never to the local model's URL — which any local user
 can bind when the model server is not running. Real HTTP listeners play both endpoints."""
 

@@ -1,4 +1,4 @@
-"""Issue 32 (architecture review 2, change 4): the environment is read once, into `Settings`, at the entry points
+"""The environment is read once, into `Settings`, at the entry points
 — `worker.py`, `starter.py` and `job` through the CLI boundary's `load_settings`, a program through the
 public conveniences that default to `Settings.from_env()` — and passed down. Library code never builds
 `Settings` itself, and reads no variable directly but the few listed here, each for its reason."""

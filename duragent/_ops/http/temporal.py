@@ -257,7 +257,7 @@ class TemporalEngine:
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         # Not `_handle`: `decide` describes the run itself (UnknownRun when there is none), and a second
-        # describe per decision is a server call each of thousands of decisions pays for nothing (issue 36).
+        # describe per decision is a server call each of thousands of decisions pays for nothing.
         handle = self.agents.handle(run_id)
         with _translated(run_id):
             try:
