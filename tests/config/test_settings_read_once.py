@@ -21,6 +21,7 @@ DEFAULTS_TO_THE_ENVIRONMENT = {
     "duragent/_plugin.py",  # DurableAgentsPlugin(): the README program's one read
     "duragent/_connection.py",  # connect()
     "duragent/_worker.py",  # build_worker on a client connected without the plugin
+    "duragent/_conversations.py",  # a conversation's transcript store, on a client connected without the plugin
     "duragent/replay.py",  # replay()
     "duragent/testing.py",  # agent_server() (its stores then go to a scratch directory)
     "duragent/_stores/configured.py",  # facts_for(): an operator's program reading agents' memory
