@@ -18,6 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+LIVE_TOPIC = "live"
+"""The topic of a run's live events on its stream (the runner, the model activity and clients share it)."""
+
 
 class _Live(BaseModel):
     model_config = ConfigDict(frozen=True)
