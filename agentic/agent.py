@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,6 +56,9 @@ from agentic.run import Run
 from agentic.saga import SagaPolicy, delegated, undo_plan
 from agentic.spec import AgentSpec
 from agentic.tools import Tool, ToolContext, ToolSpec, tool
+
+if TYPE_CHECKING:
+    from agentic.conversation import Conversation
 
 # A name becomes part of run ids, search attributes and activity labels: keep it plain.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -274,6 +277,16 @@ class Agent:
                 call, ToolStatus.ERROR, f"Error: {call.name} is gone: the agent has no MCP server {spec.mcp.server!r}."
             )
         return await client.call_tool(server, spec, call, arguments, context.idempotency_key)
+
+    # -- conversations --------------------------------------------------------------------------------
+
+    def conversation(self, budget: Budget | None = None, *, turn_budget: Budget | None = None) -> Conversation:
+        """An in-process conversation with this agent: each `send` a run on the transcript so far
+        (`agentic.conversation`). `budget` bounds the whole conversation; each turn gets `turn_budget` (default:
+        the agent's) capped by what it has left."""
+        from agentic.conversation import Conversation
+
+        return Conversation(self, budget=budget, turn_budget=turn_budget)
 
     # -- the in-process runner ------------------------------------------------------------------------
 

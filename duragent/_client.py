@@ -37,11 +37,13 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
+from agentic.conversation import ConversationLimits
 from agentic.saga import SagaPolicy
 from agentic.signing import ApproverKey
 from duragent._activities.inputs import AgentResult
 from duragent._config.settings import DEFAULT_TASK_QUEUE, DEFAULT_UI_URL, Settings, run_url
 from duragent._connection import connect
+from duragent._conversations import ConversationHandle
 from duragent._errors import (
     AmbiguousApproval,
     ApprovalRejected,
@@ -60,8 +62,9 @@ from duragent._reported import decidable_pending, is_agents_run, reported_pendin
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from duragent._workflows import search_attributes as sa
 from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation_inputs import ConversationInput
 from duragent._workflows.inputs import AgentInput, ApprovalsView, Progress, Timeouts
-from duragent._workflows.names import DECISION_SIGNAL, WORKFLOW_TYPE
+from duragent._workflows.names import CONVERSATION_WORKFLOW_TYPE, DECISION_SIGNAL, WORKFLOW_TYPE
 
 PENDING_QUERY = f'WorkflowType = "{WORKFLOW_TYPE}" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -179,6 +182,58 @@ class AgentClient:
         except RPCError as exc:
             raise from_rpc(exc, f"cannot start run {run_id!r}") from exc
         return RunHandle(self, handle)
+
+    def conversation(
+        self,
+        agent: Agent | str,
+        conversation_id: str,
+        *,
+        budget: Budget | None = None,
+        turn_budget: Budget | None = None,
+        options: dict[str, Any] | BaseModel | None = None,
+        model: str | None = None,
+        idle_days: float | None = None,
+        limits: ConversationLimits | None = None,
+        timeouts: Timeouts | None = None,
+        search_attributes: bool = True,
+    ) -> ConversationHandle:
+        """A durable conversation with `agent` (docs/conversations.md): nothing is sent until the first
+        `send`, which starts it if it does not exist (update-with-start). `budget` bounds the whole
+        conversation; each turn gets `turn_budget` (default: the agent's) capped by what it has left. It closes
+        after `idle_days` without a message (default 30)."""
+        name = agent.name if isinstance(agent, Agent) else agent
+        if not name:
+            raise ValueError("a durable conversation needs a named agent: Agent(..., name='billing')")
+        if isinstance(agent, Agent):
+            agent.parse_options(options)  # bad options fail here, before anything is sent
+        raw_options = options.model_dump(mode="json", exclude_defaults=True) if isinstance(options, BaseModel) else {}
+        extra: dict[str, Any] = {"idle_days": idle_days} if idle_days is not None else {}
+        input = ConversationInput(
+            agent=name,
+            budget=budget,
+            turn_budget=turn_budget,
+            options=raw_options or dict(options or {}),  # type: ignore[arg-type]
+            model=model,
+            limits=limits or ConversationLimits(),
+            timeouts=timeouts or Timeouts(),
+            search_attributes=search_attributes,
+            **extra,
+        )
+        return ConversationHandle(self, conversation_id, input)
+
+    async def conversations(
+        self, *, status: str | None = None, agent: str | None = None, limit: int = 100
+    ) -> list[Any]:
+        """Conversations from visibility, newest first, optionally by status (open, closing, closed) and agent."""
+        clauses = [f'WorkflowType = "{CONVERSATION_WORKFLOW_TYPE}"', f"TaskQueue = {_quoted(self.task_queue)}"]
+        if status:
+            clauses.append(f"AgentStatus = {_quoted(status)}")
+        if agent:
+            clauses.append(f"AgentName = {_quoted(agent)}")
+        try:
+            return [e async for e in self.client.list_workflows(" AND ".join(clauses), limit=limit)]
+        except RPCError as exc:
+            raise from_rpc(exc, "cannot list conversations") from exc
 
     def handle(self, run_id: str) -> RunHandle:
         """A handle without checking that the run exists (see `get`)."""

@@ -78,6 +78,16 @@ class ApprovalRejected(AgentClientError):
         self.reason = reason
 
 
+class MessageRefused(AgentClientError, ValueError):
+    """A conversation refused a message, nothing sent: `kind` names why (EmptyMessage, MessageTooLong,
+    ConversationClosed, StaleTurn, ConversationBusy, OverBudget, UnknownTurn), the message says it."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.reason = message
+
+
 # -- from Temporal's exceptions -----------------------------------------------------------------------------
 
 

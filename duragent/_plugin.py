@@ -29,6 +29,7 @@ from duragent._config.connection import data_converter
 from duragent._config.settings import Settings
 from duragent._run_logging import LoggingInterceptor
 from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation import ConversationWorkflow
 from duragent._workflows.webhook import WebhookWorkflow
 
 NAME = "durable-agents"
@@ -40,7 +41,7 @@ def _with_agent_workflow(existing: Sequence[type] | None) -> Sequence[type]:
     # or a test's own build of it): the worker's own list wins, as Temporal allows one class per name.
     existing = list(existing or [])
     taken = {_name(e) for e in existing}
-    return existing + [w for w in (AgentWorkflow, WebhookWorkflow) if _name(w) not in taken]
+    return existing + [w for w in (AgentWorkflow, ConversationWorkflow, WebhookWorkflow) if _name(w) not in taken]
 
 
 def _name(cls: type) -> str:

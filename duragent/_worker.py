@@ -20,6 +20,7 @@ from duragent._activities.mcp import MCPActivities
 from duragent._activities.model import ModelActivities
 from duragent._activities.served import ServedAgents
 from duragent._activities.tools import ToolActivities
+from duragent._activities.turns import TurnActivities
 from duragent._activities.webhook import WebhookActivities
 from duragent._config.approver_keys import approver_public_keys
 from duragent._config.credentials import worker_credentials
@@ -119,6 +120,7 @@ def build_worker(
             tools.compensate,
             mcp.list_mcp_tools,
             delegation.attach_delegate,
+            TurnActivities().attach_turn,
             webhooks.deliver_webhook,
         ],
         max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,

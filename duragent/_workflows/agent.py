@@ -87,6 +87,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
     from duragent._workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from duragent._workflows.transcript import WorkflowTranscript
+    from duragent._workflows.turns import continued_transcript
     from duragent._workflows.visibility import Publisher
     from duragent._workflows.webhook import announce
 
@@ -254,7 +255,11 @@ class AgentWorkflow:
                 raise ApplicationError(
                     f"agent {spec.name} has no default task: start the run with one", type="RunRejected"
                 )
-            self.transcript.add(initial_messages(system, task, input.history))
+            if input.history_ref is not None:  # a conversation's turn: its transcript so far, by reference
+                self.transcript = continued_transcript(self.run_id, info, input.history_ref)
+                self.transcript.add([Message(role="user", content=task)])
+            else:
+                self.transcript.add(initial_messages(system, task, input.history))
 
     async def _list_mcp_tools(self, spec: AgentSpec) -> AgentSpec:
         """The agent's MCP tools as its servers list them now, recorded in history with the spec (and carried

@@ -13,7 +13,7 @@ from agentic.delegation import Delegation
 from agentic.omit_defaults import OmitDefaults
 from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
-from duragent._activities.inputs import ContinueAsNewPolicy, RunStatus
+from duragent._activities.inputs import ContinueAsNewPolicy, RunStatus, TranscriptPart
 from duragent._config.webhook_signing import url_problem
 from duragent._workflows.transcript import WorkflowTranscript
 
@@ -50,6 +50,12 @@ class AgentInput(OmitDefaults):
     budget: Budget | None = Field(None, description="Overrides the agent's budget.")
     history: list[Message] = Field(default_factory=list, description="Earlier transcript, without the system message.")
     consumed: Usage = Field(default_factory=Usage, description="Consumption carried over from an earlier run.")
+    history_ref: TranscriptPart | None = Field(
+        None,
+        description="Set by a conversation on each of its turns' runs after the first: the conversation's transcript"
+        " so far, by reference (its system message included); the run adds only `task` to it. Accepted only from"
+        " the conversation that started the run (duragent/_workflows/turns.py).",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="Per-run options for the agent, validated by its options model (opaque here)."
     )

@@ -75,3 +75,12 @@ ATTACH_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=30),
     non_retryable_error_types=["DelegateIdTaken", "DelegateFailed"],
 )
+
+# Waiting for a conversation's turn that an earlier run of it started (duragent/_activities/turns.py): as long as
+# it takes; a run under the turn's id that the conversation did not start, or the turn's own failure, is final.
+TURN_ATTACH_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=["TurnIdTaken", "TurnFailed", "CallerRefused"],
+)
