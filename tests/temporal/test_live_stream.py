@@ -10,7 +10,7 @@ import uuid
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from agentic import Agent, Budget, FakeModel, Message, ModelReply, Registry, tool_call
+from agentic import Agent, Message, ModelReply, Registry
 from agentic.approvals import Decision
 from agentic.errors import RetryableModelError
 from agentic.live import (
@@ -36,29 +36,7 @@ from duragent._workflows.inputs import AgentInput
 from duragent._workflows.names import DECIDE_UPDATE
 from examples.options import DemoOptions
 from tests.conftest import new_worker
-from tests.support.agents_for_tests import lookup, pay
-
-WORDS = [f"word{i}" for i in range(500)]
-LONG_ANSWER = " ".join(WORDS)  # 500 tokens as FakeModel streams them
-
-
-def _agent(name: str, replies: list[object], tools: list[object], steps: int = 6, **model: object) -> Agent:
-    return Agent(
-        FakeModel(replies, **model),  # type: ignore[arg-type]
-        Registry(tools),  # type: ignore[arg-type]
-        name=name,
-        task="Go.",
-        budget=Budget(max_steps=steps),
-        options=DemoOptions,
-    )
-
-
-WRITER = _agent("live-writer", [tool_call("lookup", {"topic": "invoices"}), LONG_ANSWER], [lookup])
-PAYER = _agent("live-payer", [tool_call("pay", {"supplier": "s-1"}), "Paid s-1."], [pay])
-LOOPER = _agent(
-    "live-looper", [tool_call("lookup", {"topic": f"t{i}"}) for i in range(6)] + ["All looked up."], [lookup], steps=9
-)
-AGENTS = [WRITER, PAYER, LOOPER]
+from tests.support.live_agents import AGENTS, LONG_ANSWER
 
 
 async def _collect(env: WorkflowEnvironment, run_id: str, after: int | None = None) -> list[tuple[int, LiveEvent]]:

@@ -3,7 +3,7 @@
     GET  /runs?status=&agent=&limit=             runs, newest first                       viewer
     POST /runs                                   {"agent", "task", "run_id", ...} -> 201 approver
     GET  /runs/{id}                              status, percent, steps, approvals, audit viewer
-    GET  /runs/{id}/events                       SSE: progress {step,total,label}, end    viewer (4 each, 5 min)
+    GET  /runs/{id}/events                       SSE: progress, live events (id: offset), end viewer (4 each, 5 min)
     POST /runs/{id}/cancel                       -> 202                                   approver
     POST /runs/{id}/approvals/{call_id}          {"approve", "reason", "arguments_hash"}  approver
     GET  /approvals                              every pending approval, across runs      viewer
@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI, Query
+from fastapi import Depends, FastAPI, Header, Query
 from starlette.responses import JSONResponse, Response
 
 from duragent._ops.http.auth import ANONYMOUS, HttpAuth, Principal
@@ -109,11 +109,17 @@ def create_app(
         return shown_to(await engine.get_run(run_id), who)
 
     @app.get("/runs/{run_id}/events")
-    async def run_events(run_id: str, who: Principal = viewer) -> Response:
+    async def run_events(
+        run_id: str,
+        who: Principal = viewer,
+        last_event_id: int | None = Header(
+            None, ge=0, le=2**62, description="The id (offset) of the last live event the client has: resume after it."
+        ),
+    ) -> Response:
         await engine.require(run_id)
         give_back = streams.take(who)  # 429 past the caller's share (duragent/_ops/http/streams.py)
         return SlotStream(
-            with_keepalives(engine.events(run_id), keepalive_seconds, lifetime, RECONNECT_MS),
+            with_keepalives(engine.events(run_id, last_event_id), keepalive_seconds, lifetime, RECONNECT_MS),
             give_back,
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
