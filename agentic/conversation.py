@@ -144,7 +144,7 @@ class Conversation:
         self.turns += 1
         # Each turn is a run of its own (idempotency keys unique across the conversation).
         run = self.agent.run(
-            text, history=self.messages, budget=budget, run_id=f"{self.conversation_id}/turn-{self.turns}"
+            text, history=self.messages, budget=budget, run_id=f"{self.conversation_id}~turn-{self.turns}"
         )
         self.messages = _without_system(run.messages)
         self.usage = self.usage.plus(run.usage)

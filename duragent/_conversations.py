@@ -80,8 +80,9 @@ class ConversationHandle:
     """One conversation. Cheap to make; every method is one or a few calls to the server."""
 
     def __init__(self, agents: Agents, conversation_id: str, input: ConversationInput) -> None:
-        if not conversation_id or "/" in conversation_id or len(conversation_id) > 200:
-            raise ValueError(f"conversation id {conversation_id!r}: 1-200 characters, no '/'")
+        # No '/' (a URL's path segment) and no '~' (its turns' run ids are `{id}~turn-{n}`: never another's).
+        if not conversation_id or "/" in conversation_id or "~" in conversation_id or len(conversation_id) > 200:
+            raise ValueError(f"conversation id {conversation_id!r}: 1-200 characters, no '/' or '~'")
         self.agents = agents
         self.conversation_id = conversation_id
         self.input = input
@@ -214,6 +215,16 @@ class ConversationHandle:
         """What the running turn waits for (and the runs it delegated to)."""
         return (await self.describe()).pending_approvals
 
+    async def wait_for_approval(self, timeout: float = 60.0, interval: float = 0.2) -> list[PendingApproval]:
+        """What the running turn waits for, once it waits for something (polling). TimeoutError after
+        `timeout` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not (waiting := await self.pending()):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"conversation {self.conversation_id} asked for no approval within {timeout:g} s")
+            await asyncio.sleep(interval)
+        return waiting
+
     # -- acting -----------------------------------------------------------------------------------------
 
     async def decide(self, approve: bool, call_id: str | None = None, **kwargs: Any) -> Any:
@@ -264,7 +275,7 @@ def _at_start(input: ConversationInput) -> TypedSearchAttributes:
     values: Sequence[tuple[Any, object]] = (
         (sa.AGENT_NAME, input.agent),
         (sa.AGENT_STATUS, "open"),
-        (sa.AGENT_TURNS, 0),
+        (sa.AGENT_STEP, 0),
     )
     return TypedSearchAttributes([SearchAttributePair(key, value) for key, value in values])
 

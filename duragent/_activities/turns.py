@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 from temporalio import activity
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from agentic.omit_defaults import OmitDefaults
@@ -23,14 +23,14 @@ CONVERSATION_WORKFLOW = "ConversationWorkflow"  # the activities' own constant (
 
 
 class AttachTurnInput(OmitDefaults):
-    run_id: str = Field(description="The turn's run id: `{conversation_id}/turn-{n}`.")
+    run_id: str = Field(description="The turn's run id: `{conversation_id}~turn-{n}`.")
 
 
 class TurnActivities:
     @activity.defn(name="attach_turn")
     async def attach_turn(self, input: AttachTurnInput) -> AgentResult:
         conversation = calling_run(workflow_type=CONVERSATION_WORKFLOW)
-        if not input.run_id.startswith(f"{conversation}/turn-"):
+        if not input.run_id.startswith(f"{conversation}~turn-"):
             raise ApplicationError(
                 f"run {input.run_id} is not a turn of conversation {conversation}",
                 type="TurnIdTaken",
@@ -44,7 +44,9 @@ class TurnActivities:
                 type="TurnIdTaken",
                 non_retryable=True,
             )
-        handle = activity.client().get_workflow_handle(input.run_id, result_type=AgentResult)
+        # The SDK's own handle, not the client's subclass: a test environment's wraps `result()` in an unlock of
+        # its time skipping, which an activity (itself holding the lock while it runs) must not touch.
+        handle = WorkflowHandle(activity.client(), input.run_id, result_type=AgentResult)
         try:
             return await heartbeating(handle.result())
         except WorkflowFailureError as exc:

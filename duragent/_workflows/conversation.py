@@ -1,7 +1,7 @@
 """`ConversationWorkflow`: one durable conversation per user thread — turns of the ONE loop, not a second loop.
 
 Each message is a `send` update (validated: `agentic.conversation.refusal`), queued in the order the server
-accepted it, and answered by a turn: a child `AgentWorkflow` with the id `{conversation_id}/turn-{n}` that starts
+accepted it, and answered by a turn: a child `AgentWorkflow` with the id `{conversation_id}~turn-{n}` that starts
 from the conversation's transcript BY REFERENCE (`AgentInput.history_ref`) and adds the message. So a turn has
 everything a run has — every model and tool call an activity, approvals with durable deadlines, saga,
 delegation, memory, MCP, sealing, idempotency keys unique across the conversation (the turn's run id is in
@@ -57,6 +57,12 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.policies import DESCRIBE_RETRY, TURN_ATTACH_RETRY
     from duragent._workflows.turns import turn_run_id
 
+# A handover at a turn's end costs nothing; one while a turn runs costs an activity that waits for the turn (days,
+# for an approval) in the new run. During a turn the history grows only by the messages and waits that arrive
+# (the turn's own steps are in its run's history), so the conversation waits for the turn's end unless its history
+# passes the marks by half as much again — or Temporal suggests it.
+MID_TURN = 1.5
+
 # Answers kept for `wait_turn` (and carried across continue-as-new): a caller that asks later for an older turn
 # reads it from the turn's own run (the client does, after checking with the server that this conversation
 # started it). Few, so the handover stays far under Temporal's 2 MB input cap whatever the answers' size.
@@ -105,13 +111,13 @@ class ConversationWorkflow:
         if self.active is not None:  # the turn that was running when the run before this one handed over
             await self._await_turn(self.active, None)
         while True:
+            if self._handover_due():  # between turns, queued messages or not: they travel in the handover
+                await self._hand_over()
             if self.queue:
                 await self._run_turn(self.queue.pop(0))
                 continue
             if self.closing is not None:
                 break
-            if self._handover_due():
-                await self._hand_over()
             idle = timedelta(days=input.idle_days) - (workflow.now() - self.last_message_at)
             try:
                 await workflow.wait_condition(
@@ -278,7 +284,7 @@ class ConversationWorkflow:
         """Wait for the turn's run to end — handing over meanwhile when due (the run keeps running; the next run
         of this conversation re-attaches to it) — and take its answer."""
         waiting = asyncio.ensure_future(handle if handle is not None else self._attach(active.run_id))
-        await workflow.wait_condition(lambda: waiting.done() or (self.worked and self._handover_due()))
+        await workflow.wait_condition(lambda: waiting.done() or self._handover_due(MID_TURN))
         if not waiting.done():
             # Not cancelled: cancelling the wait would cancel the turn. This run simply ends (the turn's run goes on,
             # `ABANDON`), and the next run waits for it.
@@ -341,15 +347,17 @@ class ConversationWorkflow:
     def _policy(self) -> ContinueAsNewPolicy:
         return self.spec.engine.continue_as_new if self.spec is not None else ContinueAsNewPolicy()
 
-    def _handover_due(self) -> bool:
+    def _handover_due(self, margin: float = 1.0) -> bool:
+        """Whether to hand over now: Temporal suggests it, or the history is past `margin` times the worker's
+        marks (`EngineOptions.continue_as_new`)."""
         if not self.worked:  # a run hands over only after it has done something: never in a loop
             return False
         info = workflow.info()
         policy = self._policy
         return (
             info.is_continue_as_new_suggested()
-            or info.get_current_history_length() >= policy.max_history_events
-            or info.get_current_history_size() >= policy.max_history_bytes
+            or info.get_current_history_length() >= policy.max_history_events * margin
+            or info.get_current_history_size() >= policy.max_history_bytes * margin
         )
 
     async def _hand_over(self) -> None:
@@ -391,7 +399,7 @@ class ConversationWorkflow:
             for key, value in (
                 (sa.AGENT_NAME, self.input.agent),
                 (sa.AGENT_STATUS, self.status),
-                (sa.AGENT_TURNS, self.turns),
+                (sa.AGENT_STEP, self.turns),
             )
             if current.get(key) != value  # type: ignore[call-overload]
         ]

@@ -19,9 +19,6 @@ AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
 AGENT_COST = SearchAttributeKey.for_float("AgentCost")
 AGENT_STOP = SearchAttributeKey.for_keyword("AgentStop")
-# A conversation's turns so far (its messages accepted); conversations also show AgentName and AgentStatus
-# (open, closing, closed), so the Web UI lists them by `WorkflowType = "ConversationWorkflow"`.
-AGENT_TURNS = SearchAttributeKey.for_int("AgentTurns")
 
 ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_STATUS,
@@ -31,7 +28,6 @@ ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_TOKENS,
     AGENT_COST,
     AGENT_STOP,
-    AGENT_TURNS,
 )
 
 

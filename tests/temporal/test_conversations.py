@@ -14,7 +14,7 @@ from agentic.conversation import ConversationLimits
 from duragent import AgentClient, ContinueAsNewPolicy, EngineOptions
 from duragent._errors import MessageRefused
 from duragent._workflows.turns import turn_run_id
-from tests.conftest import TEST_AGENTS, new_worker, transcripts_next_to
+from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
 from tests.support.conversation_agents import CHAT
 
 AGENTS = [*TEST_AGENTS, CHAT]
@@ -63,6 +63,10 @@ async def test_three_turns_with_an_approval_mid_turn(skipping_env, ledger, task_
     assert [e.key for e in ledger.effects(turn_run_id(conv.conversation_id, 2))] == [
         f"{turn_run_id(conv.conversation_id, 2)}:1.1"  # the turn's own run id: unique across the conversation
     ]
+
+
+async def handed_over(conv) -> bool:
+    return (await conv.describe()).continued >= 1
 
 
 async def eventually_pending(conv):
@@ -157,20 +161,26 @@ async def test_an_idle_conversation_closes_after_its_days_and_stays_readable(ski
         assert (await conv.wait(2)).output == "You said 'still here' (turn 2, 4 messages)"  # from its run
 
 
+# The tests that hand over while a turn runs use the dev server: the time-skipping test server stops skipping time
+# for good after a conversation hands over mid-turn (its turn left running, ABANDON, and re-attached to), which
+# the dev server and real clusters handle as documented. Their conversations wait for no timer.
+
+
 def tiny_handover(events: int) -> EngineOptions:
     return EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=events))
 
 
-async def test_handover_while_an_approval_waits_keeps_its_deadline_and_messages(skipping_env, ledger, task_queue):
-    agents = AgentClient(skipping_env.client, task_queue=task_queue)
-    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(40)):
+async def test_handover_while_an_approval_waits_keeps_its_deadline_and_messages(dev_env, ledger, task_queue):
+    agents = AgentClient(dev_env.client, task_queue=task_queue)
+    async with new_worker(dev_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(40)):
         conv = agents.conversation(CHAT, conversation_id())
         await conv.send("hello")
         await conv.send("pay s-7", wait=False)
         [before] = await eventually_pending(conv)
         # Messages sent while the turn waits grow the conversation's history past the mark: it hands over mid-turn.
-        queued = [await conv.send(f"later {i}", wait=False) for i in range(6)]
-        assert (await conv.describe()).continued >= 1
+        queued = [await conv.send(f"later {i}", wait=False) for i in range(12)]
+        await eventually(lambda: handed_over(conv), what="a handover while turn 2 waits")
+        assert (await conv.describe()).active_turn == 2  # it handed over mid-turn
         [after] = await eventually_pending(conv)
         assert (after.call_id, after.deadline) == (before.call_id, before.deadline)  # the original deadline
         assert after.requested_at == before.requested_at
@@ -180,13 +190,13 @@ async def test_handover_while_an_approval_waits_keeps_its_deadline_and_messages(
         assert [a.turn for a in answers] == queued
         page = await conv.history(transcripts=transcripts_next_to(ledger))
         users = [m.content for m in page.messages if m.role == "user"]
-        assert users == ["hello", "pay s-7", *[f"later {i}" for i in range(6)]]  # each once, in order
+        assert users == ["hello", "pay s-7", *[f"later {i}" for i in range(12)]]  # each once, in order
     assert len(ledger.effects(turn_run_id(conv.conversation_id, 2))) == 1
 
 
-async def test_a_message_sent_while_the_conversation_hands_over_is_answered_once(skipping_env, ledger, task_queue):
-    agents = AgentClient(skipping_env.client, task_queue=task_queue)
-    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(30)):
+async def test_a_message_sent_while_the_conversation_hands_over_is_answered_once(dev_env, ledger, task_queue):
+    agents = AgentClient(dev_env.client, task_queue=task_queue)
+    async with new_worker(dev_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(30)):
         conv = agents.conversation(CHAT, conversation_id(), limits=ConversationLimits(max_queued=64))
         # Senders race the handovers the tiny mark forces after nearly every turn.
         numbers = await asyncio.gather(*(conv.send(f"m{i}", wait=False) for i in range(24)))

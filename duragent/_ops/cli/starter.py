@@ -8,6 +8,7 @@
     python starter.py status RUN_ID | result RUN_ID | effects [RUN_ID]
     python starter.py facts --namespace C-7 | facts forget --namespace C-7 --source "ticket T-1"
     python starter.py pending | approve RUN_ID --by NAME --hash H | deny RUN_ID --by NAME | cancel RUN_ID
+    python starter.py chat AGENT [--conversation ID] | conversations   # a conversation in the terminal
     python starter.py migrate                   # the stores' tables in AGENT_DATABASE_URL (workers on many hosts)
     python starter.py codec-key K1 | approver-key NAME   # new keys: payload encryption, signed decisions
     python starter.py prune [--yes] | archive show FILE RUN_ID   # retention: archive, then delete, old runs
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from duragent._config.observability import quiet_core_logs
 from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Settings
-from duragent._ops.cli import approver, effects, prune, runs
+from duragent._ops.cli import approver, chat, effects, prune, runs
 from duragent._ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from duragent._ops.cli.arguments import (
     DEMO_AGENTS,
@@ -119,6 +120,8 @@ def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) 
     command("pending", cmd_pending, "approvals waiting, across all runs (from visibility)")
     approver.add_arguments(command("approve", cmd_decide, "approve a pending tool call"))
     approver.add_arguments(command("deny", cmd_decide, "decline a pending tool call"))
+    chat.add_arguments(command("chat", chat.cmd_chat, "a conversation with an agent in the terminal"))
+    chat.add_list_arguments(command("conversations", chat.cmd_conversations, "conversations, newest first"))
     cancel = command("cancel", cmd_cancel, "cancel a run; its completed effects are compensated")
     add_run_id(cancel)
     cancel.add_argument("--reason")

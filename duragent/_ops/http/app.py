@@ -11,6 +11,7 @@
     GET  /inbox, /inbox/runs/{id}                the approvals inbox (duragent/_ops/http/inbox.py)
     GET|POST /login, POST /logout                a browser's session (duragent/_ops/http/login.py)
     GET  /facts..., POST /facts/{ns}/forget      what agents remember (duragent/_ops/http/facts.py)
+    POST /conversations/{id}/messages, GET /conversations[/{id}]  conversations (duragent/_ops/http/conversations.py)
 
 Access (duragent/_ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
@@ -33,6 +34,7 @@ from starlette.responses import JSONResponse, Response
 
 from duragent._ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from duragent._ops.http.base import new_app
+from duragent._ops.http.conversations import add_conversations
 from duragent._ops.http.engine import Engine
 from duragent._ops.http.errors import InvalidRequest
 from duragent._ops.http.facts import add_facts
@@ -154,6 +156,8 @@ def create_app(
         return app.openapi()
 
     add_inbox(app, engine, auth)
+    if (conversations := getattr(engine, "conversations", None)) is not None:  # the Temporal engine's
+        add_conversations(app, conversations, auth)
     if facts is not None:
         add_facts(app, auth, facts)
     return app

@@ -37,6 +37,7 @@ from duragent._errors import (
     WorkerUnavailable,
 )
 from duragent._ops.http.auth import Principal
+from duragent._ops.http.conversations import Conversations
 from duragent._ops.http.engine import StreamEvent
 from duragent._ops.http.errors import Conflict, EngineUnavailable, InvalidRequest, RunNotFound
 from duragent._ops.http.feeds import Feeds
@@ -78,6 +79,7 @@ class TemporalEngine:
         self.served = {a.name: a for a in served if a.name}
         self.signing_keys = dict(signing_keys or {})
         self.feeds = Feeds(agents, self._end_of)
+        self.conversations = Conversations(agents, served)  # served at /conversations (duragent/_ops/http/app.py)
 
     # -- reading ----------------------------------------------------------------------------------------
 
