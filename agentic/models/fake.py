@@ -59,11 +59,16 @@ class FakeModel:
 
     @classmethod
     def replying(
-        cls, reply: Callable[[Sequence[Message]], Reply], *, name: str = "fake", pricing: Pricing = DEFAULT_PRICING
+        cls,
+        reply: Callable[[Sequence[Message]], Reply],
+        *,
+        name: str = "fake",
+        pricing: Pricing = DEFAULT_PRICING,
+        token_seconds: float = 0.0,
     ) -> FakeModel:
         """A model that answers every call with `reply(transcript)`: a scripted policy rather than a list,
         for agents whose number of steps depends on what their tools say."""
-        model = cls([], name=name, pricing=pricing)
+        model = cls([], name=name, pricing=pricing, token_seconds=token_seconds)
         model._every = reply
         return model
 
