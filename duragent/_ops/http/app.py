@@ -12,6 +12,8 @@
     GET|POST /login, POST /logout                a browser's session (duragent/_ops/http/login.py)
     GET  /facts..., POST /facts/{ns}/forget      what agents remember (duragent/_ops/http/facts.py)
     POST /conversations/{id}/messages, GET /conversations[/{id}]  conversations (duragent/_ops/http/conversations.py)
+    GET  /conversations/{id}/events              SSE: each turn's live events (id: TURN:OFFSET)  viewer
+    POST /agui/{agent}                           AG-UI: a turn of conversation threadId (SSE)  approver
 
 Access (duragent/_ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
@@ -32,8 +34,10 @@ from typing import Any
 from fastapi import Depends, FastAPI, Header, Query
 from starlette.responses import JSONResponse, Response
 
+from duragent._ops.http.agui import add_agui
 from duragent._ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from duragent._ops.http.base import new_app
+from duragent._ops.http.conversation_events import add_conversation_events
 from duragent._ops.http.conversations import add_conversations
 from duragent._ops.http.engine import Engine
 from duragent._ops.http.errors import InvalidRequest
@@ -158,6 +162,8 @@ def create_app(
     add_inbox(app, engine, auth)
     if (conversations := getattr(engine, "conversations", None)) is not None:  # the Temporal engine's
         add_conversations(app, conversations, auth)
+        add_conversation_events(app, conversations, auth, streams, keepalive_seconds, lifetime)
+        add_agui(app, engine, conversations, auth, streams)
     if facts is not None:
         add_facts(app, auth, facts)
     return app

@@ -23,7 +23,7 @@ from duragent._ops.http.views import (
 # A stream event: ("progress", {step, total, label}) on every change, then ("end", {run_id, status, stop,
 # output, error}) once; between them, under Temporal, the run's live events (agentic/live.py) as (type, data,
 # offset): the offset is the SSE id a client resumes after.
-StreamEvent = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int]
+StreamEvent = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int | str]
 
 
 class Engine(Protocol):

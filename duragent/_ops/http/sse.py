@@ -14,7 +14,7 @@ from duragent._ops.http.engine import StreamEvent
 KEEPALIVE = ": keep-alive\n\n"
 
 
-def frame(name: str, data: dict[str, Any], id: int | None = None) -> str:
+def frame(name: str, data: dict[str, Any], id: int | str | None = None) -> str:
     head = f"id: {id}\n" if id is not None else ""
     return f"{head}event: {name}\ndata: {json.dumps(data, sort_keys=True)}\n\n"
 
