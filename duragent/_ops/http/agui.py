@@ -117,14 +117,16 @@ class AguiRun:
         self.encoder = EventEncoder()
         self.messages: list[Message] = list(input.messages)  # the client's view, as this run leaves it
         self.open: dict[int, str] = {}  # model step -> the id of its text message being written
+        self.parents: dict[int, str] = {}  # model step -> the assistant message its tool calls belong to
         self.text: dict[int, str] = {}
         self.calls: set[str] = set()  # tool calls started on the client
+        self.step: str | None = None  # the AG-UI step open: a client checks each one finished is the one started
         self.state: dict[str, Any] = {"conversation": input.thread_id, "status": "running"}
 
     async def events(self) -> AsyncIterator[str]:
         yield self._encode(RunStartedEvent(thread_id=self.input.thread_id, run_id=self.input.run_id))
         try:
-            if self.input.resume:
+            if self.input.resume is not None:
                 turn, after_call = await self._resume(self.input.resume)
             else:
                 turn, after_call = await self._send(), None
@@ -147,6 +149,8 @@ class AguiRun:
     async def _resume(self, entries: list[ResumeEntry]) -> tuple[int, str]:
         """Each answer decided as the caller (the approver the server authenticated), through the runs API's
         decision path: its checks, its audit. The turn goes on after the (last) interrupt answered."""
+        if not entries:
+            raise InvalidRequest("`resume` answers no interrupt: send the interrupts' answers, or a message", "resume")
         turn, call = 0, ""
         for entry in entries:
             run_id, _, call = entry.interrupt_id.rpartition("/")
@@ -194,7 +198,9 @@ class AguiRun:
         run_id = turn_run_id(self.input.thread_id, turn)
         out: list[BaseEvent] = []
         if isinstance(event, live.StepStarted):
-            out.append(StepStartedEvent(step_name=event.label))
+            out += self._step_ended()
+            self.step = f"{event.kind} {event.step}" + (f" {event.call_id}" if event.call_id else "")
+            out.append(StepStartedEvent(step_name=self.step))
         elif isinstance(event, live.StepRestarted):
             out += self._restarted(event.step)
         elif isinstance(event, live.TextDelta):
@@ -211,12 +217,14 @@ class AguiRun:
             call_id = f"{run_id}/{event.call_id}"
             self.messages.append(ToolMessage(id=message_id, tool_call_id=call_id, content=event.content))
             out.append(ToolCallResultEvent(message_id=message_id, tool_call_id=call_id, content=event.content))
+            out += self._step_ended()
         elif isinstance(event, live.ApprovalRequested):
             out += self._interrupt(run_id, event)
         elif isinstance(event, live.ApprovalDecided | live.ApprovalExpired):
             self.state["status"] = "running"
             out.append(StateSnapshotEvent(snapshot=dict(self.state)))
         elif isinstance(event, live.TurnFinished):
+            out += self._step_ended()
             self.state["status"] = event.status
             out.append(StateSnapshotEvent(snapshot=dict(self.state)))
             out.append(
@@ -276,11 +284,15 @@ class AguiRun:
                     self._add_arguments(call_id, arguments)
                 out.append(ToolCallEndEvent(tool_call_id=call_id))
             self._forget(event.step)
-        out.append(StepFinishedEvent(step_name=f"{event.kind} {event.step}"))
-        return out
+        return out + self._step_ended()
+
+    def _step_ended(self) -> list[BaseEvent]:
+        ended, self.step = self.step, None
+        return [StepFinishedEvent(step_name=ended)] if ended is not None else []
 
     def _forget(self, step: int) -> None:
         self.open.pop(step, None)
+        self.parents.pop(step, None)
         self.text.pop(step, None)
 
     def _set_content(self, message_id: str, text: str) -> None:
@@ -293,10 +305,10 @@ class AguiRun:
     def _call_started(self, run_id: str, step: int, call_id: str, name: str) -> list[BaseEvent]:
         full = f"{run_id}/{call_id}"
         self.calls.add(full)
-        parent = self.open.get(step)
-        if parent is None:
-            parent = self.open[step] = f"{run_id}/{step}/{uuid.uuid4().hex[:6]}"
-            self.messages.append(AssistantMessage(id=parent, content=""))
+        parent = self.open.get(step) or self.parents.get(step)
+        if parent is None:  # calls without text: their message exists in the client's view, never as text
+            parent = self.parents[step] = f"{run_id}/{step}/{uuid.uuid4().hex[:6]}"
+            self.messages.append(AssistantMessage(id=parent))
         call = ToolCall(id=full, function=FunctionCall(name=name, arguments=""))
         for i, message in enumerate(self.messages):
             if message.id == parent and isinstance(message, AssistantMessage):
@@ -332,6 +344,7 @@ class AguiRun:
             metadata={"tool": event.tool, "arguments": event.arguments, "argumentsHash": event.arguments_hash},
         )
         return [
+            *self._step_ended(),
             StateSnapshotEvent(snapshot=dict(self.state)),
             RunFinishedEvent(
                 thread_id=self.input.thread_id,
