@@ -38,6 +38,7 @@ from duragent._ops.http.agui import add_agui
 from duragent._ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from duragent._ops.http.base import new_app
 from duragent._ops.http.conversation_events import add_conversation_events
+from duragent._ops.http.conversation_page import add_conversation_page
 from duragent._ops.http.conversations import add_conversations
 from duragent._ops.http.engine import Engine
 from duragent._ops.http.errors import InvalidRequest
@@ -164,6 +165,7 @@ def create_app(
         add_conversations(app, conversations, auth)
         add_conversation_events(app, conversations, auth, streams, keepalive_seconds, lifetime)
         add_agui(app, engine, conversations, auth, streams)
+        add_conversation_page(app, conversations, auth)
     if facts is not None:
         add_facts(app, auth, facts)
     return app

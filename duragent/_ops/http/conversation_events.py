@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import Depends, FastAPI, Header
+from fastapi import Depends, FastAPI, Header, Query
 from starlette.responses import Response
 
 from duragent._conversation_live import Position, conversation_events
@@ -34,9 +34,14 @@ def add_conversation_events(
         conversation_id: str,
         who: Principal = viewer,
         last_event_id: str | None = Header(None, max_length=40, description="TURN:OFFSET of the last event read."),
+        after: str | None = Query(
+            None,
+            max_length=40,
+            description="Where a new stream starts (TURN:end: after turn TURN); Last-Event-ID wins.",
+        ),
     ) -> Response:
         try:
-            after = Position.after(last_event_id)
+            position = Position.after(last_event_id if last_event_id is not None else after)
         except ValueError as exc:
             raise InvalidRequest(str(exc), "last-event-id") from None
         conv = conversations._handle(conversation_id)
@@ -44,7 +49,7 @@ def add_conversation_events(
             await conv.describe()  # 404 for an unknown conversation, before the stream starts
         give_back = slots.take(who)
         return SlotStream(
-            with_keepalives(_frames(conv, after), keepalive_seconds, lifetime, RECONNECT_MS),
+            with_keepalives(_frames(conv, position), keepalive_seconds, lifetime, RECONNECT_MS),
             give_back,
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
