@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "bench.real_model",
     "bench.delegation",
     "bench.http_progress",
+    "bench.live",
     "bench.knobs",
     "bench.profile",
     "bench.release",

@@ -4,8 +4,10 @@ batches: what the people watching see while the reply is written.
 Each batch is one signal to the workflow — a history event, where one event per token would make a 500-token
 answer 500 events. So deltas are coalesced: consecutive text into one `text_delta`, a call's argument pieces
 into one `tool_call_arguments`; the first delta goes out at once (the time to first token is what a person
-feels), then a batch at most every `LIVE_BATCH_SECONDS`, or sooner once `LIVE_BATCH_CHARS` wait. While a
-signal is on its way the next batch gathers, so a slow server makes batches bigger, not more.
+feels), then a batch every `LIVE_BATCH_SECONDS`, the wait growing by half with each batch up to
+`LIVE_BATCH_MAX_SECONDS` (a reader keeps up with a few words at a time at first, and with a paragraph a while
+later: a 500-token answer written in 5 s is 7 batches, not 20), or sooner once `LIVE_BATCH_CHARS` wait. While
+a signal is on its way the next batch gathers, so a slow server makes batches bigger, not more.
 
 The stream is for watching: a failure to publish is logged and never fails the model call. A retried call
 (attempt 2 and on: its worker died mid-stream, or the call failed) first says `step_restarted`, so a client
@@ -32,6 +34,7 @@ from agentic.models.base import ModelDelta
 log = logging.getLogger(__name__)
 
 LIVE_BATCH_SECONDS = 0.25
+LIVE_BATCH_MAX_SECONDS = 2.0
 LIVE_BATCH_CHARS = 4000
 # How long the end of a call waits for its last batch to reach the workflow (then it is dropped: the reply,
 # stored once, is the record, and `step_finished` carries its text).
@@ -53,6 +56,7 @@ class LiveDeltas:
         info = activity.info()
         self.step, self.attempt = step, info.attempt
         self.batch_seconds, self.batch_chars = batch_seconds, batch_chars
+        self._wait = 0.0  # before the next batch: none for the first delta, then batch_seconds, growing
         self.client = client or WorkflowStreamClient.from_within_activity(
             batch_interval=timedelta(seconds=batch_seconds), max_retry_duration=timedelta(seconds=LIVE_FLUSH_SECONDS)
         )
@@ -96,7 +100,7 @@ class LiveDeltas:
         now = time.monotonic()
         with self._lock:
             self._add(delta)
-            due = now - self._sent_at >= self.batch_seconds or self._chars >= self.batch_chars
+            due = now - self._sent_at >= self._wait or self._chars >= self.batch_chars
             batch = self._take_locked(now) if due else []
         if batch and self._loop is not None:
             self._loop.call_soon_threadsafe(self._send, batch)
@@ -137,6 +141,7 @@ class LiveDeltas:
         batch, self._pending, self._chars = self._pending, [], 0
         if batch:
             self._sent_at = now
+            self._wait = min(max(self._wait * 1.5, self.batch_seconds), LIVE_BATCH_MAX_SECONDS)
         return batch
 
     def _send(self, batch: list[LiveEvent]) -> None:
@@ -158,10 +163,10 @@ class LiveDeltas:
             log.warning("step %s: a batch of live deltas was not delivered: %s", self.step, flush.exception())
 
     async def _tick(self) -> None:
-        """What a stalled model left waiting goes out after `batch_seconds`."""
+        """What a stalled model left waiting goes out when its batch is due."""
         while True:
-            await asyncio.sleep(self.batch_seconds)
+            await asyncio.sleep(self.batch_seconds / 2)
             with self._lock:
-                due = time.monotonic() - self._sent_at >= self.batch_seconds
+                due = time.monotonic() - self._sent_at >= self._wait
                 batch = self._take_locked(time.monotonic()) if due else []
             self._send(batch)
