@@ -5,6 +5,7 @@ the history of a streamed 500-token answer holding batches, not tokens."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 
 from temporalio.api.enums.v1 import EventType
@@ -189,3 +190,38 @@ async def test_a_retried_model_call_says_to_drop_the_partial_text_and_the_answer
         if event is restarted[0]:
             assert view.text == ""  # the partial text is gone at once, before the retry writes again
     assert view.text == "The answer is forty-two." == view.answer
+
+
+async def test_subscribers_coming_and_going_add_nothing_to_the_runs_history(skipping_env, ledger, task_queue):
+    """Reading the stream is a query, never an update: a browser reconnecting every few minutes through a day's
+    approval wait leaves no event in the run's history (and no update in flight, which the server limits)."""
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        run_id = await _run(skipping_env, task_queue, "live-payer", stream=True)
+        handle = skipping_env.client.get_workflow_handle(run_id)
+
+        async def waiting() -> bool:
+            return any(isinstance(e, ApprovalRequested) for _, e in await _first(skipping_env, run_id, 6))
+
+        while not await waiting():
+            await asyncio.sleep(0.05)
+        before = (await handle.describe()).raw_description.workflow_execution_info.history_length
+        for _ in range(20):  # each reads what there is, waits a moment for more, and goes away
+
+            async def read_then_leave() -> None:
+                async for _ in live_events(skipping_env.client, run_id):
+                    pass
+
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(read_then_leave(), 0.2)
+        after = (await handle.describe()).raw_description.workflow_execution_info.history_length
+        await handle.terminate("done")
+    assert after == before
+
+
+async def _first(env: WorkflowEnvironment, run_id: str, n: int) -> list[tuple[int, LiveEvent]]:
+    read: list[tuple[int, LiveEvent]] = []
+    async for item in live_events(env.client, run_id):
+        read.append(item)
+        if len(read) == n:
+            break
+    return read
