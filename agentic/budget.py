@@ -23,6 +23,8 @@ class Stop(StrEnum):
     APPROVAL_DECLINED = "approval_declined"
     APPROVAL_EXPIRED = "approval_expired"
     CANCELLED = "cancelled"
+    INVALID_OUTPUT = "invalid_output"  # the answer kept failing validation against the agent's output type
+    CHECK_REFUSED = "check_refused"  # a check refused the answer or a call, or kept sending the model back
 
     @property
     def answered(self) -> bool:

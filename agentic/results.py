@@ -31,6 +31,7 @@ class ToolStatus(StrEnum):
     REPEATED = "repeated"
     SKIPPED = "skipped"
     CANCELLED = "cancelled"  # interrupted mid-flight: whether its effect happened is unknown
+    REFUSED = "refused"  # a check refused its arguments: it never ran
 
     @property
     def blocked(self) -> bool:

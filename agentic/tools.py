@@ -97,6 +97,7 @@ class ToolSpec(OmitDefaults):
     # Left out of the payload when unset, so the specs of an agent's own tools serialise as they always did.
     mcp: MCPToolRef | None = Field(None, description="Set: a tool of an MCP server.")
     delegate: DelegateRef | None = Field(None, description="Set: another agent, called with a task (`Agent.as_tool`).")
+    handoff: str | None = Field(None, description="Set: hands the run to this agent (`Agent(handoffs=...)`).")
 
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)

@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "bench.chaos.net_command",
     "bench.history",
     "bench.real_model",
+    "bench.eval",
     "bench.delegation",
     "bench.http_progress",
     "bench.live",
@@ -40,6 +41,7 @@ COMMAND_MODULES = [
     "bench.release",
     "bench.rpc_counts",
     "bench.peers.command",
+    "bench.conversations",
 ]
 
 

@@ -156,7 +156,9 @@ class AgentClient:
             stream=stream,
         )
         shown_task = task or (agent.task if isinstance(agent, Agent) else None)
-        return await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
+        run = await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
+        run.agent = agent if isinstance(agent, Agent) else None  # it knows the answer's type
+        return run
 
     async def _start_input(
         self, input: AgentInput, *, run_id: str | None = None, description: str = "", shown_task: str | None = None
@@ -289,10 +291,15 @@ class AgentClient:
 class RunHandle:
     """One run. Cheap to make; every method is one or a few calls to the server."""
 
-    def __init__(self, agents: AgentClient, handle: WorkflowHandle[Any, AgentResult]) -> None:
+    def __init__(
+        self, agents: AgentClient, handle: WorkflowHandle[Any, AgentResult], agent: Agent | None = None
+    ) -> None:
         self.agents = agents
         self.workflow = handle
         self.run_id = handle.id
+        # The run's agent, when the handle was made from the object (`start(agent)`): `result()` decodes a typed
+        # answer with its output type. Made by name, the answer stays the JSON its history holds (`output_as`).
+        self.agent = agent
 
     @property
     def url(self) -> str:
@@ -428,13 +435,14 @@ class RunHandle:
     async def result(self) -> AgentResult:
         """Wait for the run to close; its result, or RunFailed (UnknownAgent) with the cause."""
         try:
-            return await self.workflow.result()
+            result = await self.workflow.result()
         except WorkflowFailureError as exc:
             raise run_failed(self.run_id, exc) from None
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 raise UnknownRun(f"no run with id {self.run_id!r}") from None
             raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
+        return typed(result, self.agent)
 
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
@@ -625,3 +633,19 @@ def _quoted(value: str) -> str:
 
 def _description(agent: Agent | str) -> str:
     return agent.description if isinstance(agent, Agent) else ""
+
+
+def typed(result: AgentResult, agent: Agent | None) -> AgentResult:
+    """The result with its answer as the answering agent's output (the one the run was last handed to, among
+    those `agent` knows as objects); unchanged when that agent is not known here or has no type."""
+    if agent is None or not isinstance(result.output, str):
+        return result
+    answering = result.answered_by or agent.label
+    try:
+        team = agent.team()
+    except ValueError:  # handoffs by name: only the worker knows those agents
+        team = {}
+    decoder = agent if answering == agent.label else team.get(answering)
+    if decoder is None:
+        return result
+    return result.model_copy(update={"output": decoder.output_of(result.output)})

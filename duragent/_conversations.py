@@ -15,6 +15,7 @@ that started it; later sends' are ignored.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -67,6 +68,11 @@ class Agents(Protocol):
     def handle(self, run_id: str) -> Any: ...
 
 
+# How long a waiter pauses before asking again when the conversation answered "handing over": the new run starts
+# with the old one's last workflow task, so asking at once could only reach the old run again.
+HANDOVER_PAUSE = 0.1
+
+
 class HistoryPage(BaseModel):
     """A page of a conversation's transcript (its system message included), oldest first."""
 
@@ -111,7 +117,9 @@ class ConversationHandle:
         try:
             turn: int = await self.agents.client.execute_update_with_start_workflow(
                 ConversationWorkflow.send,
-                SendMessage(text=text, expect_turn=expect_turn),
+                # Its own id: a retry of this send (the SDK retries one the server aborted at a handover) gets
+                # the turn the first attempt got, never a second one.
+                SendMessage(text=text, expect_turn=expect_turn, message_id=uuid.uuid4().hex),
                 start_workflow_operation=start,
             )
         except WorkflowUpdateFailedError as exc:
@@ -128,7 +136,11 @@ class ConversationHandle:
         """The answer of `turn`, once it has one (asking again while the conversation hands over)."""
         while True:
             try:
-                result = await self.workflow.execute_update(ConversationWorkflow.wait_turn, turn)
+                # (The SDK's stubs take an async handler's coroutine for its result type.)
+                result: TurnResult | None = await self.workflow.execute_update(
+                    ConversationWorkflow.wait_turn,  # type: ignore[arg-type]
+                    turn,
+                )
             except WorkflowUpdateFailedError as exc:
                 cause = exc.cause
                 if isinstance(cause, ApplicationError) and cause.type == "TurnForgotten":
@@ -136,17 +148,26 @@ class ConversationHandle:
                 if isinstance(cause, ApplicationError) and cause.type == "UnknownTurn":
                     raise MessageRefused("UnknownTurn", cause.message) from None
                 if await self._closed():
-                    return await self.turn_from_its_run(turn)
+                    return await self._ended(turn)
                 raise AgentClientError(f"conversation {self.conversation_id}: {cause or exc}") from exc
             except WorkflowUpdateRPCTimeoutOrCancelledError:
                 continue  # a long wait (an approval): the update is still there; ask again
             except RPCError as exc:
                 if exc.status == RPCStatusCode.NOT_FOUND and await self._closed():
-                    return await self.turn_from_its_run(turn)
+                    return await self._ended(turn)
                 raise from_rpc(exc, f"cannot wait for turn {turn} of conversation {self.conversation_id}") from exc
             if result is not None:
                 return result
-            await asyncio.sleep(0)  # handing over: the next update reaches the new run
+            await asyncio.sleep(HANDOVER_PAUSE)  # handing over: the next update reaches the new run
+
+    async def _ended(self, turn: int) -> TurnResult:
+        """A turn asked for once the conversation has ended: read from its run — or, when the conversation
+        failed (an agent the workers do not serve, say), that failure."""
+        try:
+            await self.workflow.result()
+        except WorkflowFailureError as exc:
+            raise run_failed(self.conversation_id, exc) from None
+        return await self.turn_from_its_run(turn)
 
     async def turn_from_its_run(self, turn: int) -> TurnResult:
         """A turn's answer read from its own run — after the server confirms this conversation started that run
@@ -192,7 +213,8 @@ class ConversationHandle:
         elif description.status == WorkflowExecutionStatus.COMPLETED:
             view = await self.workflow.result()
         else:
-            raise RunFailed(f"conversation {self.conversation_id} ended {description.status.name.lower()}")
+            ended = description.status.name.lower() if description.status else "closed"
+            raise RunFailed(f"conversation {self.conversation_id} ended {ended}")
         if view.active_run_id:
             view.pending_approvals = await self.agents.handle(view.active_run_id).pending()
         return view
@@ -243,13 +265,16 @@ class ConversationHandle:
         return await self.decide(False, call_id, **kwargs)
 
     async def close(self, reason: str = "closed by the caller") -> ConversationView:
-        """No more messages; those already queued are still answered, then the conversation ends."""
+        """No more messages; those already queued are still answered, then the conversation ends. Closing one
+        that has ended already changes nothing and says how it is."""
         try:
             return await self.workflow.execute_update(ConversationWorkflow.close, reason)
-        except WorkflowUpdateFailedError as exc:
+        except (WorkflowUpdateFailedError, RPCError) as exc:
+            if await self._closed():
+                return await self.describe()
+            if isinstance(exc, RPCError):
+                raise from_rpc(exc, f"cannot close conversation {self.conversation_id}") from exc
             raise AgentClientError(f"cannot close conversation {self.conversation_id}: {exc.cause or exc}") from None
-        except RPCError as exc:
-            raise from_rpc(exc, f"cannot close conversation {self.conversation_id}") from exc
 
     async def _closed(self) -> bool:
         try:

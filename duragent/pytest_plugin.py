@@ -17,12 +17,21 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
+import pytest
 import pytest_asyncio
 
 from agentic import Agent
 from duragent.testing import AgentTestClient, agent_server
 
 ServeAgents = Callable[..., Awaitable[AgentTestClient]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`DurableAgentsPlugin` on a client and on its worker is by design (the worker's serves the agents); the SDK
+    warns of any plugin type found on both, and pytest's own warning filters would show it under every test."""
+    config.addinivalue_line(
+        "filterwarnings", "ignore:The same plugin type <class 'duragent._plugin.DurableAgentsPlugin'>:UserWarning"
+    )
 
 
 @pytest_asyncio.fixture

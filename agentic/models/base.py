@@ -21,6 +21,7 @@ from pydantic import (
 
 from agentic.messages import Message
 from agentic.omit_defaults import OmitDefaults
+from agentic.verdicts import Verdicts
 
 ToolChoice = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """`auto` (the model decides), `required` (some tool), `none` (no tool), or the name of the tool to call."""
@@ -45,10 +46,18 @@ class ModelReply(OmitDefaults):
     message: Message
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
+    # Of `input_tokens`, those read from the provider's prompt cache, and those written to it (priced differently).
+    cache_read_tokens: NonNegativeInt = 0
+    cache_write_tokens: NonNegativeInt = 0
     cost: NonNegativeFloat = 0.0
     refused: str | None = Field(
         None,
         description="Set by `agentic.loop.admitted`: why none of this reply's tool calls may run (over a limit).",
+    )
+    verdicts: Verdicts | None = Field(
+        None,
+        description="Set by `agentic.checks.judge` where the reply arrives: what the agent's answer type and checks "
+        "said of it (recorded with the reply, read by the loop).",
     )
 
 

@@ -35,7 +35,10 @@ class DescribeActivities:
         served = self.served.get(input.agent)
         model = self.served.model(served, input.model)
         options = self.served.options(served, input.options)
-        spec = served.agent.spec(options, model=input.model or model.name)
+        # The agents it may hand the run to are this worker's too, by name: their specs come from here.
+        spec = served.agent.spec(
+            options, model=input.model or model.name, lookup=lambda name: self.served.get(name).agent
+        )
         recorded = {
             "approver_keys": self.served.approver_keys,
             "engine": self.engine,

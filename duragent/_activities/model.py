@@ -22,6 +22,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings, ToolSchema
+from agentic.agent_set import ServedAgent
+from agentic.handoffs import as_seen_by
 from agentic.loop import admitted
 from agentic.models.base import OnDelta, ask
 from agentic.scrub import Scrubber
@@ -59,21 +61,28 @@ class ModelActivities:
     async def _call_model(self, input: ModelCallInput) -> ModelStep:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
-        model = self.served.model(served, input.model)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
         if not input.stream:
-            return await heartbeating(in_thread(self._call, served.agent, model, input))
+            return await heartbeating(in_thread(self._call, served, input))
         async with LiveDeltas(input.step or 0) as deltas:  # the reply's deltas to the run's live stream, batched
-            return await heartbeating(in_thread(self._call, served.agent, model, input, deltas))
+            return await heartbeating(in_thread(self._call, served, input, deltas))
 
-    def _call(self, agent: Agent, model: Model, input: ModelCallInput, on_delta: OnDelta | None = None) -> ModelStep:
+    def _call(self, served: ServedAgent, input: ModelCallInput, on_delta: OnDelta | None = None) -> ModelStep:
+        # The model is resolved here, in the thread, while the activity heartbeats: the first call to a provider
+        # imports its SDK and the model layer (seconds on a busy host), which on the event loop would stop every
+        # heartbeat of this worker for as long, and a short heartbeat timeout would start the call again.
+        model = self.served.model(served, input.model)
+        agent = served.agent
         schemas = self._offered_by(agent, input.tools_ref)
         transcripts, limits = self.transcripts, self.limits
         stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
-        reply = self._ask(model, messages, schemas, input.call_index, input.settings, on_delta)
+        seen = messages if input.system is None else as_seen_by(messages, input.system)
+        # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are
+        # recorded in history with the reply, and the workflow's loop only reads them.
+        reply = agent.judge(self._ask(model, seen, schemas, input.call_index, input.settings, on_delta))
         with stored_here():
             stub = claim_checked(
                 transcripts,

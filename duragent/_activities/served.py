@@ -38,6 +38,13 @@ class ServedAgents:
         self.approver_keys = agents.approver_keys
 
     def get(self, name: str) -> ServedAgent:
+        if not self.agents.names:  # the plugin reached this worker from its client, with no agents to serve
+            raise ApplicationError(
+                f"unknown agent {name!r}: the worker {self.agents.where} serves no agents; give them to its "
+                "plugin: Worker(..., plugins=[DurableAgentsPlugin(agents=[...], deps=...)])",
+                type="UnknownAgent",
+                non_retryable=True,
+            )
         return _final(lambda: self.agents.get(name))
 
     def model(self, served: ServedAgent, name: str | None) -> Model:

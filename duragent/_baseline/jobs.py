@@ -60,7 +60,7 @@ def create(
     (None: to whichever worker resumes it first). BadInput or RunExists, with nothing stored."""
     try:
         served = agents.get(agent_name)
-        spec = served.agent.spec(agents.options(served, options.options))
+        spec = served.agent.spec(agents.options(served, options.options), lookup=agents.agent)
         agents.model(served, options.model)
     except (UnknownAgent, LookupError, ValueError) as exc:
         raise BadInput(str(exc)) from None

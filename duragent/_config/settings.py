@@ -185,6 +185,12 @@ class Settings:
     )
     openai_api_key: str | None = field(default_factory=lambda: _env_secret("OPENAI_API_KEY"), repr=False)
     openai_base_url: str | None = field(default_factory=lambda: _env("AGENT_OPENAI_BASE_URL"))
+    anthropic_api_key: str | None = field(default_factory=lambda: _env_secret("ANTHROPIC_API_KEY"), repr=False)
+    anthropic_base_url: str | None = field(default_factory=lambda: _env("AGENT_ANTHROPIC_BASE_URL"))
+    google_api_key: str | None = field(
+        default_factory=lambda: _env_secret("GOOGLE_API_KEY") or _env_secret("GEMINI_API_KEY"), repr=False
+    )
+    google_base_url: str | None = field(default_factory=lambda: _env("AGENT_GOOGLE_BASE_URL"))
     # -- signed approvals (agentic/signing.py): approvers' PUBLIC keys, `name=base64,...` or a file -------
     approver_keys: str | None = field(default_factory=lambda: _env("AGENT_APPROVER_KEYS"))
     approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_APPROVER_KEYS_FILE"))

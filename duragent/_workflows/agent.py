@@ -239,7 +239,13 @@ class AgentWorkflow:
         self.mcp_schemas = schemas_of(spec.tools)
         self.mcp_schemas_ref = ref_of(schemas_document(self.mcp_schemas)) if self.mcp_schemas else None
         carry = input.carry
-        self.loop = AgentLoop(input.budget or spec.budget, spec.tools, carry.loop if carry else self.loop.state)
+        self.loop = AgentLoop(
+            input.budget or spec.budget,
+            spec.tools,
+            carry.loop if carry else self.loop.state,
+            role=spec.role(),
+            team=spec.team,  # the agents it may be handed to, as the worker described them when the run started
+        )
         if carry is None:
             # Whose signature makes a decision count comes from the worker's record, never from the input.
             self.book.run_id, self.book.approver_keys = self.run_id, dict(spec.approver_keys)
@@ -380,6 +386,37 @@ class AgentWorkflow:
 
     # -- steps ------------------------------------------------------------------------------------
 
+    @property
+    def active_agent(self) -> str:
+        """The agent whose turn it is: the run's own, or the one it was handed to."""
+        return self.loop.state.agent or self.input.agent
+
+    def _model_call_input(self, step: CallModel) -> ModelCallInput:
+        if self.loop.state.agent is None:
+            return ModelCallInput(
+                run_id=self.run_id,
+                agent=self.input.agent,
+                transcript=self.transcript.part(),
+                call_index=step.call_index,
+                step=step.step,
+                model=self.input.model,
+                settings=self._model_settings,
+                tools_ref=self.mcp_schemas_ref,
+                stream=self.input.stream,
+            )
+        # Handed over: that agent's own model, settings and system prompt, as recorded when the run started.
+        role = self.loop.role
+        return ModelCallInput(
+            run_id=self.run_id,
+            agent=role.name,
+            transcript=self.transcript.part(),
+            call_index=step.call_index,
+            step=step.step,
+            settings=role.model_settings,
+            system=role.system,
+            stream=self.input.stream,
+        )
+
     async def _call_model(self, step: CallModel) -> None:
         self._publish_status("running", f"model call {step.step}")
         self.live(live.StepStarted(step=step.step, kind="model", label=self.label))
@@ -387,17 +424,7 @@ class AgentWorkflow:
         try:
             reply = await workflow.execute_activity_method(
                 ModelActivities.call_model,
-                ModelCallInput(
-                    run_id=self.run_id,
-                    agent=self.input.agent,
-                    transcript=self.transcript.part(),
-                    call_index=step.call_index,
-                    step=step.step,
-                    model=self.input.model,
-                    settings=self._model_settings,
-                    tools_ref=self.mcp_schemas_ref,
-                    stream=self.input.stream,
-                ),
+                self._model_call_input(step),
                 start_to_close_timeout=timedelta(seconds=timeouts.model_seconds),
                 heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_seconds),
                 retry_policy=MODEL_RETRY,
@@ -449,7 +476,7 @@ class AgentWorkflow:
                 ToolActivities.run_tool,
                 ToolCallInput(
                     run_id=self.run_id,
-                    agent=self.input.agent,
+                    agent=self.active_agent,
                     call=call,
                     idempotency_key=idempotency_key(self.run_id, call.identity),
                     transcript=self.transcript.part(),
@@ -648,7 +675,7 @@ class AgentWorkflow:
     # -- saga -------------------------------------------------------------------------------------
 
     async def _compensate(self) -> None:
-        plan = compensation_plan(self.run_id, self.loop.state.records, self.loop.specs)
+        plan = compensation_plan(self.run_id, self.loop.state.records, self.loop.own.tools, self.loop.team)
         self.not_compensable = plan.not_compensable
         if not plan.steps:
             self._publish_status("abandoned", f"abandoned ({self._why()}); nothing to undo")
@@ -720,6 +747,8 @@ class AgentWorkflow:
             stop_detail=state.stop_detail,
             usage=state.consumed,
             records=state.records,
+            handoffs=state.handoffs,
+            checks=state.checks,
             compensations=self.compensations,
             not_compensable=self.not_compensable,
             compensations_remaining=self.remaining,
@@ -732,7 +761,9 @@ class AgentWorkflow:
         state = self.loop.state
         if self.input.delegation is None or state.stop is not Stop.ANSWERED:
             return None
-        return undo_plan(self.run_id, self.input.agent, self._options, state.records, self.loop.specs)
+        return undo_plan(
+            self.run_id, self.input.agent, self._options, state.records, self.loop.own.tools, self.loop.team
+        )
 
 
 def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:

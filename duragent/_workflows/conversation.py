@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
@@ -57,6 +58,12 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.policies import DESCRIBE_RETRY, TURN_ATTACH_RETRY
     from duragent._workflows.turns import turn_run_id
 
+# Message ids remembered (and carried across continue-as-new) to answer a message sent again with the turn it got:
+# a send that reaches a run as it hands over is aborted by the server and retried by the client's RPC retries, on
+# the new run, with the same id. Far more than the sends that can be in flight at once (the server allows 10 per
+# workflow).
+ACCEPTED_KEPT = 256
+
 # A handover at a turn's end costs nothing; one while a turn runs costs an activity that waits for the turn (days,
 # for an approval) in the new run. During a turn the history grows only by the messages and waits that arrive
 # (the turn's own steps are in its run's history), so the conversation waits for the turn's end unless its history
@@ -67,6 +74,9 @@ MID_TURN = 1.5
 # reads it from the turn's own run (the client does, after checking with the server that this conversation
 # started it). Few, so the handover stays far under Temporal's 2 MB input cap whatever the answers' size.
 RECENT_KEPT = 8
+
+
+TurnHandle = workflow.ChildWorkflowHandle[Any, AgentResult]
 
 
 @workflow.defn(name=CONVERSATION_WORKFLOW_TYPE, failure_exception_types=[ValidationError], sandboxed=False)
@@ -84,6 +94,7 @@ class ConversationWorkflow:
         self.queue = list(carry.queue)
         self.active = carry.active
         self.recent = {r.turn: r for r in carry.recent}
+        self.accepted = dict(carry.accepted)  # message id -> its turn: a message sent again is not queued again
         self.closing = carry.closing
         self.last_message_at = carry.last_message_at
         self.continued = carry.continued
@@ -155,15 +166,23 @@ class ConversationWorkflow:
 
     @workflow.update(name=SEND_UPDATE, description="A user message: queued as the next turn; returns its number.")
     def send(self, message: SendMessage) -> int:
+        if message.message_id is not None and message.message_id in self.accepted:
+            return self.accepted[message.message_id]
         self.turns += 1
         now = workflow.now()
         self.queue.append(QueuedMessage(turn=self.turns, text=message.text, sent_at=now))
+        if message.message_id is not None:
+            self.accepted[message.message_id] = self.turns
+            for old in list(self.accepted)[:-ACCEPTED_KEPT]:
+                del self.accepted[old]
         self.last_message_at = now
         self._publish()
         return self.turns
 
     @send.validator
     def _validate_send(self, message: SendMessage) -> None:
+        if message.message_id is not None and message.message_id in self.accepted:
+            return  # accepted before (a retry that crossed a handover): answered with the turn it got
         why = refusal(
             message.text,
             limits=self.input.limits,
@@ -280,7 +299,7 @@ class ConversationWorkflow:
             stream=self.input.stream,
         )
 
-    async def _await_turn(self, active: ActiveTurn, handle: workflow.ChildWorkflowHandle | None) -> None:
+    async def _await_turn(self, active: ActiveTurn, handle: TurnHandle | None) -> None:
         """Wait for the turn's run to end — handing over meanwhile when due (the run keeps running; the next run
         of this conversation re-attaches to it) — and take its answer."""
         waiting = asyncio.ensure_future(handle if handle is not None else self._attach(active.run_id))
@@ -373,6 +392,7 @@ class ConversationWorkflow:
             queue=self.queue,
             active=self.active,
             recent=[self.recent[turn] for turn in sorted(self.recent)],
+            accepted=self.accepted,
             closing=self.closing,
             last_message_at=self.last_message_at,
             continued=self.continued + 1,
@@ -395,7 +415,7 @@ class ConversationWorkflow:
             return
         current = workflow.info().typed_search_attributes
         updates = [
-            key.value_set(value)  # type: ignore[attr-defined]
+            key.value_set(value)  # type: ignore[attr-defined, arg-type]
             for key, value in (
                 (sa.AGENT_NAME, self.input.agent),
                 (sa.AGENT_STATUS, self.status),

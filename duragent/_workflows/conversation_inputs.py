@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveFloat, PositiveInt, TypeAdapter
 
 from agentic import Budget, Stop, Usage
 from agentic.approvals import PendingApproval
@@ -28,6 +28,12 @@ class SendMessage(OmitDefaults):
     """One user message (the `send` update's argument)."""
 
     text: str
+    message_id: str | None = Field(
+        None,
+        max_length=64,
+        description="The sender's id for this message: sent again (a retry that crossed a handover), it gets the"
+        " turn it got the first time instead of a second one.",
+    )
     expect_turn: PositiveInt | None = Field(
         None, description="The turn this message should be; refused (StaleTurn) when another message got there first."
     )
@@ -53,6 +59,12 @@ class TurnResult(OmitDefaults):
     consumed: Usage = Field(default_factory=Usage, description="What the conversation consumed, this turn included.")
     error: str | None = None
 
+    def output_as(self, output_type: Any) -> Any:
+        """The answer as `output_type` (a typed agent's answer is kept as JSON text), as `Run.output_as`."""
+        if self.output is None:
+            return None
+        return TypeAdapter(output_type).validate_json(self.output)
+
 
 class ActiveTurn(OmitDefaults):
     turn: PositiveInt
@@ -72,6 +84,7 @@ class ConversationCarry(OmitDefaults):
     queue: list[QueuedMessage] = Field(default_factory=list)
     active: ActiveTurn | None = None
     recent: list[TurnResult] = Field(default_factory=list)
+    accepted: dict[str, int] = Field(default_factory=dict, description="Recent message ids and the turns they got.")
     closing: str | None = None
     last_message_at: datetime | None = None
     continued: NonNegativeInt = 0

@@ -92,7 +92,7 @@ class Publisher:
         """Upsert only what changed: each upsert is a history event. `charged`: a delegated run's consumption
         was just added to this run's, so its tokens and cost are shown now, children included."""
         current = workflow.info().typed_search_attributes
-        wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "")
+        wanted = sa.status_values(status, agent, len(book.pending), state.stop.value if state.stop else "", state.agent)
         changed = any(current.get(key) != value for key, value in wanted.items())  # type: ignore[call-overload]
         now = workflow.now()
         if changed or charged or self.progress_at is None:

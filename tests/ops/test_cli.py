@@ -161,6 +161,10 @@ async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path
     assert (runs["trip"]["status"], runs["trip"]["stop"], runs["trip"]["effects"]) == ("compensated", "tool_failed", 4)
     assert runs["support"]["output"].startswith("Ticket opened; the billing desk says: Refunded order 4471")
     assert runs["support"]["note"] == f"delegated to billing-desk: run {runs['support']['run_id']}~2.1"
+    # The application's last act: OrderRefund on worker.py, its agent step approved, then the customer told.
+    refund = runs["orders"]
+    assert (refund["workflow"], refund["refunded"], refund["customer_notified"]) == ("OrderRefund", True, True)
+    assert refund["agent_run"] == f"{refund['run_id']}~orders-1" and refund["answer"].startswith("Done: refunded A-1")
     assert Path(settings.ledger_path).exists()
 
 

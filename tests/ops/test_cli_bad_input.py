@@ -246,6 +246,7 @@ def environment(tmp: Path, case: Case) -> dict[str, str]:
         "TEMPORAL_ADDRESS": NOWHERE,
         "AGENT_DATA_DIR": str(tmp / "data"),
         "AGENT_LEDGER": str(tmp / "ledger.db"),
+        "AGENT_MODULES": "examples",  # the demo agents, named as a user names theirs (`job` has no default)
     } | case.env
 
 

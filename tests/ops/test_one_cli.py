@@ -73,9 +73,11 @@ def test_an_agent_and_a_run_id_are_given_either_way_in_both(cli) -> None:
 
 @pytest.fixture
 def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """AGENT_DATA_DIR set, AGENT_LEDGER not, and the working directory somewhere else entirely."""
-    for name in ("AGENT_LEDGER", "AGENT_DATABASE_URL", "AGENT_MODULES"):
+    """AGENT_DATA_DIR set, AGENT_LEDGER not, and the working directory somewhere else entirely; the demo agents
+    named as a user names theirs (`duragent-job` has no default agents module)."""
+    for name in ("AGENT_LEDGER", "AGENT_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AGENT_MODULES", "examples")
     monkeypatch.setenv("AGENT_DATA_DIR", str(tmp_path / "data"))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -117,9 +119,10 @@ def test_job_run_name_is_job_run_agent_name(data_dir: Path, capsys) -> None:
     assert [(r["run_id"], r["scenario"]) for r in rows] == [("a", "migration"), ("p", "migration"), ("s", "migration")]
 
 
-def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The library has no default agents module (duragent/_config/agent_modules.py); each entry point names the demo
-    agents as its own, and AGENT_MODULES or --agents replaces them in all three."""
+def test_only_the_repositorys_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The library has no default agents module (duragent/_config/agent_modules.py), nor have the installed
+    commands (`duragent-job` here): the repository's starter.py and worker.py name the demo agents as their own,
+    and AGENT_MODULES or --agents replaces them in all three."""
     monkeypatch.delenv("AGENT_MODULES", raising=False)
     with pytest.raises(AgentModuleError, match="give --agents MODULE or set AGENT_MODULES"):
         module_names()
@@ -129,8 +132,9 @@ def test_only_the_command_lines_fall_back_to_the_demo_agents(monkeypatch: pytest
         load_settings(args)
         return args.agents
 
-    assert agents(starter.parser, ["run", "billing"]) == ["examples"]
-    assert agents(job_cli.parser, ["status", "x"]) == ["examples"] == agents(worker.parser, [])
+    assert agents(starter.parser, ["run", "billing"]) == ["examples"] == agents(worker.parser, [])
+    with pytest.raises(AgentModuleError, match="no agents module named: give --agents MODULE or set AGENT_MODULES"):
+        agents(job_cli.parser, ["status", "x"])
     monkeypatch.setenv("AGENT_MODULES", "my.agents, more.agents")
     assert agents(starter.parser, ["serve"]) == ["my.agents", "more.agents"]
     assert agents(job_cli.parser, ["run", "x", "--agents", "flag.agents"]) == ["flag.agents"]

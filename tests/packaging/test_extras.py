@@ -23,12 +23,19 @@ pytestmark = pytest.mark.system
 # extra -> a module that is the part needing it
 PARTS = {
     "openai": "agentic.models.openai_chat",
+    "pydantic-ai": "agentic.models.layer",
     "mcp": "agentic.mcp.client",
     "postgres": "duragent._stores.postgres",
     "http": "duragent._ops.http",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
-IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp", "google-re2": "re2"}
+IMPORT_NAME = {
+    "pydantic-ai-slim": "pydantic_ai",
+    "google-genai": "google",
+    "opentelemetry-sdk": "opentelemetry",
+    "llama-cpp-python": "llama_cpp",
+    "google-re2": "re2",
+}
 
 
 @pytest.mark.parametrize(("extra", "part"), PARTS.items())
@@ -36,6 +43,19 @@ def test_a_part_without_its_extra_names_the_extra_in_one_line(extra: str, part: 
     hidden = EXTRAS[extra][0][0]
     code = (
         f"import sys; sys.modules[{hidden!r}] = None\ntry:\n    import {part}\nexcept ImportError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
+
+
+@pytest.mark.parametrize(("extra", "factory"), [("anthropic", "anthropic_model"), ("google", "google_model")])
+def test_a_provider_without_its_extra_names_the_extra_in_one_line(extra: str, factory: str) -> None:
+    # The SDK alone is hidden: the model layer is installed, the provider's half of the extra is not.
+    hidden = EXTRAS[extra][0][1]
+    code = (
+        f"import sys; sys.modules[{hidden!r}] = None\nfrom agentic.models.providers import {factory}\n"
+        f"try:\n    {factory}('m', api_key='k')\nexcept ImportError as e:\n    print(e)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr

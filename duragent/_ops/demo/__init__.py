@@ -46,7 +46,10 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         if settings.ui_url == DEFAULT_UI_URL:  # no UI chosen (TEMPORAL_UI_URL): link to the server it started
             settings = dataclasses.replace(settings, ui_url=server.ui_url)
     say(args.json, f"Web UI: {settings.ui_url}/namespaces/{settings.namespace}/workflows")
-    demo = demo_for(args)(settings, args.json)
+    # The entry point's demo agents, and its own application if it has one (`python starter.py demo`: OrderRefund).
+    application = getattr(args, "demo_application", None)
+    agents = settings.agent_modules or getattr(args, "default_agents", ())
+    demo = demo_for(args)(settings, args.json, agents=agents, application=application)
     try:
         await demo.run()
         emit(args.json, {"runs": demo.results, "ui": settings.ui_url})
@@ -57,6 +60,8 @@ async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         if demo.worker:
             demo.worker.stop()
+        if application is not None:
+            application.stop()
         if server:
             server.stop()
     return 0
