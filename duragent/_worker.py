@@ -22,12 +22,13 @@ from duragent._activities.served import ServedAgents
 from duragent._activities.tools import ToolActivities
 from duragent._activities.webhook import WebhookActivities
 from duragent._config.approver_keys import approver_public_keys
-from duragent._config.credentials import worker_credentials
+from duragent._config.credentials import mcp_credentials, worker_credentials
 from duragent._config.models import declared_models
 from duragent._config.settings import STICKY_TIMEOUT, Settings
 from duragent._config.webhook_signing import load_secret
 from duragent._config.worker_keys import WorkerKeys, load_worker_keys
 from duragent._plugin import DurableAgentsPlugin, plugin_of
+from duragent._scrubbing import Scrubbing
 from duragent._sealing import Sealing
 from duragent._sticky import ReleaseStickyRuns
 from duragent._stores.configured import transcripts_for
@@ -88,15 +89,18 @@ def build_worker(
     versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
     catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
     keys = approver_public_keys(settings) if approver_keys is None else approver_keys
+    agents = tuple(agents)  # read twice: the served set, and the MCP secrets to mask
     served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
     transcripts = transcripts or transcripts_for(settings)
     engine = engine or EngineOptions()
     worker_keys = worker_keys if worker_keys is not None else load_worker_keys(settings)
     describe = DescribeActivities(served, engine)
     signing = webhook_secret if webhook_secret is not None else load_secret(settings)
-    model = ModelActivities(served, transcripts, engine.limits, worker_credentials(settings, signing))
-    tools = ToolActivities(served, transcripts, engine.limits)
-    mcp = MCPActivities(served, transcripts)
+    # Every secret the worker holds, masked in whatever its activities return or raise (duragent/_scrubbing.py).
+    credentials = worker_credentials(settings, signing).plus(mcp_credentials(agents))
+    model = ModelActivities(served, transcripts, engine.limits, credentials)
+    tools = ToolActivities(served, transcripts, engine.limits, credentials)
+    mcp = MCPActivities(served, transcripts, credentials)
     delegation = DelegationActivities()
     webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
     return Worker(
@@ -123,7 +127,12 @@ def build_worker(
         ],
         max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,
         # With worker keys, what this worker's workflows schedule is sealed and its activities act only on a seal.
-        interceptors=[*([Sealing(worker_keys)] if worker_keys is not None else []), *interceptors],
+        # Scrubbing inside Sealing: what the activity answers is masked before anything is made of it.
+        interceptors=[
+            *([Sealing(worker_keys)] if worker_keys is not None else []),
+            Scrubbing(credentials),
+            *interceptors,
+        ],
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any

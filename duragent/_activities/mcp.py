@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentic.mcp import MCPConfigError, MCPUnavailable
 from agentic.mcp.toolset import schemas_document, schemas_of
+from agentic.scrub import Scrubber
 from duragent._activities.caller import calling_run
 from duragent._activities.heartbeat import heartbeating, in_thread
 from duragent._activities.inputs import MCPListing, MCPListInput
@@ -26,9 +27,11 @@ from duragent._stores.transcripts import Transcripts
 
 
 class MCPActivities:
-    def __init__(self, served: ServedAgents, transcripts: Transcripts) -> None:
+    def __init__(self, served: ServedAgents, transcripts: Transcripts, credentials: Scrubber | None = None) -> None:
         self.served = served
         self.transcripts = transcripts
+        # The worker's secrets: a server (or its gateway) may quote the token it was sent, in its listing too.
+        self.credentials = credentials or Scrubber(())
 
     @activity.defn(name="list_mcp_tools")
     async def list_mcp_tools(self, input: MCPListInput) -> MCPListing:
@@ -40,6 +43,7 @@ class MCPActivities:
             raise ApplicationError(str(exc), type="MCPConfigError", non_retryable=True) from None
         except MCPUnavailable as exc:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
+        tools = self.credentials.deep(tools)  # before the store: the model is offered the stored copy
         # The model activity reads them by this document's hash, which the workflow computes itself.
         await in_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
         return MCPListing(tools=tools)

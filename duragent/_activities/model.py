@@ -69,7 +69,9 @@ class ModelActivities:
         stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
+        # A reply quoting a secret (a model shown one, a provider's gateway) is stored and returned masked.
         reply = self._ask(model, messages, schemas, input.call_index, input.settings)
+        reply = self.credentials.plus(getattr(model, "credentials", ())).deep(reply)
         with stored_here():
             stub = claim_checked(
                 transcripts,

@@ -6,19 +6,24 @@ bytes (failure messages and payloads), not on logs."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.api.history.v1 import History
+from temporalio.exceptions import ApplicationError
 
 from agentic import Agent, FakeModel, Message, NonRetryableModelError, Registry
+from agentic.mcp import MCPServer
 from agentic.scrub import MASK, Scrubber
 from duragent._client import AgentClient, RunHandle
-from duragent._config.credentials import worker_credentials
+from duragent._config.credentials import mcp_credentials, worker_credentials
 from duragent._config.settings import Settings
 from duragent._errors import RunFailed
+from duragent._scrubbing import scrubbed_failure
 from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, new_worker
 from tests.support.fake_openai_server import FakeOpenAIServer
@@ -110,3 +115,46 @@ def test_the_worker_masks_every_secret_it_holds(tmp_path: Path) -> None:
 def test_a_longer_secret_is_masked_whole_and_short_values_are_no_secrets() -> None:
     hide = Scrubber(["sk-abc12345", "sk-abc12345-longer", "short", None, b"bytes-secret-1"])
     assert hide("sk-abc12345-longer sk-abc12345 short bytes-secret-1") == f"{MASK} {MASK} short {MASK}"
+
+
+def test_the_worker_masks_its_agents_mcp_credentials_and_its_own_keys(monkeypatch) -> None:
+    monkeypatch.setenv("CRM_TOKEN", "crm-token-0001-secret")
+    monkeypatch.setenv("CRM_TENANT", "tenant-key-0002-secret")
+    monkeypatch.setenv("FILES_PASSWORD", "files-pass-0003-secret")
+    monkeypatch.setenv("CRM_URL", "https://bot:url-pass-0004-secret@crm.example/mcp?sig=url-sig-0005-secret")
+    servers = [
+        MCPServer.http("crm", url_env="CRM_URL", token_env="CRM_TOKEN", headers_env={"X-Tenant": "CRM_TENANT"}),
+        MCPServer.stdio("files", ["files-server"], env_from=["FILES_PASSWORD"]),
+    ]
+    agent = Agent(FakeModel(["x"]), Registry([]), name="t-mcp-secrets", task="Go.", mcp=servers)
+    held = set(mcp_credentials([agent]))
+    assert held == {f"{w}-000{n}-secret" for n, w in enumerate(["crm-token", "tenant-key", "files-pass"], 1)} | {
+        "url-pass-0004-secret",
+        "url-sig-0005-secret",
+    }
+    key = base64.b64encode(b"k" * 32).decode()
+    assert key in worker_credentials(Settings(worker_keys=f"{key}\n")).secrets
+
+
+def test_a_failure_quoting_a_secret_keeps_its_classification_and_loses_its_causes() -> None:
+    scrub = Scrubber([MODEL_KEY])
+    try:
+        try:
+            raise OSError(f"socket said {MODEL_KEY}")
+        except OSError as cause:
+            raise ApplicationError("quota", type="Quota", non_retryable=True, next_retry_delay=timedelta(3)) from cause
+    except ApplicationError as exc:
+        masked = scrubbed_failure(exc, scrub)
+    assert masked is not None and masked.__cause__ is None
+    assert (masked.message, masked.type, masked.non_retryable, masked.next_retry_delay) == (
+        "quota",
+        "Quota",
+        True,
+        timedelta(3),
+    )
+    plain = scrubbed_failure(RuntimeError(f"GET https://x.example/a?api_key=abc12345678 {MODEL_KEY}"), scrub)
+    assert plain is not None and (plain.type, plain.message) == (
+        "RuntimeError",
+        f"GET https://x.example/a?api_key={MASK} {MASK}",
+    )
+    assert scrubbed_failure(RuntimeError("nothing to hide"), scrub) is None
