@@ -214,3 +214,22 @@ def test_a_tool_whose_check_still_runs_is_not_checked_again_and_the_checks_have_
     unchecked = [r for r in results if "a check of this tool's arguments" in r.content and "still running" in r.content]
     assert len(unchecked) == 5  # the first call's check ran; the other five did not queue up behind it
     assert pools == {"mcp-argument-check"}  # not the loop's default executor
+
+
+def test_a_nested_schema_naming_even_the_roots_own_dialect_is_refused():
+    """jsonschema checks any subschema carrying `$schema` with its stock validator, on `re`: the same dialect
+    as the root's too — and that brings the catastrophic pattern back."""
+    draft = "https://json-schema.org/draft/2020-12/schema"
+    nested = {"$schema": draft, "type": "string", "pattern": "^(a+)+$"}
+    schema = {"$schema": draft, "type": "object", "properties": {"q": nested}}
+    assert schema_problem(schema) == (
+        "a subschema of its input schema names a dialect of its own ($schema): not checkable in bounded time"
+    )
+
+
+def test_pattern_is_an_unanchored_search_as_json_schema_says():
+    schema = {"type": "object", "properties": {"order": {"type": "string", "pattern": "[0-9]{4}"}}}
+    assert argument_errors(schema, {"order": "order 4471"}) is None
+    assert argument_errors(schema, {"order": "order 44"}) == "order: 'order 44' does not match '[0-9]{4}'"
+    keyed = {"type": "object", "patternProperties": {"[0-9]{4}": {"type": "integer"}}, "additionalProperties": False}
+    assert argument_errors(keyed, {"id-4471-x": 1}) is None
