@@ -158,3 +158,41 @@ def test_a_failure_quoting_a_secret_keeps_its_classification_and_loses_its_cause
         f"GET https://x.example/a?api_key={MASK} {MASK}",
     )
     assert scrubbed_failure(RuntimeError("nothing to hide"), scrub) is None
+
+
+OWN_KEY = "own-MODEL-KEY-7731-not-in-settings"
+
+
+class _KeyedModel(FakeModel):
+    """A model object given its own key (not the worker's settings'): it says so through `credentials`."""
+
+    credentials = (OWN_KEY,)
+
+
+def _quota(messages: Sequence[Message]) -> object:
+    _quota.calls += 1  # type: ignore[attr-defined]
+    raise ApplicationError(f"quota exceeded for {MODEL_KEY}", type="Quota", non_retryable=True)
+
+
+_quota.calls = 0  # type: ignore[attr-defined]
+
+
+def _crashes_with_own_key(messages: Sequence[Message]) -> object:
+    raise RuntimeError(f"client crashed holding {OWN_KEY}")
+
+
+async def test_a_models_own_key_and_a_masked_errors_classification_survive_the_masking(
+    skipping_env, ledger: EffectsLedger, task_queue: str, tmp_path: Path
+) -> None:
+    """A model's own `credentials` are masked though the settings do not hold them; a non-retryable error of
+    the user's model that quotes a secret is masked and stays what it was: type `Quota`, not retried."""
+    own = Agent(_KeyedModel([_crashes_with_own_key]), Registry([]), name="t-own-key", task="Go.")
+    quota = Agent(FakeModel([_quota]), Registry([]), name="t-quota", task="Go.")
+    settings = Settings(openai_api_key=MODEL_KEY, data_dir=tmp_path)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=[own, quota], settings=settings):
+        client = AgentClient(skipping_env.client, task_queue=task_queue)
+        crashed, crashed_history = await failed_run(client, own.name)
+        refused, refused_history = await failed_run(client, quota.name)
+    assert f"client crashed holding {MASK}" in crashed and OWN_KEY.encode() not in crashed_history
+    assert f"quota exceeded for {MASK}" in refused and MODEL_KEY.encode() not in refused_history
+    assert "Quota" in refused and _quota.calls == 1  # type: ignore[attr-defined]
