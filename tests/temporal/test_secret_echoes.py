@@ -120,13 +120,16 @@ async def test_a_token_echoed_by_an_mcp_server_or_a_tools_error_reaches_no_histo
             run = await client.start(agent.name, run_id=f"echo-{uuid.uuid4().hex[:8]}")
             result = await run.result()
             history = await history_bytes(run)
+            # What the Web UI shows without decoding: memo, search attributes (history holds every upsert
+            # and each activity's summary too).
+            described = (await run.workflow.describe()).raw_description.SerializeToString()
             seen = await viewer_reads(client, [agent], run.run_id)
     assert f"Bearer {MCP_TOKEN}" in server.received  # the server was sent the token and quoted it
     echoed, failed = (result.output or "").split(" | ")
     assert echoed == f"Error: echo__get failed: upstream 401 for Bearer {MASK}"
     assert failed.startswith("Error: fetch_report raised HTTPStatusError: ") and f"api_key={MASK}&month=11" in failed
     assert echoed in reader.sent and failed in reader.sent  # what the model read next: masked
-    assert_nowhere(history, seen, "\n".join(reader.sent), result.model_dump_json())
+    assert_nowhere(history, described, seen, "\n".join(reader.sent), result.model_dump_json())
 
 
 async def test_a_token_an_mcp_server_echoes_in_its_listing_error_is_masked_in_the_runs_failure(
