@@ -60,7 +60,7 @@ from duragent._errors import (
 )
 from duragent._live import live_events
 from duragent._plugin import plugin_of
-from duragent._reported import decidable_pending, is_agents_run, reported_pending
+from duragent._reported import decidable_pending, is_agents_run, published_pending, reported_pending, shown
 from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
 from duragent._stores.transcripts import TranscriptNotFound, Transcripts
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
@@ -346,11 +346,11 @@ class RunHandle:
             return final_progress(await self.result())
         return ended_progress(self.run_id, description, await self._failure())
 
-    async def live(self) -> Progress:
+    async def live(self, timeout: timedelta = QUERY_TIMEOUT) -> Progress:
         """The `progress` query alone, as the workflow answers it (no call but the query). WorkerUnavailable
-        when no worker answers; TemporalUnavailable when the server does not."""
+        when no worker answers within `timeout`; TemporalUnavailable when the server does not."""
         try:
-            return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+            return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=timeout)
         except RPCError as exc:
             if exc.status == RPCStatusCode.UNAVAILABLE:  # the server, not a worker, is missing
                 raise TemporalUnavailable(f"the Temporal server did not answer ({exc.message})") from None
@@ -372,11 +372,18 @@ class RunHandle:
         except WorkerUnavailable as exc:
             return await self.last_known(str(exc.__cause__ or exc))
 
-    async def last_known(self, why: str) -> Progress:
+    async def last_known(
+        self, why: str, description: WorkflowExecutionDescription | None = None, *, ask: bool = True
+    ) -> Progress:
         """An open run's progress while no worker answers (`why`): its visibility record's counters, and the
-        approvals it waits for as it reported them (duragent/_views.py `no_worker`)."""
-        description = await self.describe()
-        pending = await self._own_pending(description)
+        approvals it waits for as it reported them (duragent/_views.py `no_worker`) — `ask=False`: as it last
+        published them in its history, without asking a worker first."""
+        description = description or await self.describe()
+        if not ask and is_agents_run(description, self.agents.task_queue):
+            published = await published_pending(self.agents.client, self.run_id, description.run_id or "")
+            pending = [shown(p) for p in published if p.run_id == self.run_id]
+        else:
+            pending = await self._own_pending(description)
         return no_worker(self.run_id, why, attributes=description.typed_search_attributes, pending=pending)
 
     async def pending(self) -> list[PendingApproval]:
@@ -431,6 +438,13 @@ class RunHandle:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"run {self.run_id} asked for no approval within {timeout:g} s")
             await asyncio.sleep(interval)
+
+    async def queried_approvals(self, timeout: timedelta = QUERY_TIMEOUT) -> ApprovalsView:
+        """The `approvals` query alone, of a run known to be open (WorkerUnavailable when no worker answers)."""
+        try:
+            return await self.workflow.query(AgentWorkflow.approvals, rpc_timeout=timeout)
+        except RPCError as exc:
+            raise WorkerUnavailable(f"no worker answered run {self.run_id}'s approvals query") from exc
 
     async def approvals(self) -> ApprovalsView:
         """What waits and the audit trail (the `approvals` query; from the result once the run closed)."""

@@ -83,6 +83,8 @@ class ModelActivities:
         # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are
         # recorded in history with the reply, and the workflow's loop only reads them.
         reply = agent.judge(self._ask(model, seen, schemas, input.call_index, input.settings, on_delta))
+        # A reply quoting a secret (a model shown one, a provider's gateway) is stored and returned masked.
+        reply = self.credentials.plus(getattr(model, "credentials", ())).deep(reply)
         with stored_here():
             stub = claim_checked(
                 transcripts,

@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.approvals import effect_refusal
 from agentic.loop import idempotency_key
+from agentic.scrub import Scrubber, shaped
 from agentic.undo import undo_key
 from duragent._activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
 from duragent._activities.heartbeat import heartbeating, in_thread
@@ -35,10 +36,18 @@ class ToolActivities:
     """The worker's agents and their services are injected here once; tools reach the services through
     `ToolContext.deps` and the run's options through `ToolContext.options`."""
 
-    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
+    def __init__(
+        self,
+        served: ServedAgents,
+        transcripts: Transcripts,
+        limits: PayloadLimits | None = None,
+        credentials: Scrubber | None = None,
+    ) -> None:
         self.served = served
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
+        # The worker's secrets (duragent/_config/credentials.py): out of every result before it is stored.
+        self.credentials = credentials or Scrubber(())
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
@@ -94,6 +103,7 @@ class ToolActivities:
             self.transcripts.require(input.transcript.head)
 
     def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
+        result = self._scrubbed(result)  # before the store: the next model call reads the stored copy
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
@@ -110,6 +120,15 @@ class ToolActivities:
                 input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
             )
         return ToolStep(result=result, head=head)
+
+    def _scrubbed(self, result: ToolResult) -> ToolResult:
+        """The result without the worker's secrets — a tool, an MCP server or its gateway may quote the
+        credential it was sent — and, when it is an error, without anything shaped like a credential (a tool's
+        own key in the URL of the HTTP error it raised)."""
+        content = self.credentials(result.content) if self.credentials.holds(result.content) else result.content
+        if not result.ok:
+            content = shaped(content)
+        return result if content == result.content else result.model_copy(update={"content": content})
 
     def _context(
         self,
@@ -162,6 +181,7 @@ class ToolActivities:
             with stored_here():
                 original = await in_thread(self.transcripts.resolve, step.result, step.result_ref)
         result = await heartbeating(in_thread(registry.compensate, recorded.call, original, context), context.cancel)
+        result = self._scrubbed(result)
         if result.status is ToolStatus.RETRYABLE:
             raise ApplicationError(result.content, type="CompensationRetry")
         if not result.ok:

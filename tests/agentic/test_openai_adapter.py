@@ -472,3 +472,13 @@ def test_a_tool_choice_mode_the_server_lacks_is_refused_before_sending(server: F
     ):
         model.complete(USER, [ADD])
     assert server.requests == []
+
+
+def test_a_malformed_answer_quoting_the_key_is_masked_by_the_adapter_itself(server: FakeOpenAIServer) -> None:
+    """The in-process `Agent.run` and the checkpoint runner have no worker masking their errors: the adapter
+    masks its own key in every error it raises, a 200 that is not JSON included."""
+    server.queue_key_echo(200, raw="<html>proxy: upstream refused Bearer {key}</html>")
+    model = OpenAIChatModel("gpt-4o", base_url=server.base_url, api_key="sk-test-ECHOED-KEY-200")
+    with pytest.raises(ModelOutputError) as caught:
+        model.complete(USER)
+    assert "sk-test-ECHOED-KEY-200" not in str(caught.value) and "Bearer ***" in str(caught.value), str(caught.value)

@@ -33,6 +33,9 @@ READS_THE_ENVIRONMENT = {
         "AGENT_DEBUG: the error boundary needs it when the settings themselves fail to load"
     ),
     "duragent/_ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
+    "duragent/_config/credentials.py": (
+        "what the agents' MCP servers read from the worker's environment when they connect, masked as they hold it"
+    ),
     "duragent/_ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
     "duragent/_baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
     "duragent/_config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",

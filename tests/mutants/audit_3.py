@@ -338,8 +338,8 @@ AUDIT_3 = [
     AuditMutant(
         "M36",
         "duragent/_activities/webhook.py",
-        "problem = resolved_problem(await _addresses(input.url), allow_loopback=self.allow_loopback)",
-        "problem = resolved_problem(await _addresses(input.url), allow_loopback=True)",
+        "problem = resolved_problem(addresses, allow_loopback=self.allow_loopback)",
+        "problem = resolved_problem(addresses, allow_loopback=True)",
         "at delivery, a webhook host that RESOLVES to loopback is refused without the operator's opt-in",
         _t("ops/webhook_targets"),
     ),

@@ -14,7 +14,7 @@ import tomllib
 
 import pytest
 
-from agentic.extras import EXTRAS
+from agentic.extras import EXTRAS, MissingExtra, require_extra
 from duragent._config.settings import ROOT
 
 # Processes of its own: a fresh interpreter per part.
@@ -73,3 +73,14 @@ def test_the_extras_table_is_pyprojects() -> None:
     assert set(EXTRAS) <= set(declared)
     every = declared["all"][0]
     assert all(extra in every for extra in ("openai", "mcp", "postgres", "http", "otel", "server", "testing"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "module"), [(extra, module) for extra, (modules, _) in EXTRAS.items() for module in modules]
+)
+def test_an_extra_partly_installed_still_names_the_extra(extra: str, module: str, monkeypatch) -> None:
+    """Any one of an extra's modules missing (a package removed by hand, a half-done install) is the extra
+    missing: one line naming it, not the ImportError of whichever module is imported first."""
+    monkeypatch.setitem(sys.modules, module, None)  # what an uninstalled module looks like to find_spec
+    with pytest.raises(MissingExtra, match=rf"needs the `{extra}` extra"):
+        require_extra(extra)

@@ -10,6 +10,7 @@ one whose record names none asks a patch where the old rules would differ."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from agentic import Stop
+from agentic import Agent, FakeModel, Registry, Stop, tool, tool_call
 from duragent._activities import describe
 from duragent._activities.inputs import DescribedAgent
 from duragent._client import AgentClient
@@ -230,3 +231,43 @@ async def test_a_run_without_search_attributes_records_no_marker(skipping_env, l
         await run.result()
         history = await run.workflow.fetch_history()
     assert not upserts(history.events) and not patch_markers(history.events)
+
+
+@tool("Note a line.")
+def note(line: str) -> str:
+    return f"noted {line}"
+
+
+def _slow_thinker(messages: Any) -> object:
+    time.sleep(0.5)  # the model's work: longer than the interval below
+    done = [m for m in messages if m.role == "tool"]
+    return tool_call("note", {"line": f"line {len(done)}"}) if len(done) < 2 else "done"
+
+
+async def test_a_slow_model_step_publishes_its_progress_at_once(skipping_env, ledger, task_queue, monkeypatch):
+    """The model's work counts like a tool's: a run whose model calls take longer than the interval shows its
+    progress mid-run, though its tools take no time."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.3))
+    agent = Agent(FakeModel.replying(_slow_thinker, name="slow"), Registry([note]), name="t-slow-model", task="Go.")
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=[agent]):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(agent)
+        assert (await run.result()).output == "done"
+        history = await run.workflow.fetch_history()
+    assert running_steps(history.events) != []
+
+
+async def test_a_run_described_before_both_rules_follows_time_when_it_waits(
+    skipping_env, ledger, task_queue, monkeypatch
+):
+    """A record naming neither rule (described before issue 36) asks the patch between the time rule and the old
+    step rule — never the work rule: its waits, not its work, publish mid-run, with the patch's marker."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.2))
+    recorded_by(monkeypatch, progress_by_time=False, progress_by_work=False)
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("billing"), options=WAITING
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    assert running_steps(history.events) != []
+    assert len(patch_markers(history.events)) == 1

@@ -43,6 +43,7 @@ from duragent._ops.http.conversations import add_conversations
 from duragent._ops.http.engine import Engine
 from duragent._ops.http.errors import InvalidRequest
 from duragent._ops.http.facts import add_facts
+from duragent._ops.http.in_flight import InFlightCaps, RequestSlots
 from duragent._ops.http.inbox import add_inbox
 from duragent._ops.http.limits import MAX_BODY_BYTES, require_json
 from duragent._ops.http.sse import with_keepalives
@@ -73,10 +74,12 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     secure_cookie: bool = False,
     facts: Callable[[], DurableFactStore] | None = None,
+    request_slots: RequestSlots | None = None,
 ) -> FastAPI:
     """`facts` opens the workers' fact store: with it, the `/facts` routes are served too. `stream_seconds`,
     `streams_per_principal`: how long an event stream lasts, and how many one token identity may hold."""
     streams = StreamSlots(streams_per_principal)
+    requests = request_slots or RequestSlots()
     lifetime = STREAM_SECONDS if stream_seconds is None else stream_seconds
 
     @asynccontextmanager
@@ -94,6 +97,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
+    # Requests in flight per token identity, and a reserve for approvers (duragent/_ops/http/in_flight.py).
+    app.add_middleware(InFlightCaps, auth=auth, slots=requests)
     viewer = Depends(auth.require("viewer"))
     approver = Depends(auth.require("approver"))
     json_only = Depends(require_json)
