@@ -21,6 +21,8 @@ from agentic.extras import require_extra
 from agentic.models.base import ModelSettings, Pricing
 
 DEFAULT_TIMEOUT = 120.0
+# botocore's session variables that point at a profile or at the files holding profiles: none is read.
+_AWS_FILES = ("profile", "config_file", "credentials_file")
 
 
 def anthropic_model(
@@ -105,19 +107,23 @@ def bedrock_model(
     blocks and their signatures kept across tool turns."""
     require_extra("bedrock")
     import boto3
+    import botocore.session
     from botocore.config import Config
     from pydantic_ai.models.bedrock import BedrockConverseModel
     from pydantic_ai.providers.bedrock import BedrockProvider
 
     from agentic.models.layer import LayerModel
 
-    # A session of these credentials alone: boto3's default chain (environment, profiles, instance roles) would
-    # sign with whatever the host happens to hold.
+    # A session of these credentials alone, reading no profile and no AWS config file: boto3's defaults would sign
+    # with whatever the host happens to hold (an ambient session token, a profile's keys), fail on an
+    # `AWS_PROFILE` that names no profile, and take endpoints and retries from files the worker does not own.
+    isolated = botocore.session.Session(session_vars={name: (None, None, None, None) for name in _AWS_FILES})
     session = boto3.session.Session(
         aws_access_key_id=access_key_id,
         aws_secret_access_key=secret_access_key,
         aws_session_token=session_token,
         region_name=region,
+        botocore_session=isolated,
     )
     client = session.client(
         "bedrock-runtime",
@@ -126,6 +132,8 @@ def bedrock_model(
             read_timeout=timeout,
             connect_timeout=min(timeout, 60.0),
             retries={"total_max_attempts": 1, "mode": "standard"},  # 1 attempt: botocore's own retries off
+            # `AWS_ENDPOINT_URL` in the environment would send the signed requests (and the token) elsewhere.
+            ignore_configured_endpoint_urls=True,
         ),
     )
     return LayerModel(
@@ -156,9 +164,7 @@ def groq_model(
 
     from agentic.models.layer import LayerModel
 
-    client = AsyncGroq(
-        api_key=api_key, base_url=base_url or "https://api.groq.com", timeout=timeout, max_retries=0
-    )
+    client = AsyncGroq(api_key=api_key, base_url=base_url or "https://api.groq.com", timeout=timeout, max_retries=0)
     return LayerModel(
         f"groq:{model}",
         GroqModel(model, provider=GroqProvider(groq_client=client)),

@@ -194,9 +194,7 @@ class Settings:
     # Bedrock signs each request (SigV4) with these; no other source of AWS credentials (profiles, instance roles)
     # is read: a worker's model keys are the ones its settings name.
     aws_access_key_id: str | None = field(default_factory=lambda: _env_secret("AWS_ACCESS_KEY_ID"), repr=False)
-    aws_secret_access_key: str | None = field(
-        default_factory=lambda: _env_secret("AWS_SECRET_ACCESS_KEY"), repr=False
-    )
+    aws_secret_access_key: str | None = field(default_factory=lambda: _env_secret("AWS_SECRET_ACCESS_KEY"), repr=False)
     aws_session_token: str | None = field(default_factory=lambda: _env_secret("AWS_SESSION_TOKEN"), repr=False)
     aws_region: str | None = field(default_factory=lambda: _env("AWS_REGION") or _env("AWS_DEFAULT_REGION"))
     bedrock_base_url: str | None = field(default_factory=lambda: _env("AGENT_BEDROCK_BASE_URL"))

@@ -66,7 +66,11 @@ def _bedrock_tool_turn(server: Any, call_id: str) -> None:
     from tests.support.bedrock_server import reasoning, tool_use
 
     server.queue_message(
-        [reasoning("It qualifies.", "sig-B1"), {"text": "Refunding."}, tool_use(call_id, "refund", {"order_id": "4471"})]
+        [
+            reasoning("It qualifies.", "sig-B1"),
+            {"text": "Refunding."},
+            tool_use(call_id, "refund", {"order_id": "4471"}),
+        ]
     )
 
 
@@ -204,7 +208,11 @@ def test_a_bedrock_request_signed_with_other_credentials_is_refused() -> None:
 
     with BedrockServer(secret=SECRET) as server:
         model = bedrock_model(
-            MODEL_ID, access_key_id=KEY, secret_access_key="not-the-secret", region="us-east-1", base_url=server.base_url
+            MODEL_ID,
+            access_key_id=KEY,
+            secret_access_key="not-the-secret",
+            region="us-east-1",
+            base_url=server.base_url,
         )
         server.queue_message([{"text": "never sent"}])
         with pytest.raises(NonRetryableModelError, match=r"HTTP 403 \(SignatureDoesNotMatch\)"):

@@ -43,7 +43,9 @@ class BedrockServer(ProviderServer):
         if request.path.endswith("/converse-stream"):
             events = (b"".join(encode_event(kind, payload) for kind, payload in converse_events(scripted.reply)),)
             return Scripted(200, b"", {"Content-Type": "application/vnd.amazon.eventstream"}, events=events)
-        return Scripted(200, json.dumps(converse_response(scripted.reply)).encode(), {"Content-Type": "application/json"})
+        return Scripted(
+            200, json.dumps(converse_response(scripted.reply)).encode(), {"Content-Type": "application/json"}
+        )
 
     def queue_error(self, status: int, code: str, message: str, **kw: Any) -> None:
         headers = {"x-amzn-ErrorType": f"{code}:{ERROR_NAMESPACE}", **kw.pop("headers", {})}
@@ -133,9 +135,7 @@ def converse_events(content: list[dict[str, Any]]) -> list[tuple[str, dict[str, 
         elif "reasoningContent" in block:
             body = block["reasoningContent"]["reasoningText"]
             for delta in ({"text": body["text"]}, {"signature": body["signature"]}):
-                events.append(
-                    ("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": delta}})
-                )
+                events.append(("contentBlockDelta", {"contentBlockIndex": index, "delta": {"reasoningContent": delta}}))
         elif "toolUse" in block:
             use = block["toolUse"]
             start = {"toolUse": {"toolUseId": use["toolUseId"], "name": use["name"]}}

@@ -87,7 +87,9 @@ class GroqServer(ChatServer):
             half = len(arguments) // 2
             started = {"index": index, "id": call["id"], "type": "function"}
             out.append(
-                self.chunk({"tool_calls": [{**started, "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                self.chunk(
+                    {"tool_calls": [{**started, "function": {"name": call["function"]["name"], "arguments": ""}}]}
+                )
             )
             for piece in (arguments[:half], arguments[half:]):
                 out.append(self.chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
@@ -120,6 +122,4 @@ class MistralServer(ChatServer):
         self.queue_json(body, status=status, **kw)
 
     def queue_key_echo(self) -> None:
-        self.queue_json(
-            {"message": "Unauthorized: {key}", "request_id": "6a1f0c2e"}, status=401, echo_key=True
-        )
+        self.queue_json({"message": "Unauthorized: {key}", "request_id": "6a1f0c2e"}, status=401, echo_key=True)
