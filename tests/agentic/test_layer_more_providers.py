@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from agentic import Message
-from agentic.errors import NonRetryableModelError, RetryableModelError
+from agentic.errors import ContextOverflowError, NonRetryableModelError, RetryableModelError
 from agentic.models.base import ModelDelta, ModelSettings, ToolSchema
 from tests.support.provider_servers import ProviderServer
 
@@ -287,3 +287,25 @@ def test_a_key_the_provider_echoes_never_leaves_the_model(name: str) -> None:
     assert KEY not in str(raised.value) and KEY not in repr(raised.value.args)
     assert f"{c.model}: HTTP 40" in str(raised.value)
     assert KEY in model.credentials  # what the model activity masks in any text about this call
+
+
+OVERFLOWS = {
+    "bedrock": lambda s: s.queue_error(400, "ValidationException", "Input is too long for requested model."),
+    "groq": lambda s: s.queue_error(
+        400, "invalid_request_error", "Please reduce the length of the messages.", code="context_length_exceeded"
+    ),
+    # Mistral's code for a prompt longer than the model's context.
+    "mistral": lambda s: s.queue_error(400, "invalid_request_error", "Prompt contains 300000 tokens", code="3051"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_context_overflow_is_named_and_never_retried(name: str) -> None:
+    c = case(name)
+    with c.server() as server:
+        model = c.make(server)
+        OVERFLOWS[name](server)
+        with pytest.raises(ContextOverflowError) as raised:
+            model.complete(ASKED, call_index=0, settings=ModelSettings(max_tokens=1024))
+    assert str(raised.value).startswith(f"{c.model}: HTTP 400 (")
+    assert len(server.requests) == 1
