@@ -37,6 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
 from agentic.conversation import ConversationLimits
+from agentic.live import LiveEvent
 from agentic.saga import SagaPolicy
 from agentic.signing import ApproverKey
 from duragent._activities.inputs import AgentResult
@@ -57,6 +58,7 @@ from duragent._errors import (
     refused,
     run_failed,
 )
+from duragent._live import live_events
 from duragent._plugin import plugin_of
 from duragent._reported import decidable_pending, is_agents_run, reported_pending
 from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
@@ -129,12 +131,14 @@ class AgentClient:
         timeouts: Timeouts | None = None,
         webhook: str | None = None,
         search_attributes: bool = True,
+        stream: bool = False,
     ) -> RunHandle:
         """Start a run of `agent` (an `Agent` the workers serve, or its name). `model` names a model the
         worker declares; `options` are the agent's per-run options. `webhook` is POSTed once when the run ends
         (signed with the worker's AGENT_WEBHOOK_SECRET); `search_attributes=False` publishes none (cheaper;
-        visibility filters then do not find the run: docs/benchmarks.md, the price list). Raises
-        RunAlreadyExists."""
+        visibility filters then do not find the run: docs/benchmarks.md, the price list). `stream=True`: the
+        model's text goes to the run's live events as it is written (`RunHandle.events`; a signal in history per
+        batch). Raises RunAlreadyExists."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable run needs a named agent: Agent(..., name='billing')")
@@ -156,6 +160,7 @@ class AgentClient:
             timeouts=timeouts or Timeouts(),
             webhook=webhook,
             search_attributes=search_attributes,
+            stream=stream,
         )
         shown_task = task or (agent.task if isinstance(agent, Agent) else None)
         run = await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
@@ -205,11 +210,13 @@ class AgentClient:
         limits: ConversationLimits | None = None,
         timeouts: Timeouts | None = None,
         search_attributes: bool = True,
+        stream: bool = True,
     ) -> ConversationHandle:
         """A durable conversation with `agent` (docs/conversations.md): nothing is sent until the first
         `send`, which starts it if it does not exist (update-with-start). `budget` bounds the whole
         conversation; each turn gets `turn_budget` (default: the agent's) capped by what it has left. It closes
-        after `idle_days` without a message (default 30)."""
+        after `idle_days` without a message (default 30). `stream` (default): each turn's model text goes to its
+        live events as it is written (`ConversationHandle.events`)."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable conversation needs a named agent: Agent(..., name='billing')")
@@ -226,6 +233,7 @@ class AgentClient:
             limits=limits or ConversationLimits(),
             timeouts=timeouts or Timeouts(),
             search_attributes=search_attributes,
+            stream=stream,
             **extra,
         )
         return ConversationHandle(self, conversation_id, input)
@@ -350,6 +358,12 @@ class RunHandle:
                 f"run {self.run_id} is running but no worker answered its progress query ({exc.message}); "
                 f"is a worker running on task queue {self.agents.task_queue!r}?"
             ) from exc
+
+    def events(self, after: int | None = None) -> AsyncIterator[tuple[int, LiveEvent]]:
+        """The run's live events (agentic/live.py) as `(offset, event)`, from the one after offset `after`
+        (None: the first), until the run has ended and all are read: the model's text as it is written (runs
+        started with `stream=True`), steps, tool calls, approvals, the answer. Resume with the last offset read."""
+        return live_events(self.agents.client, self.run_id, after)
 
     async def known_progress(self) -> Progress:
         """`progress()`, or — while no worker answers — what the server knows without one (`last_known`)."""

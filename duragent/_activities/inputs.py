@@ -150,6 +150,7 @@ class ModelCallInput(OmitDefaults):
     tools_ref: str | None = Field(
         None, description="The MCP tools the run recorded at its start, one document in the transcript store."
     )
+    stream: bool = Field(False, description="Publish the reply's deltas to the run's live stream as they come.")
     system: str | None = Field(
         None, description="A run handed to `agent`: its system prompt, read in place of the transcript's first message."
     )

@@ -296,6 +296,7 @@ class ConversationWorkflow:
             model=self.input.model,
             timeouts=self.input.timeouts,
             search_attributes=self.input.search_attributes,
+            stream=self.input.stream,
         )
 
     async def _await_turn(self, active: ActiveTurn, handle: TurnHandle | None) -> None:

@@ -145,8 +145,9 @@ class CheckpointEngine:
             for r in rows
         ]
 
-    async def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
-        """`progress` whenever the stored progress changes (one local SQLite read per poll), then `end`."""
+    async def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """`progress` whenever the stored progress changes (one local SQLite read per poll), then `end`. (The
+        checkpoint runner has no live stream: `after` means nothing here.)"""
         last: dict[str, Any] | None = None
         while True:
             run = await asyncio.to_thread(self.store.run, run_id)

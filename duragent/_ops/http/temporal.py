@@ -42,6 +42,7 @@ from duragent._ops.http.engine import StreamEvent
 from duragent._ops.http.errors import Conflict, EngineUnavailable, InvalidRequest, RunNotFound
 from duragent._ops.http.feeds import Feeds
 from duragent._ops.http.history import StepLog
+from duragent._ops.http.live import merged
 from duragent._ops.http.views import (
     AuditView,
     CompensationView,
@@ -203,8 +204,8 @@ class TemporalEngine:
             agents = {r.run_id: r.agent for r in await self.agents.list(status="awaiting_approval", limit=1000)}
         return [_inbox_item(p.in_tree(), agents.get(p.run_id)) for p in waiting]
 
-    def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
-        return self.feeds.stream(run_id)
+    def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        return merged(self.feeds.stream(run_id), self.agents.client, run_id, after, self._end_of)
 
     async def _end_of(self, run_id: str) -> dict[str, Any]:
         handle = self.agents.handle(run_id)
@@ -240,6 +241,7 @@ class TemporalEngine:
                     options=request.options,
                     model=request.model,
                     webhook=request.webhook,
+                    stream=request.stream,
                 )
             except RunAlreadyExists as exc:
                 raise Conflict(str(exc)) from None

@@ -169,6 +169,9 @@ class StartRequest(_Request):
     webhook: StrictStr | None = Field(
         None, max_length=2000, description="POSTed once, signed, when the run ends: https, or http to loopback."
     )
+    stream: StrictBool = Field(
+        False, description="The model's text on the run's event stream as it is written (Temporal engine)."
+    )
 
 
 class DecisionRequest(_Request):
