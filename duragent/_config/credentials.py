@@ -26,6 +26,11 @@ def worker_credentials(settings: Settings, webhook_secret: bytes | None = None) 
         settings.openai_api_key,
         settings.anthropic_api_key,
         settings.google_api_key,
+        settings.aws_access_key_id,
+        settings.aws_secret_access_key,
+        settings.aws_session_token,
+        settings.groq_api_key,
+        settings.mistral_api_key,
         settings.api_key,
         webhook_secret,
     ]

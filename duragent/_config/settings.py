@@ -191,6 +191,17 @@ class Settings:
         default_factory=lambda: _env_secret("GOOGLE_API_KEY") or _env_secret("GEMINI_API_KEY"), repr=False
     )
     google_base_url: str | None = field(default_factory=lambda: _env("AGENT_GOOGLE_BASE_URL"))
+    # Bedrock signs each request (SigV4) with these; no other source of AWS credentials (profiles, instance roles)
+    # is read: a worker's model keys are the ones its settings name.
+    aws_access_key_id: str | None = field(default_factory=lambda: _env_secret("AWS_ACCESS_KEY_ID"), repr=False)
+    aws_secret_access_key: str | None = field(default_factory=lambda: _env_secret("AWS_SECRET_ACCESS_KEY"), repr=False)
+    aws_session_token: str | None = field(default_factory=lambda: _env_secret("AWS_SESSION_TOKEN"), repr=False)
+    aws_region: str | None = field(default_factory=lambda: _env("AWS_REGION") or _env("AWS_DEFAULT_REGION"))
+    bedrock_base_url: str | None = field(default_factory=lambda: _env("AGENT_BEDROCK_BASE_URL"))
+    groq_api_key: str | None = field(default_factory=lambda: _env_secret("GROQ_API_KEY"), repr=False)
+    groq_base_url: str | None = field(default_factory=lambda: _env("AGENT_GROQ_BASE_URL"))
+    mistral_api_key: str | None = field(default_factory=lambda: _env_secret("MISTRAL_API_KEY"), repr=False)
+    mistral_base_url: str | None = field(default_factory=lambda: _env("AGENT_MISTRAL_BASE_URL"))
     # -- signed approvals (agentic/signing.py): approvers' PUBLIC keys, `name=base64,...` or a file -------
     approver_keys: str | None = field(default_factory=lambda: _env("AGENT_APPROVER_KEYS"))
     approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_APPROVER_KEYS_FILE"))
