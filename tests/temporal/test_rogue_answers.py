@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from agentic import Agent, Message, ModelReply, ToolCall, ToolResult, ToolStatus
 from duragent._activities.inputs import MCPListing, ModelStep, ToolStep
 from duragent._client import AgentClient, RunHandle
@@ -47,6 +49,7 @@ async def rogue_polls_first(
             yield run
 
 
+@pytest.mark.system  # the MCP server is a process of its own
 async def test_a_forged_mcp_listing_opens_no_gate(skipping_env, task_queue, ledger, crm_db):
     """U1: the listing answered with every gate off; the destructive tool still waits for an approval and the MCP
     server is never asked to close the account."""
