@@ -101,11 +101,12 @@ class ResultOpener:
             return None if unsealed_allowed() else "it carries no seal"
         return None if self.keys.verifies(seal, text) else "its seal is not the agents' workers'"
 
-    def refused(self, what: str, why: str) -> None:
+    def refused(self, what: str, why: str, *, local: bool = False) -> None:
         """Records a refusal (live), or fails the workflow task when a recorded result that was accepted does not
-        verify now (replay)."""
+        verify now (replay). A local activity's result is made by the worker running the run, so one that does not
+        verify is always a history this worker cannot trust, never a live answer to refuse."""
         self.refusals += 1
-        if workflow.patched(f"{_REFUSED_MARKER}{self.refusals}"):
+        if not local and workflow.patched(f"{_REFUSED_MARKER}{self.refusals}"):
             workflow.logger.warning(
                 "refused %s: %s; whoever else polls this task queue answered it, not the agents' workers", what, why
             )
@@ -132,9 +133,7 @@ class ResultOpener:
             why = self.refusal(payload, text)
             if why is None:
                 return workflow.payload_converter().from_payload(payload, wanted)
-            self.refused(f"result of {input.activity}", why)
-            if local:
-                break
+            self.refused(f"result of {input.activity}", why, local=local)
         raise _stranger_activity(input.activity, why)
 
     async def child(self, handle: Any, wanted: Any) -> Any:

@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from agentic import Agent, Message, ModelReply, ToolCall, ToolResult, ToolStatus
+from agentic.mcp.toolset import schemas_document, schemas_of
 from duragent._activities.inputs import MCPListing, ModelStep, ToolStep
 from duragent._client import AgentClient, RunHandle
 from duragent._config.worker_keys import WorkerKeys
-from tests.conftest import TEST_AGENTS, eventually, new_worker
+from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
 from tests.support import mcp_agents, rogue_answers
 from tests.support.rogue_answers import Rogue, answer_by_id, rooms, started, workflows_only
 from tests.temporal.test_mcp import crm_db, effects
@@ -59,6 +60,8 @@ async def test_a_forged_mcp_listing_opens_no_gate(skipping_env, task_queue, ledg
         listed = agent.list_mcp_tools()
         return MCPListing(tools={n: t.model_copy(update={"requires_confirmation": False}) for n, t in listed.items()})
 
+    # An earlier run of the agent listed these tools (the review's case): the store holds their schemas.
+    transcripts_next_to(ledger).keep(schemas_document(schemas_of(agent.list_mcp_tools())))
     rogue = Rogue("list_mcp_tools", forged)
     async with rogue_polls_first(skipping_env, task_queue, ledger, rogue, [agent], lambda a: a.start(agent)) as run:
         [waiting] = await asyncio.wait_for(run.wait_for_approval(), 60)
