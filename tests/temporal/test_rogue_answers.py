@@ -18,14 +18,19 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from agentic import Agent, Message, ModelReply, ToolCall, ToolResult, ToolStatus
 from agentic.mcp.toolset import schemas_document, schemas_of
 from duragent._activities.inputs import MCPListing, ModelStep, ToolStep
 from duragent._client import AgentClient, RunHandle
 from duragent._config.worker_keys import WorkerKeys
+from duragent._sealed_results import RESULT_SEAL
+from duragent._sealing import Sealing
+from duragent._workflows.agent import AgentWorkflow
 from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to
-from tests.support import mcp_agents, rogue_answers
+from tests.support import delegation_agents, mcp_agents, rogue_answers
 from tests.support.rogue_answers import Rogue, answer_by_id, rooms, started, workflows_only
 from tests.temporal.test_mcp import crm_db, effects
 
@@ -123,3 +128,33 @@ async def test_a_forged_undo_hides_no_effect(skipping_env, task_queue, ledger):
     assert result.status == "compensated"
     assert [e.tool for e in ledger.effects(run.run_id)] == ["book_room", "cancel_room"]
     assert [c.result for c in result.compensations] != ["cancelled (nothing was)"]
+
+
+async def test_a_delegated_run_s_answer_counts_only_sealed(skipping_env, task_queue, ledger):
+    """A stranger's workflow worker that takes a delegated run's tasks can complete it with an `AgentResult` of its
+    own: the child's start is sealed, its result is not — until now. With keys, the child's answer carries the
+    agents' workers' seal and the parent takes it; the parent's history with that answer forged (its output
+    rewritten, or its seal gone) is refused when replayed — nothing of it is used."""
+    agents = [*AGENTS, *delegation_agents.agents]
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=agents, approver_keys={}, worker_keys=KEYS):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start("d-desk")
+        result = await run.result()
+    assert result.output == "Desk: Accounts: Clerk: posted E-1."
+    history = await skipping_env.client.get_workflow_handle(run.run_id).fetch_history()
+    [answer] = [
+        e.child_workflow_execution_completed_event_attributes.result.payloads[0]
+        for e in history.events
+        if e.HasField("child_workflow_execution_completed_event_attributes")
+    ]
+    assert RESULT_SEAL in answer.metadata
+    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter, interceptors=[Sealing(KEYS)])
+    assert (await replayer.replay_workflow(history, raise_on_replay_failure=True)).replay_failure is None
+
+    answer.data = answer.data.replace(b"Clerk: posted E-1.", b"Clerk: ROGUE DONE.")
+    with pytest.raises(RuntimeError, match=r"result of delegated run \S+ does not verify"):
+        await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    # Its seal gone too (as in a history recorded before results were sealed): taken as such, but what the parent
+    # then scheduled no longer matches what the agents' workers answered — the history is refused all the same.
+    del answer.metadata[RESULT_SEAL]
+    with pytest.raises(RuntimeError, match="does not verify"):
+        await replayer.replay_workflow(history, raise_on_replay_failure=True)
