@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
@@ -64,12 +65,20 @@ def result_text(what: str, name: str, workflow_id: str, run_id: str, bound_to: s
     return sealed_text(what, name, workflow_id, run_id, bound_to, [encoding, digest])
 
 
-def sealed(keys: WorkerKeys, payload: Payload, text: bytes) -> RawValue:
-    """`payload` with its seal in its metadata, passed through the converter as is."""
+@dataclass(frozen=True)
+class Sealed(RawValue):
+    """A sealed result's payload, passed through the converter as is; `value` is what it encodes, for this worker's
+    own interceptors that read results (the run log's token counts and statuses)."""
+
+    value: Any = None
+
+
+def sealed(keys: WorkerKeys, payload: Payload, text: bytes, value: Any = None) -> Sealed:
+    """`payload` with its seal in its metadata."""
     copy = Payload()
     copy.CopyFrom(payload)
     copy.metadata[RESULT_SEAL] = keys.seal(text).encode()
-    return RawValue(copy)
+    return Sealed(copy, value)
 
 
 def seal_on(payload: Payload) -> str | None:

@@ -108,7 +108,7 @@ class _VerifyingActivity(ActivityInboundInterceptor):
         [payload] = activity.payload_converter().to_payloads([result])
         run = (info.workflow_id or "", info.workflow_run_id or "")
         bound = result_text(ACTIVITY_RESULT, info.activity_type, *run, _digest(text), payload)
-        return sealed(self.keys, payload, bound)
+        return sealed(self.keys, payload, bound, result)
 
 
 class _SealingWorkflow(WorkflowInboundInterceptor):
