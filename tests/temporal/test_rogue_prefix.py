@@ -4,8 +4,10 @@ tasks on the agents' queue, describes the agent itself (a local activity: its ow
 model call and answers it, as it stops, with a reply of its choosing; the agents' worker then takes the run over and
 replays that history.
 
-Whatever the stranger wrote, the agents' worker acts on nothing of it: the tool call its forged reply asks for is in
-no model reply the agents' workers stored, so `run_tool` refuses it; the ledger is the judge. (Without keys nothing
+Whatever the stranger wrote, the agents' worker acts on nothing of it: it refuses the history outright (the described
+agent in it carries no seal: every workflow task fails saying so), or — when the history passes for one recorded
+before results were sealed — the tool call the forged reply asks for is in no model reply the agents' workers
+stored, so `run_tool` refuses it. The ledger is the judge. (Without keys nothing
 is sealed at all; the takeover needs none either — the check is the worker's own transcript store.)"""
 
 from __future__ import annotations
@@ -64,7 +66,25 @@ async def test_the_agents_worker_acts_on_nothing_a_stranger_wrote_first(skipping
     await eventually(lambda: model_answered(client, run.run_id), what="the stranger's answer in history")
 
     async with new_worker(client, task_queue, ledger, approver_keys={}, worker_keys=KEYS):
-        result = await run.result()
+        # Either the agents' worker refuses the whole history (its describe result has no seal: the run's tasks fail,
+        # saying so, and it waits) or takes it as one recorded before results were sealed and refuses the call.
+        await eventually(lambda: settled(client, run.run_id), what="the run refused or closed")
     assert all("rogue-trip" not in e.result for e in ledger.effects(run.run_id))
+    description = await client.get_workflow_handle(run.run_id).describe()
+    if description.status is not None and description.status.name == "RUNNING":
+        await client.get_workflow_handle(run.run_id).terminate("the test is over")
+        return
+    result = await run.result()
     refused = [r for r in result.records if r.call.name == "book_flight" and "rogue-trip" in str(r.call.arguments)]
     assert refused and all(r.status.value != "ok" for r in refused), result.records
+
+
+async def settled(client: Any, run_id: str) -> bool:
+    events = (await client.get_workflow_handle(run_id).fetch_history()).events
+    closed = events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    refused = any(
+        "does not verify" in e.workflow_task_failed_event_attributes.failure.message
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    )
+    return closed or refused
