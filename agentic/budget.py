@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 
 class Stop(StrEnum):
+    """Why a run stopped: it answered, a budget ran out (steps, tokens, cost), the model repeated a call or
+    gave up, a tool failed for good, an approval was declined or expired, or the run was cancelled."""
+
     ANSWERED = "answered"
     STEP_BUDGET = "step_budget"
     TOKEN_BUDGET = "token_budget"
@@ -23,6 +26,8 @@ class Stop(StrEnum):
     APPROVAL_DECLINED = "approval_declined"
     APPROVAL_EXPIRED = "approval_expired"
     CANCELLED = "cancelled"
+    INVALID_OUTPUT = "invalid_output"  # the answer kept failing validation against the agent's output type
+    CHECK_REFUSED = "check_refused"  # a check refused the answer or a call, or kept sending the model back
 
     @property
     def answered(self) -> bool:

@@ -163,10 +163,12 @@ def owned(
 ) -> list[CompensationStep]:
     """A child's planned undos, each naming the run, agent and options it belongs to (a grandchild's are
     already named), so the parent can execute them with the right tools."""
-    return [
-        s if s.agent is not None else s.model_copy(update={"run_id": run_id, "agent": agent, "options": options})
-        for s in steps
-    ]
+    # A step naming its run is a grandchild's; one naming only its agent, an agent the child was handed to.
+    return [s if s.run_id is not None else _owned_by(s, run_id, agent, options) for s in steps]
+
+
+def _owned_by(step: CompensationStep, run_id: str, agent: str, options: dict[str, object]) -> CompensationStep:
+    return step.model_copy(update={"run_id": run_id, "agent": step.agent or agent, "options": options})
 
 
 def _left(limit: int | None, used: int) -> int | None:

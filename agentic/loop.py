@@ -17,11 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentic.budget import Budget, Stop, Usage
 from agentic.delegation import Delegated
+from agentic.handoffs import HandoffRecord, Role, handed_text
 from agentic.messages import Message, ToolCall
 from agentic.models.base import ModelReply, ToolSchema
 from agentic.omit_defaults import OmitDefaults
+from agentic.output import FINAL_ANSWER, OutputSpec
 from agentic.results import ToolResult, ToolStatus
 from agentic.tools import ToolSpec
+from agentic.verdicts import CheckRecord, Verdict
 
 GIVE_UP = "give_up"
 GIVE_UP_SCHEMA = ToolSchema(
@@ -110,17 +113,21 @@ def initial_messages(system: str | None, task: str, history: Sequence[Message] |
     return [*head, *(history or ()), Message(role="user", content=task)]
 
 
-def tool_schemas(specs: Mapping[str, ToolSpec], recorded: Sequence[ToolSchema] = ()) -> list[ToolSchema]:
-    """What the model is offered: the registry's tools, those `recorded` when the run started (its MCP
-    tools) and, unless a tool takes the name, `give_up`."""
+def tool_schemas(
+    specs: Mapping[str, ToolSpec], recorded: Sequence[ToolSchema] = (), output: OutputSpec | None = None
+) -> list[ToolSchema]:
+    """What the model is offered: the registry's tools (and the agent's handoffs), those `recorded` when the
+    run started (its MCP tools), `final_answer` for a typed agent and, unless a tool takes the name, `give_up`."""
     schemas = [*(spec.schema() for spec in specs.values()), *recorded]
+    if output is not None:
+        schemas.append(output.tool_schema())
     return schemas if any(s.name == GIVE_UP for s in schemas) else [*schemas, GIVE_UP_SCHEMA]
 
 
 class CallModel(BaseModel):
     model_config = ConfigDict(frozen=True)
     step: int  # the step this call opens, counting carried-over steps
-    call_index: int  # model calls this loop made before this one
+    call_index: int  # model calls this loop made before this one (after a handoff: the active agent made)
 
 
 class RunTool(BaseModel):
@@ -150,11 +157,13 @@ class ToolRecord(OmitDefaults):
     mutating: bool = False
     content_ref: str | None = None  # the full output, when `content` is a claim-check preview
     delegation: Delegated | None = None  # a delegation: the child's run, consumption and planned undo
+    agent: str | None = None  # the agent that made the call, once the run was handed to another (None before)
 
 
 def trajectory(records: Sequence[ToolRecord]) -> list[str]:
-    """Names of the tools that executed successfully, in order (the built-in give-up is not a tool)."""
-    return [r.call.name for r in records if r.status is ToolStatus.OK and r.call.name != GIVE_UP]
+    """Names of the tools that executed successfully, in order (the built-in give-up and final answer are not
+    tools)."""
+    return [r.call.name for r in records if r.status is ToolStatus.OK and r.call.name not in (GIVE_UP, FINAL_ANSWER)]
 
 
 class LoopState(BaseModel):
@@ -165,7 +174,13 @@ class LoopState(BaseModel):
     records: list[ToolRecord] = Field(default_factory=list)
     stop: Stop | None = None
     stop_detail: str | None = None
-    output: str | None = None
+    output: str | None = None  # the answer as the run keeps it: text, or JSON for a typed agent
+    agent: str | None = None  # the active agent, once the run was handed to another (None: the run's own)
+    handoffs: list[HandoffRecord] = Field(default_factory=list)
+    checks: list[CheckRecord] = Field(default_factory=list)  # every verdict of the agents' checks, in order
+    retries: int = 0  # times the model was sent back (an invalid answer, a check's send-back)
+    agent_calls: dict[str, int] = Field(default_factory=dict)  # model calls by agent, once the run was handed over
+    verdicts: dict[str, Verdict] = Field(default_factory=dict)  # of queued calls, by `uid`, until they settle
 
     def slim_records(self) -> None:
         """Drop the outputs of successful read-only calls from their records: the outputs stay in the
@@ -184,10 +199,31 @@ class LoopError(RuntimeError):
 
 
 class AgentLoop:
-    def __init__(self, budget: Budget, specs: Mapping[str, ToolSpec], state: LoopState | None = None) -> None:
+    """`specs` are the run's own agent's tools; `role` says the rest of it (its output type, how often the model
+    may be sent back); `team` are the agents the run may be handed to, by name (their roles, as recorded)."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        specs: Mapping[str, ToolSpec],
+        state: LoopState | None = None,
+        *,
+        role: Role | None = None,
+        team: Mapping[str, Role] | None = None,
+    ) -> None:
         self.budget = budget
-        self.specs = dict(specs)
         self.state = state if state is not None else LoopState()
+        self.own = (role or Role(name="")).model_copy(update={"tools": dict(specs)})
+        self.team = dict(team or {})
+        self.role = self.own
+        if self.state.agent is not None:  # rebuilt after a handoff: the active agent's rules
+            self.role = self.team.get(self.state.agent, self.own)
+        self.specs = dict(self.role.tools)
+
+    @property
+    def active(self) -> str:
+        """The name of the agent whose turn it is."""
+        return self.role.name
 
     def next_step(self) -> NextStep:
         s = self.state
@@ -201,7 +237,10 @@ class AgentLoop:
         if exhausted is not None:
             s.stop = exhausted
             return Finish(stop=exhausted, output=None)
-        return CallModel(step=s.consumed.steps + 1, call_index=s.calls_made)
+        # After a handoff, each agent's model calls are counted apart: the index a model is asked with is its own
+        # (a scripted model answers its agent's turns from its first).
+        index = s.agent_calls.get(self.role.name, 0) if s.handoffs else s.calls_made
+        return CallModel(step=s.consumed.steps + 1, call_index=index)
 
     def model_replied(self, reply: ModelReply) -> list[Message]:
         if not isinstance(self.next_step(), CallModel):
@@ -213,9 +252,11 @@ class AgentLoop:
             Usage(steps=1, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens, cost=reply.cost)
         )
         s.calls_made += 1
+        if s.handoffs:
+            s.agent_calls[self.role.name] = s.agent_calls.get(self.role.name, 0) + 1
+        verdicts = reply.verdicts
         if not message.tool_calls:
-            s.stop, s.output = Stop.ANSWERED, message.content
-            return [message]
+            return [message, *self._answered(verdicts.answer if verdicts else None, message.content)]
         step = s.consumed.steps
         s.queue = [call.model_copy(update={"uid": call_uid(step, i)}) for i, call in enumerate(message.tool_calls, 1)]
         if reply.refused is not None:
@@ -223,7 +264,53 @@ class AgentLoop:
             while s.queue:
                 answers.append(self._resolve(ToolResult.skipped(s.queue[0], reply.refused)))
             return [message, *answers]
+        if verdicts is not None:
+            s.verdicts = {s.queue[i - 1].uid: v for i, v in verdicts.calls.items() if 0 < i <= len(s.queue)}
         return [message, *self._settle()]
+
+    def _answered(self, verdict: Verdict | None, text: str) -> list[Message]:
+        """A reply without tool calls: the answer, unless the agent's type or checks say otherwise."""
+        s = self.state
+        if verdict is None:
+            if self.role.output is not None:  # a runner that did not judge the reply: never a typed answer
+                verdict = Verdict(outcome="invalid", reason="the answer was not validated")
+            else:
+                s.stop, s.output = Stop.ANSWERED, text
+                return []
+        self._audit(verdict, "answer", "")
+        if verdict.outcome == "ok":
+            s.stop, s.output = Stop.ANSWERED, verdict.answer if verdict.answer is not None else text
+            return []
+        if verdict.outcome == "refuse" or not self._may_send_back():
+            s.stop, s.stop_detail = self._stop_for(verdict), _why(verdict, "the answer")
+            return []
+        return [Message(role="user", content=_send_back_text(verdict, "your answer"))]
+
+    def _may_send_back(self) -> bool:
+        s = self.state
+        if s.retries >= self.role.output_retries:
+            return False
+        s.retries += 1
+        return True
+
+    @staticmethod
+    def _stop_for(verdict: Verdict) -> Stop:
+        return Stop.INVALID_OUTPUT if verdict.outcome == "invalid" else Stop.CHECK_REFUSED
+
+    def _audit(self, verdict: Verdict, target: str, call_id: str) -> None:
+        s = self.state
+        s.checks.append(
+            CheckRecord(
+                step=s.consumed.steps,
+                target=target,
+                call_id=call_id,
+                agent=self.role.name if s.handoffs else "",
+                outcome=verdict.outcome,
+                check=verdict.check,
+                reason=verdict.reason,
+                passed=verdict.checks,
+            )
+        )
 
     def tool_finished(self, result: ToolResult) -> list[Message]:
         s = self.state
@@ -260,33 +347,85 @@ class AgentLoop:
                 reason = call.arguments.get("reason", "") if isinstance(call.arguments, dict) else call.arguments
                 s.stop, s.stop_detail = Stop.GAVE_UP, str(reason) or "the model gave up"
                 out.append(self._resolve(ToolResult.of(call, ToolStatus.OK, "The run was abandoned.")))
+            elif ((verdict := s.verdicts.pop(call.uid, None)) is not None and verdict.outcome != "ok") or (
+                call.name == FINAL_ANSWER and self.role.output is not None
+            ):
+                out.append(self._judged(call, verdict))
             elif _repeat_key(call) in s.seen:
                 s.stop = Stop.REPEATED_CALL
                 s.stop_detail = f"{call.name} repeated with the same arguments"
                 out.append(self._resolve(ToolResult.repeated(call)))
+            elif (spec := self.specs.get(call.name)) is not None and spec.handoff is not None:
+                if verdict is not None:
+                    self._audit(verdict, call.name, call.uid)
+                out += self._hand_off(call, spec.handoff)
             else:
+                if verdict is not None:
+                    self._audit(verdict, call.name, call.uid)
                 break
         if s.stop is not None:
             while s.queue:
                 out.append(self._resolve(ToolResult.skipped(s.queue[0], f"the run stopped ({s.stop.value})")))
         return out
 
+    def _judged(self, call: ToolCall, verdict: Verdict | None) -> Message:
+        """A final answer, or a call whose checks did not pass: settled by its verdict, without running."""
+        s = self.state
+        answer = call.name == FINAL_ANSWER and self.role.output is not None
+        what = "the final answer" if answer else f"the arguments for {call.name}"
+        if verdict is None:  # a runner that did not judge the reply: never a typed answer
+            verdict = Verdict(outcome="invalid", reason="the answer was not validated")
+        self._audit(verdict, "answer" if answer else call.name, call.uid)
+        if verdict.outcome == "ok":  # only a final answer reaches here ok
+            s.stop, s.output = Stop.ANSWERED, verdict.answer
+            return self._resolve(ToolResult.of(call, ToolStatus.OK, "Final answer accepted."))
+        status = ToolStatus.INVALID_ARGUMENTS
+        if verdict.outcome == "refuse" or not self._may_send_back():
+            s.stop, s.stop_detail = self._stop_for(verdict), _why(verdict, what)
+            status = ToolStatus.REFUSED if verdict.outcome == "refuse" else status
+            return self._resolve(ToolResult.of(call, status, f"Error: {s.stop_detail}. The run stopped."))
+        return self._resolve(ToolResult.of(call, status, "Error: " + _send_back_text(verdict, what)))
+
+    def _hand_off(self, call: ToolCall, target: str) -> list[Message]:
+        """The run goes on as `target`: its rules from the next model call on. Calls queued after the handoff
+        were asked for by the agent handing over, and do not run."""
+        s = self.state
+        role = self.team.get(target)
+        if role is None:
+            return [
+                self._resolve(
+                    ToolResult.of(call, ToolStatus.ERROR, f"Error: there is no agent {target!r} to hand the run to.")
+                )
+            ]
+        if not s.handoffs:
+            s.agent_calls[self.role.name] = s.calls_made
+        s.handoffs.append(HandoffRecord(step=s.consumed.steps, call_id=call.uid, source=self.role.name, target=target))
+        out = [self._resolve(ToolResult.of(call, ToolStatus.OK, handed_text(target)))]
+        while s.queue:
+            out.append(self._resolve(ToolResult.skipped(s.queue[0], f"the run was handed to {target}")))
+        s.agent, self.role, self.specs = target, role, dict(role.tools)
+        return out
+
     def _resolve(self, result: ToolResult) -> Message:
-        self._record(self.state.queue.pop(0), result)
+        call = self.state.queue.pop(0)
+        self.state.verdicts.pop(call.uid, None)  # a call skipped before its turn leaves no verdict behind
+        self._record(call, result)
         return result.to_message()
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
+        self.state.records.append(self._record_of(call, result))
+
+    def _record_of(self, call: ToolCall, result: ToolResult) -> ToolRecord:
         spec = self.specs.get(call.name)
-        self.state.records.append(
-            ToolRecord(
-                step=self.state.consumed.steps,
-                call=call,
-                status=result.status,
-                content=result.content,
-                mutating=bool(spec and spec.mutating),
-                content_ref=result.content_ref,
-                delegation=result.delegation,
-            )
+        return ToolRecord(
+            step=self.state.consumed.steps,
+            call=call,
+            status=result.status,
+            content=result.content,
+            mutating=bool(spec and spec.mutating),
+            content_ref=result.content_ref,
+            delegation=result.delegation,
+            agent=self.role.name if self.state.handoffs else None,
         )
 
 
@@ -294,3 +433,17 @@ def _repeat_key(call: ToolCall) -> str:
     # A digest, not the arguments themselves: the seen-set is carried across continue-as-new and must
     # stay small however large the arguments were.
     return hashlib.sha256(f"{call.name}\x00{call.canonical_arguments}".encode()).hexdigest()[:32]
+
+
+def _why(verdict: Verdict, what: str) -> str:
+    if verdict.outcome == "invalid":
+        return f"{what} kept failing validation: {verdict.reason}"
+    if verdict.outcome == "send_back":
+        return f"check {verdict.check} kept sending {what} back: {verdict.reason}"
+    return f"check {verdict.check} refused {what}: {verdict.reason}"
+
+
+def _send_back_text(verdict: Verdict, what: str) -> str:
+    if verdict.outcome == "invalid":
+        return f"{what} did not validate: {verdict.reason}. Correct it and try again."
+    return f"check {verdict.check} sent {what} back: {verdict.reason}. Correct it and try again."

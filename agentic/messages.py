@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentic.omit_defaults import OmitDefaults
 
@@ -93,6 +93,11 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     content_ref: str | None = None  # set when `content` is a preview of a claim-checked body
+    # What a provider asks to be sent back verbatim on the next call and nobody else reads (Anthropic's thinking
+    # blocks with their signatures, Gemini's thought signatures): written and read only by the model class that
+    # made the reply, in a shape that class owns, so an upgrade of a provider library never changes it. Empty
+    # for every other message, and then absent from the stored row (rows recorded before it decode unchanged).
+    provider_parts: tuple[dict[str, Any], ...] = Field((), exclude_if=lambda parts: not parts)
 
     def __init__(
         self,
@@ -120,6 +125,8 @@ class Message(BaseModel):
             row["tool_call_id"] = self.tool_call_id
         if self.content_ref is not None:
             row["content_ref"] = self.content_ref
+        if self.provider_parts:
+            row["provider_parts"] = [dict(part) for part in self.provider_parts]
         return row
 
     @classmethod
@@ -132,6 +139,7 @@ class Message(BaseModel):
             tool_calls=tuple(ToolCall.from_dict(c) for c in row.get("tool_calls") or ()),
             tool_call_id=row.get("tool_call_id"),
             content_ref=row.get("content_ref"),
+            provider_parts=tuple(row.get("provider_parts") or ()),
         )
 
 

@@ -2,21 +2,33 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Any
+
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from agentic.budget import Stop, Usage
+from agentic.handoffs import HandoffRecord
 from agentic.loop import LoopState, ToolRecord, trajectory
 from agentic.messages import Message
 from agentic.omit_defaults import OmitDefaults
 from agentic.saga import CompensationPlan, CompensationRecord
+from agentic.verdicts import CheckRecord
 
 
 class Run(OmitDefaults):
+    """How a run ended: why it stopped (`stop`, `stop_detail`), its answer (`output`), the tokens and cost it
+    used (`usage`), every tool call resolved (`records`; `trajectory()` names the successful ones), the
+    compensations a saga ran, and the transcript (`messages`). `Agent.run` returns one; a durable run's
+    `AgentResult` has the same fields."""
+
     model_config = ConfigDict(frozen=True)
 
     messages: list[Message]
     stop: Stop
-    output: str | None = None
+    output: Any = Field(
+        None,
+        description="The answer: text, or for a typed agent the typed value (JSON text where the type is not known).",
+    )
     stop_detail: str | None = None
     usage: Usage = Field(default_factory=Usage)
     records: list[ToolRecord] = Field(default_factory=list)
@@ -26,6 +38,8 @@ class Run(OmitDefaults):
         None,
         description="A delegated run that answered: what undoing it would take, should its parent be abandoned.",
     )
+    handoffs: list[HandoffRecord] = Field(default_factory=list, description="The run's handoffs, in order.")
+    checks: list[CheckRecord] = Field(default_factory=list, description="Every verdict of the agents' checks.")
     children: dict[str, Run] = Field(
         default_factory=dict,
         description="In-process: the runs this run delegated to, by run id (durable runners keep them as runs).",
@@ -42,8 +56,25 @@ class Run(OmitDefaults):
             stop_detail=state.stop_detail,
             usage=state.consumed,
             records=state.records,
+            handoffs=state.handoffs,
+            checks=state.checks,
             **extra,
         )
+
+    def output_as(self, output_type: Any) -> Any:
+        """The answer as `output_type`: decodes the JSON a typed answer is kept as (what a durable run's result
+        holds when the client did not know the agent's type); an already typed answer is validated as it is."""
+        if self.output is None:
+            return None
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        if isinstance(self.output, str):
+            return adapter.validate_json(self.output)
+        return adapter.validate_python(self.output)
+
+    @property
+    def answered_by(self) -> str | None:
+        """The agent that had the run last: the last handoff's target (None: never handed over)."""
+        return self.handoffs[-1].target if self.handoffs else None
 
     @property
     def step_count(self) -> int:

@@ -8,7 +8,7 @@ effect: it is planned too, and its compensation must treat "no effect under that
 
 `not_compensable` names each tool that may have changed something and declares no inverse, once: which
 of its calls made an effect is the ledger's to say (`effects --run ID`). Listing it per call counted an
-interrupted call that never made its effect (issue 23: four names for three effects).
+interrupted call that never made its effect (four names for three effects).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
 
 from agentic.budget import Stop, Usage
 from agentic.delegation import Delegated, owned
+from agentic.handoffs import Role
 from agentic.loop import GIVE_UP, ToolRecord, idempotency_key
 from agentic.omit_defaults import OmitDefaults
 from agentic.results import ToolStatus
@@ -63,14 +64,21 @@ class CompensationPlan(BaseModel):
     not_compensable: list[str]  # tools that may have changed something and declare no inverse, each once
 
 
-def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping[str, ToolSpec]) -> CompensationPlan:
+def compensation_plan(
+    run_id: str,
+    records: Sequence[ToolRecord],
+    specs: Mapping[str, ToolSpec],
+    team: Mapping[str, Role] | None = None,
+) -> CompensationPlan:
     """The undos of an abandoned run, newest first. A delegation is undone as a unit at the position of its
     call: the child's own planned undos (its effects newest first, its children's at their positions),
-    recorded when it answered; a child that stopped without an answer undid its effects itself."""
+    recorded when it answered; a child that stopped without an answer undid its effects itself. A call made
+    after a handoff is judged by its agent's tools (`team`), and its undo names that agent."""
     steps: list[CompensationStep] = []
     not_compensable: list[str] = []
     for record in records:
-        spec = specs.get(record.call.name)
+        role = team.get(record.agent) if team and record.agent is not None else None
+        spec = (role.tools if role is not None else specs).get(record.call.name)
         if record.delegation is not None or (spec is not None and spec.delegate is not None):
             # No outcome: the call never reached a child, or was cut short while it started one (that child
             # was cancelled with it, and undid its own effects).
@@ -93,18 +101,24 @@ def compensation_plan(run_id: str, records: Sequence[ToolRecord], specs: Mapping
                 original_key=key,
                 key=undo_key(key),
                 uncertain=record.status is ToolStatus.CANCELLED,
+                agent=record.agent if role is not None else None,
             )
         )
     return CompensationPlan(steps=steps[::-1], not_compensable=not_compensable)
 
 
 def undo_plan(
-    run_id: str, agent: str, options: dict[str, object], records: Sequence[ToolRecord], specs: Mapping[str, ToolSpec]
+    run_id: str,
+    agent: str,
+    options: dict[str, object],
+    records: Sequence[ToolRecord],
+    specs: Mapping[str, ToolSpec],
+    team: Mapping[str, Role] | None = None,
 ) -> CompensationPlan:
     """What undoing a delegated run that answered would take, should its parent be abandoned later: its
     compensation plan, each step naming this run, agent and options (so the parent executes them with the
     child's tools, under the child's keys)."""
-    plan = compensation_plan(run_id, records, specs)
+    plan = compensation_plan(run_id, records, specs, team)
     return plan.model_copy(update={"steps": owned(plan.steps, run_id, agent, options)})
 
 

@@ -1,5 +1,5 @@
 """Credentials out of error text: a provider's error body, an SDK's message or a proxy's echo may quote the
-key it was sent (review T5: a gateway's 401 said `Incorrect API key provided: sk-...`). Such text becomes an
+key it was sent (a gateway's 401 said `Incorrect API key provided: sk-...`). Such text becomes an
 activity failure, so it reaches the run's history, the Web UI, the CLI and a viewer's `error` field. Every
 secret the process holds is replaced by `***` before that happens.
 """

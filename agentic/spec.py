@@ -14,8 +14,10 @@ from pydantic import ConfigDict, Field
 
 from agentic.approvals import ApprovalPolicy
 from agentic.budget import Budget
+from agentic.handoffs import Role
 from agentic.models.base import ModelSettings
 from agentic.omit_defaults import OmitDefaults
+from agentic.output import OutputSpec
 from agentic.saga import SagaPolicy
 from agentic.tools import ToolSpec
 
@@ -42,3 +44,19 @@ class AgentSpec(OmitDefaults):
     mcp_servers: list[str] = Field(
         default_factory=list, description="MCP servers whose tools a run lists when it starts (into `tools`)."
     )
+    output: OutputSpec | None = Field(None, description="A typed agent: the shape of its answer.")
+    output_retries: int = Field(2, ge=0, description="Times the model may be sent back before the run stops.")
+    team: dict[str, Role] = Field(
+        default_factory=dict, description="The agents the run may be handed to (handoffs, transitively), by name."
+    )
+
+    def role(self) -> Role:
+        """This agent as the loop knows it (`AgentLoop(role=...)`)."""
+        return Role(
+            name=self.name,
+            system=self.system,
+            tools=self.tools,
+            output=self.output,
+            output_retries=self.output_retries,
+            model_settings=self.model_settings,
+        )

@@ -32,13 +32,16 @@ COMMAND_MODULES = [
     "bench.chaos.net_command",
     "bench.history",
     "bench.real_model",
+    "bench.eval",
     "bench.delegation",
     "bench.http_progress",
+    "bench.live",
     "bench.knobs",
     "bench.profile",
     "bench.release",
     "bench.rpc_counts",
     "bench.peers.command",
+    "bench.conversations",
 ]
 
 

@@ -80,7 +80,14 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             "--throughput-reps",
             type=int,
             default=defaults.reps,
-            help="Temporal batches per engine and N, interleaved; the goals use their medians",
+            help="Temporal batches per engine and N, interleaved, at least; the goals are judged on the 90 %"
+            " interval of the pairs' ratios",
+        )
+        sub.add_argument(
+            "--throughput-max-reps",
+            type=int,
+            default=None,
+            help="more pairs, up to this many, while a goal's interval straddles it (default: --throughput-reps)",
         )
         sub.add_argument("--no-postgres", action="store_true", help="no row with the PostgreSQL stores")
         sub.add_argument(
@@ -181,6 +188,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 args.baseline_threads,
                 postgres=not args.no_postgres,
                 reps=args.throughput_reps,
+                max_reps=max(args.throughput_reps, args.throughput_max_reps or 0),
                 visible_floor=args.visible_floor,
                 payload_floor=args.payload_floor,
                 without_search_attributes=args.without_search_attributes,

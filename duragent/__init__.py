@@ -2,13 +2,15 @@
 
     from duragent import Agent, FakeModel, Registry, tool, AgentClient, DurableAgentsPlugin, build_worker
 
-One `Agent` runs in-process (`agent.run(task)`) and durably (a worker built with `build_worker` serves it;
-`AgentClient` starts, approves, cancels and waits). The rest of the project (the agent core in `agentic`, the
-Temporal code in `workflows`/`activities`, the stores, the command line) sits behind these names.
+One `Agent` runs in-process (`agent.run(task)`) and durably: your own `Worker` serves it with
+`plugins=[DurableAgentsPlugin(agents=[...], deps=...)]`, beside your workflows (or `build_worker` makes a worker
+for the agents alone); `AgentClient` starts, approves, cancels and waits. An agent as one step of your own
+workflow: `duragent.workflow.run_agent`. The rest of the library (the agent core in `agentic`, the Temporal code
+in `duragent._workflows`/`_activities`, the stores, the command line) sits behind these names.
 
 Configuration comes from the environment (docs/operations.md), read once: `DurableAgentsPlugin()` and
 `connect()` read it (`Settings.from_env()`) unless given `Settings`, and what is built from their client —
-`build_worker`, `AgentClient` — takes its defaults from there.
+a worker's `DurableAgentsPlugin(agents=...)`, `build_worker`, `AgentClient` — takes its defaults from there.
 
 A script that uses a client ends with `duragent.run(main())` rather than `asyncio.run(main())`: it exits
 cleanly (duragent/_clean_exit.py). Testing agents on Temporal's test servers: `duragent.testing`
@@ -43,9 +45,11 @@ _HOMES: dict[str, str] = {
     "ModelSettings": "agentic",
     "NonRetryableModelError": "agentic",
     "Pricing": "agentic",
+    "Refuse": "agentic",
     "Registry": "agentic",
     "RetryableModelError": "agentic",
     "Run": "agentic",
+    "SendBack": "agentic",
     "Stop": "agentic",
     "Tool": "agentic",
     "ToolCall": "agentic",
@@ -56,6 +60,7 @@ _HOMES: dict[str, str] = {
     "ToolSchema": "agentic",
     "ToolStatus": "agentic",
     "Usage": "agentic",
+    "final_answer": "agentic",
     "give_up": "agentic",
     "tool": "agentic",
     "tool_call": "agentic",
@@ -71,6 +76,12 @@ _HOMES: dict[str, str] = {
     "AgentClient": "duragent._client",
     "DecisionOutcome": "duragent._client",
     "RunHandle": "duragent._client",
+    "ConversationHandle": "duragent._conversations",
+    "HistoryPage": "duragent._conversations",
+    "ConversationView": "duragent._workflows.conversation_inputs",
+    "TurnResult": "duragent._workflows.conversation_inputs",
+    "ConversationLimits": "agentic.conversation",
+    "MessageRefused": "duragent._errors",
     "connect": "duragent._connection",
     "AgentClientError": "duragent._errors",
     "AmbiguousApproval": "duragent._errors",
@@ -81,6 +92,7 @@ _HOMES: dict[str, str] = {
     "RunFailed": "duragent._errors",
     "SearchAttributesMissing": "duragent._errors",
     "TemporalUnavailable": "duragent._errors",
+    "TranscriptUnavailable": "duragent._errors",
     "UnknownAgent": "duragent._errors",
     "UnknownRun": "duragent._errors",
     "WorkerUnavailable": "duragent._errors",
@@ -106,9 +118,11 @@ if TYPE_CHECKING:
         ModelSettings,
         NonRetryableModelError,
         Pricing,
+        Refuse,
         Registry,
         RetryableModelError,
         Run,
+        SendBack,
         Stop,
         Tool,
         ToolCall,
@@ -119,11 +133,13 @@ if TYPE_CHECKING:
         ToolSchema,
         ToolStatus,
         Usage,
+        final_answer,
         give_up,
         tool,
         tool_call,
     )
     from agentic.approvals import ApprovalPolicy, PendingApproval
+    from agentic.conversation import ConversationLimits
     from agentic.mcp import MCPServer
     from agentic.memory import Fact, FactStore
     from agentic.saga import SagaPolicy
@@ -133,16 +149,19 @@ if TYPE_CHECKING:
     from duragent._config.settings import Settings
     from duragent._config.worker_keys import WorkerKeys
     from duragent._connection import connect
+    from duragent._conversations import ConversationHandle, HistoryPage
     from duragent._errors import (
         AgentClientError,
         AmbiguousApproval,
         ApprovalRejected,
+        MessageRefused,
         NoPendingApproval,
         RunAlreadyExists,
         RunClosed,
         RunFailed,
         SearchAttributesMissing,
         TemporalUnavailable,
+        TranscriptUnavailable,
         UnknownAgent,
         UnknownRun,
         WorkerUnavailable,
@@ -152,6 +171,7 @@ if TYPE_CHECKING:
     from duragent._stores.memory_tools import MemoryOptions, memory_tools
     from duragent._views import RunSummary
     from duragent._worker import build_worker
+    from duragent._workflows.conversation_inputs import ConversationView, TurnResult
 
 __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     # defining an agent (the same object runs in-process and durably)
@@ -173,9 +193,13 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "ToolResult",
     "ToolSchema",
     "ToolStatus",
+    "final_answer",  # a scripted model's typed answer
     "give_up",
     "tool",
     "tool_call",
+    # checks of answers and arguments (guardrails)
+    "Refuse",
+    "SendBack",
     # what an in-process run returns, and why it stopped
     "Run",
     "Stop",
@@ -202,6 +226,12 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "PayloadLimits",
     "WorkerKeys",  # build_worker(worker_keys=...): the workers' own seal keys (AGENT_WORKER_KEYS)
     "run",  # asyncio.run for client scripts: exits cleanly (duragent/_clean_exit.py)
+    # conversations (AgentClient.conversation): one durable conversation per user thread
+    "ConversationHandle",
+    "ConversationLimits",
+    "ConversationView",
+    "HistoryPage",
+    "TurnResult",
     # what tools and models raise
     "ContextOverflowError",
     "ModelError",
@@ -214,12 +244,14 @@ __all__ = [  # noqa: RUF022 (grouped by what a program does with them)
     "AgentClientError",
     "AmbiguousApproval",
     "ApprovalRejected",
+    "MessageRefused",
     "NoPendingApproval",
     "RunAlreadyExists",
     "RunClosed",
     "RunFailed",
     "SearchAttributesMissing",
     "TemporalUnavailable",
+    "TranscriptUnavailable",
     "UnknownAgent",
     "UnknownRun",
     "WorkerUnavailable",

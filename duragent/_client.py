@@ -17,7 +17,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from functools import partialmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,17 +36,21 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
+from agentic.conversation import ConversationLimits
+from agentic.live import LiveEvent
 from agentic.saga import SagaPolicy
 from agentic.signing import ApproverKey
 from duragent._activities.inputs import AgentResult
 from duragent._config.settings import DEFAULT_TASK_QUEUE, DEFAULT_UI_URL, Settings, run_url
 from duragent._connection import connect
+from duragent._conversations import ConversationHandle
 from duragent._errors import (
     AmbiguousApproval,
     ApprovalRejected,
     NoPendingApproval,
     RunAlreadyExists,
     TemporalUnavailable,
+    TranscriptUnavailable,
     UnknownRun,
     WorkerUnavailable,
     closed,
@@ -55,13 +58,17 @@ from duragent._errors import (
     refused,
     run_failed,
 )
+from duragent._live import live_events
 from duragent._plugin import plugin_of
 from duragent._reported import decidable_pending, is_agents_run, reported_pending
+from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
+from duragent._stores.transcripts import TranscriptNotFound, Transcripts
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from duragent._workflows import search_attributes as sa
 from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation_inputs import ConversationInput
 from duragent._workflows.inputs import AgentInput, ApprovalsView, Progress, Timeouts
-from duragent._workflows.names import DECISION_SIGNAL, WORKFLOW_TYPE
+from duragent._workflows.names import CONVERSATION_WORKFLOW_TYPE, DECISION_SIGNAL, WORKFLOW_TYPE
 
 PENDING_QUERY = f'WorkflowType = "{WORKFLOW_TYPE}" AND ExecutionStatus = "Running" AND AgentPendingApprovals > 0'
 QUERY_TIMEOUT = timedelta(seconds=5)
@@ -82,6 +89,11 @@ class DecisionOutcome(BaseModel):
 
 
 class AgentClient:
+    """Starts durable agent runs and finds them again: `start(agent, task, ...)` returns a `RunHandle`;
+    `handle(run_id)`/`get(run_id)` reopen one; `list()` and `pending()` read what is running and what waits
+    for a decision, across runs, from Temporal's visibility. `AgentClient.connect()` connects as configured
+    (docs/operations.md); `AgentClient(client)` uses a client connected with `DurableAgentsPlugin`."""
+
     def __init__(self, client: Client, *, task_queue: str | None = None, ui_url: str | None = None) -> None:
         """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec). The runs it
         starts and lists are on `task_queue`; `ui_url` is the Temporal Web UI its links point into. Neither
@@ -119,12 +131,14 @@ class AgentClient:
         timeouts: Timeouts | None = None,
         webhook: str | None = None,
         search_attributes: bool = True,
+        stream: bool = False,
     ) -> RunHandle:
         """Start a run of `agent` (an `Agent` the workers serve, or its name). `model` names a model the
         worker declares; `options` are the agent's per-run options. `webhook` is POSTed once when the run ends
         (signed with the worker's AGENT_WEBHOOK_SECRET); `search_attributes=False` publishes none (cheaper;
-        visibility filters then do not find the run: docs/benchmarks.md, the price list). Raises
-        RunAlreadyExists."""
+        visibility filters then do not find the run: docs/benchmarks.md, the price list). `stream=True`: the
+        model's text goes to the run's live events as it is written (`RunHandle.events`; a signal in history per
+        batch). Raises RunAlreadyExists."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable run needs a named agent: Agent(..., name='billing')")
@@ -146,9 +160,12 @@ class AgentClient:
             timeouts=timeouts or Timeouts(),
             webhook=webhook,
             search_attributes=search_attributes,
+            stream=stream,
         )
         shown_task = task or (agent.task if isinstance(agent, Agent) else None)
-        return await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
+        run = await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
+        run.agent = agent if isinstance(agent, Agent) else None  # it knows the answer's type
+        return run
 
     async def _start_input(
         self, input: AgentInput, *, run_id: str | None = None, description: str = "", shown_task: str | None = None
@@ -171,7 +188,7 @@ class AgentClient:
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
                 # What the run's first publish would write, written with the start: an event and a visibility
-                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
+                # write fewer per run, and the run knows it need not write an empty approvals memo.
                 search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
@@ -179,6 +196,61 @@ class AgentClient:
         except RPCError as exc:
             raise from_rpc(exc, f"cannot start run {run_id!r}") from exc
         return RunHandle(self, handle)
+
+    def conversation(
+        self,
+        agent: Agent | str,
+        conversation_id: str,
+        *,
+        budget: Budget | None = None,
+        turn_budget: Budget | None = None,
+        options: dict[str, Any] | BaseModel | None = None,
+        model: str | None = None,
+        idle_days: float | None = None,
+        limits: ConversationLimits | None = None,
+        timeouts: Timeouts | None = None,
+        search_attributes: bool = True,
+        stream: bool = True,
+    ) -> ConversationHandle:
+        """A durable conversation with `agent` (docs/conversations.md): nothing is sent until the first
+        `send`, which starts it if it does not exist (update-with-start). `budget` bounds the whole
+        conversation; each turn gets `turn_budget` (default: the agent's) capped by what it has left. It closes
+        after `idle_days` without a message (default 30). `stream` (default): each turn's model text goes to its
+        live events as it is written (`ConversationHandle.events`)."""
+        name = agent.name if isinstance(agent, Agent) else agent
+        if not name:
+            raise ValueError("a durable conversation needs a named agent: Agent(..., name='billing')")
+        if isinstance(agent, Agent):
+            agent.parse_options(options)  # bad options fail here, before anything is sent
+        raw_options = options.model_dump(mode="json", exclude_defaults=True) if isinstance(options, BaseModel) else {}
+        extra: dict[str, Any] = {"idle_days": idle_days} if idle_days is not None else {}
+        input = ConversationInput(
+            agent=name,
+            budget=budget,
+            turn_budget=turn_budget,
+            options=raw_options or dict(options or {}),  # type: ignore[arg-type]
+            model=model,
+            limits=limits or ConversationLimits(),
+            timeouts=timeouts or Timeouts(),
+            search_attributes=search_attributes,
+            stream=stream,
+            **extra,
+        )
+        return ConversationHandle(self, conversation_id, input)
+
+    async def conversations(
+        self, *, status: str | None = None, agent: str | None = None, limit: int = 100
+    ) -> list[Any]:
+        """Conversations from visibility, newest first, optionally by status (open, closing, closed) and agent."""
+        clauses = [f'WorkflowType = "{CONVERSATION_WORKFLOW_TYPE}"', f"TaskQueue = {_quoted(self.task_queue)}"]
+        if status:
+            clauses.append(f"AgentStatus = {_quoted(status)}")
+        if agent:
+            clauses.append(f"AgentName = {_quoted(agent)}")
+        try:
+            return [e async for e in self.client.list_workflows(" AND ".join(clauses), limit=limit)]
+        except RPCError as exc:
+            raise from_rpc(exc, "cannot list conversations") from exc
 
     def handle(self, run_id: str) -> RunHandle:
         """A handle without checking that the run exists (see `get`)."""
@@ -220,16 +292,22 @@ class AgentClient:
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
+        """The run `run_id` in the Temporal Web UI (`ui_url`)."""
         return run_url(self.ui_url, self.client.namespace, run_id)
 
 
 class RunHandle:
     """One run. Cheap to make; every method is one or a few calls to the server."""
 
-    def __init__(self, agents: AgentClient, handle: WorkflowHandle[Any, AgentResult]) -> None:
+    def __init__(
+        self, agents: AgentClient, handle: WorkflowHandle[Any, AgentResult], agent: Agent | None = None
+    ) -> None:
         self.agents = agents
         self.workflow = handle
         self.run_id = handle.id
+        # The run's agent, when the handle was made from the object (`start(agent)`): `result()` decodes a typed
+        # answer with its output type. Made by name, the answer stays the JSON its history holds (`output_as`).
+        self.agent = agent
 
     @property
     def url(self) -> str:
@@ -237,6 +315,7 @@ class RunHandle:
         return self.agents.run_url(self.run_id)
 
     async def describe(self) -> WorkflowExecutionDescription:
+        """Temporal's description of the run (status, start and close times); UnknownRun if there is none."""
         try:
             return await self.workflow.describe()
         except RPCError as exc:
@@ -246,6 +325,7 @@ class RunHandle:
             raise from_rpc(exc, f"cannot look up run {self.run_id!r}") from exc
 
     async def is_running(self) -> bool:
+        """Whether the run is still open."""
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
 
     async def ensure_open(self) -> None:
@@ -278,6 +358,12 @@ class RunHandle:
                 f"run {self.run_id} is running but no worker answered its progress query ({exc.message}); "
                 f"is a worker running on task queue {self.agents.task_queue!r}?"
             ) from exc
+
+    def events(self, after: int | None = None) -> AsyncIterator[tuple[int, LiveEvent]]:
+        """The run's live events (agentic/live.py) as `(offset, event)`, from the one after offset `after`
+        (None: the first), until the run has ended and all are read: the model's text as it is written (runs
+        started with `stream=True`), steps, tool calls, approvals, the answer. Resume with the last offset read."""
+        return live_events(self.agents.client, self.run_id, after)
 
     async def known_progress(self) -> Progress:
         """`progress()`, or — while no worker answers — what the server knows without one (`last_known`)."""
@@ -359,13 +445,38 @@ class RunHandle:
     async def result(self) -> AgentResult:
         """Wait for the run to close; its result, or RunFailed (UnknownAgent) with the cause."""
         try:
-            return await self.workflow.result()
+            result = await self.workflow.result()
         except WorkflowFailureError as exc:
             raise run_failed(self.run_id, exc) from None
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 raise UnknownRun(f"no run with id {self.run_id!r}") from None
             raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
+        return typed(result, self.agent)
+
+    async def messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The run's whole transcript (task, model turns, tool results), once the run has ended.
+
+        A durable run keeps its transcript by reference (`AgentResult.transcript_ref`), in the transcript store
+        its workers write, so `result().messages` holds only what was not stored yet (usually nothing). This
+        reads the rest from `transcripts`, else from the store the settings of this client's `DurableAgentsPlugin`
+        name (AGENT_DATABASE_URL, else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store
+        does not hold it."""
+        result = await self.result()
+        if result.transcript_ref is None:
+            return result.messages
+        if transcripts is None:
+            configured = plugin_of(self.agents.client)
+            if configured is None:  # no settings to name a store: the environment is read once, by the plugin
+                raise TranscriptUnavailable(_elsewhere(self.run_id, "a client without DurableAgentsPlugin"))
+            settings = configured.settings
+            if not settings.database_url and not (settings.data_dir / TRANSCRIPTS_FILE).is_file():
+                raise TranscriptUnavailable(_elsewhere(self.run_id, f"no {settings.data_dir / TRANSCRIPTS_FILE}"))
+            transcripts = transcripts_for(settings)
+        try:
+            return await asyncio.to_thread(result.transcript_messages, transcripts)
+        except TranscriptNotFound as exc:
+            raise TranscriptUnavailable(_elsewhere(self.run_id, f"not in this store: {exc}")) from None
 
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
@@ -466,8 +577,38 @@ class RunHandle:
             raise from_rpc(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
 
-    approve = partialmethod(decide, True)  # approve(call_id, by=..., arguments_hash=..., ...): decide(True, ...)
-    deny = partialmethod(decide, False)
+    async def approve(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Approve the pending call `call_id` (default: the run's only one) as `by`, recorded in the audit trail.
+
+        Pass the `arguments_hash` of the `PendingApproval` you reviewed: if the call's arguments differ, the run
+        refuses the decision (ApprovalRejected). Applied at once when a worker answers within `wait`, else
+        queued for the run (`DecisionOutcome.via == "signal"`). `key` signs it where workers require signed
+        decisions. The rest as `decide`."""
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
+
+    async def deny(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Decline the pending call `call_id` as `by`; `reason` is recorded and told to the model. As `approve`."""
+        return await self.decide(
+            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+        )
 
     async def _queued_decision(self, call_id: str) -> Decision | None:
         """A `decision` signal for `call_id` that the run received after its last completed workflow task:
@@ -547,6 +688,13 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
     return waiting[0]
 
 
+def _elsewhere(run_id: str, why: str) -> str:
+    return (
+        f"the transcript of run {run_id} is kept by the workers' transcript store, which this process cannot read "
+        f"({why}): read it with the workers' AGENT_DATABASE_URL or AGENT_DATA_DIR, or pass their store"
+    )
+
+
 def _quoted(value: str) -> str:
     """A visibility-query string literal; refuses quotes rather than escaping them."""
     if '"' in value or "\\" in value:
@@ -556,3 +704,19 @@ def _quoted(value: str) -> str:
 
 def _description(agent: Agent | str) -> str:
     return agent.description if isinstance(agent, Agent) else ""
+
+
+def typed(result: AgentResult, agent: Agent | None) -> AgentResult:
+    """The result with its answer as the answering agent's output (the one the run was last handed to, among
+    those `agent` knows as objects); unchanged when that agent is not known here or has no type."""
+    if agent is None or not isinstance(result.output, str):
+        return result
+    answering = result.answered_by or agent.label
+    try:
+        team = agent.team()
+    except ValueError:  # handoffs by name: only the worker knows those agents
+        team = {}
+    decoder = agent if answering == agent.label else team.get(answering)
+    if decoder is None:
+        return result
+    return result.model_copy(update={"output": decoder.output_of(result.output)})

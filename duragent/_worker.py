@@ -1,5 +1,8 @@
-"""`build_worker`: a Temporal worker that serves agents — their workflow, model calls and tool calls — with the
-worker's services injected into the activities (`python worker.py` is this, plus a command line)."""
+"""`build_worker`: a new Temporal worker that serves agents — their workflow, model calls and tool calls — with
+the worker's services injected into the activities (`duragent-worker` is this, plus a command line). It is
+`DurableAgentsPlugin(agents=..., deps=...)` on a `Worker` of its own, with the options the agents' workers run
+with. To serve agents next to workflows of your own, give the plugin to your own `Worker` instead: Temporal
+allows one worker per task queue in a process (duragent/_one_worker.py)."""
 
 from __future__ import annotations
 
@@ -11,26 +14,13 @@ from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
 from agentic import Agent
-from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
-from duragent._activities.delegation import DelegationActivities
-from duragent._activities.describe import DescribeActivities
 from duragent._activities.inputs import EngineOptions
-from duragent._activities.mcp import MCPActivities
-from duragent._activities.model import ModelActivities
-from duragent._activities.served import ServedAgents
-from duragent._activities.tools import ToolActivities
-from duragent._activities.webhook import WebhookActivities
-from duragent._config.approver_keys import approver_public_keys
-from duragent._config.credentials import worker_credentials
-from duragent._config.models import declared_models
 from duragent._config.settings import STICKY_TIMEOUT, Settings
-from duragent._config.webhook_signing import load_secret
-from duragent._config.worker_keys import WorkerKeys, load_worker_keys
+from duragent._config.worker_keys import WorkerKeys
+from duragent._one_worker import OVERLAP, SecondWorker, remember, second_worker_text, slot_of
 from duragent._plugin import DurableAgentsPlugin, plugin_of
-from duragent._sealing import Sealing
 from duragent._sticky import ReleaseStickyRuns
-from duragent._stores.configured import transcripts_for
 from duragent._stores.transcripts import Transcripts
 from duragent._versioning import worker_deployment
 from duragent._workflows.versioned import VERSIONED_WORKFLOWS
@@ -55,7 +45,9 @@ def build_worker(
     engine: EngineOptions | None = None,
     worker_keys: WorkerKeys | None = None,
 ) -> Worker:
-    """A worker that serves `agents` on `task_queue`.
+    """A new worker that serves `agents` on `task_queue`: `Worker(client, ..., plugins=[DurableAgentsPlugin(agents,
+    ...)])` with the options the agents' workers run with. To serve them beside workflows and activities of your
+    own, give the plugin to your own `Worker` instead (one worker per task queue in a process).
 
     `deps` reach every tool as `ToolContext.deps`: one object for all agents, or a mapping by agent name
     (an agent missing from it gets its own `Agent.deps`). `models` are the models a run may choose by name
@@ -82,48 +74,58 @@ def build_worker(
     A program that passes none gets those of the `DurableAgentsPlugin` its client was connected with (the
     environment's, read once when the plugin was made): what configures its client configures its workers.
     """
-    plugin = plugin_of(client)
+    configured = plugin_of(client)
     if settings is None:
-        settings = plugin.settings if plugin is not None else Settings.from_env()
+        settings = configured.settings if configured is not None else Settings.from_env()
+    serving = DurableAgentsPlugin(
+        settings,
+        agents=agents,
+        deps=deps,
+        models=models,
+        transcripts=transcripts,
+        approver_keys=approver_keys,
+        webhook_secret=webhook_secret,
+        engine=engine,
+        worker_keys=worker_keys,
+    )
+    options = agent_worker_options(
+        settings,
+        deployment=deployment,
+        build_id=build_id,
+        max_cached_workflows=max_cached_workflows,
+        sticky_timeout=sticky_timeout,
+    )
+    # The plugin registers the workflows, the activities and our interceptors (the converter is the client's).
+    options.update(task_queue=task_queue, interceptors=list(interceptors), plugins=[serving, *options["plugins"]])
+    try:
+        worker = Worker(client, **options)
+    except RuntimeError as exc:  # the SDK core's backtrace for a second worker on the queue: said in one line
+        if OVERLAP not in str(exc):
+            raise
+        raise SecondWorker(second_worker_text(slot_of({"client": client, **options}))) from None
+    remember(worker, slot_of({"client": client, **options}))
+    return worker
+
+
+def agent_worker_options(
+    settings: Settings,
+    *,
+    deployment: str | None = None,
+    build_id: str | None = None,
+    max_cached_workflows: int | None = None,
+    sticky_timeout: timedelta = STICKY_TIMEOUT,
+) -> dict[str, Any]:
+    """The `Worker` options the agents' workers run with, from `settings` (see `build_worker` for each): keyword
+    arguments for `Worker(...)`, its `workflows` and `plugins` included (to extend, not to replace)."""
     versioning = worker_deployment(deployment or settings.deployment_name, build_id or settings.build_id)
-    catalog = models if isinstance(models, ModelCatalog) else declared_models(settings, models)
-    keys = approver_public_keys(settings) if approver_keys is None else approver_keys
-    served = ServedAgents(AgentSet(agents, deps, catalog, where=f"on task queue {task_queue!r}", approver_keys=keys))
-    transcripts = transcripts or transcripts_for(settings)
-    engine = engine or EngineOptions()
-    worker_keys = worker_keys if worker_keys is not None else load_worker_keys(settings)
-    describe = DescribeActivities(served, engine)
-    signing = webhook_secret if webhook_secret is not None else load_secret(settings)
-    model = ModelActivities(served, transcripts, engine.limits, worker_credentials(settings, signing))
-    tools = ToolActivities(served, transcripts, engine.limits)
-    mcp = MCPActivities(served, transcripts)
-    delegation = DelegationActivities()
-    webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
-    return Worker(
-        client,
-        task_queue=task_queue,
-        # The plugin registers the workflows and our interceptors: the client's, else one for this worker alone
-        # (a client connected without it; its payloads are then the client's own converter's). A versioned
-        # worker registers the versioned flavours of the workflows, and the plugin adds no base beside them.
+    return dict(
+        # A versioned worker registers the versioned flavours of the workflows, and the plugin adds no base
+        # beside them.
+        workflows=list(VERSIONED_WORKFLOWS) if versioning else [],
         # First thing on start, the stepping runs stuck to a dead worker's sticky queue move to the shared one
         # (duragent/_sticky.py), so a crash costs them no sticky timeout.
-        plugins=[
-            *([] if plugin is not None else [DurableAgentsPlugin(settings)]),
-            *([ReleaseStickyRuns()] if settings.release_sticky_runs else []),
-        ],
-        workflows=VERSIONED_WORKFLOWS if versioning else [],
-        activities=[
-            describe.describe_agent,
-            model.call_model,
-            tools.run_tool,
-            tools.compensate,
-            mcp.list_mcp_tools,
-            delegation.attach_delegate,
-            webhooks.deliver_webhook,
-        ],
+        plugins=[ReleaseStickyRuns()] if settings.release_sticky_runs else [],
         max_cached_workflows=settings.max_cached_workflows if max_cached_workflows is None else max_cached_workflows,
-        # With worker keys, what this worker's workflows schedule is sealed and its activities act only on a seal.
-        interceptors=[*([Sealing(worker_keys)] if worker_keys is not None else []), *interceptors],
         # On SIGTERM, running activities get this long to finish before they are cancelled.
         graceful_shutdown_timeout=timedelta(seconds=10),
         # After a worker dies, its runs' next workflow tasks wait this long on its sticky queue before any

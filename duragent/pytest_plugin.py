@@ -1,5 +1,5 @@
 """A pytest fixture for testing agents on Temporal's time-skipping server (`duragent.testing`). Enable
-it in your `conftest.py` (it needs pytest-asyncio):
+it in your `conftest.py` (the `testing` extra brings pytest and pytest-asyncio):
 
     pytest_plugins = ["duragent.pytest_plugin"]
 
@@ -17,12 +17,25 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
+from agentic.extras import require_extra
+
+require_extra("testing")  # pytest and pytest-asyncio: one line naming the extra, not a ModuleNotFoundError
+
+import pytest
 import pytest_asyncio
 
 from agentic import Agent
 from duragent.testing import AgentTestClient, agent_server
 
 ServeAgents = Callable[..., Awaitable[AgentTestClient]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`DurableAgentsPlugin` on a client and on its worker is by design (the worker's serves the agents); the SDK
+    warns of any plugin type found on both, and pytest's own warning filters would show it under every test."""
+    config.addinivalue_line(
+        "filterwarnings", "ignore:The same plugin type <class 'duragent._plugin.DurableAgentsPlugin'>:UserWarning"
+    )
 
 
 @pytest_asyncio.fixture

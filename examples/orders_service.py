@@ -2,7 +2,9 @@
 
 It behaves like a real payments provider: `POST /orders/{id}/refund` with an `Idempotency-Key` header
 refunds at most once per key — a retry with the same key gets the first answer back, never a second
-refund. State is in SQLite, so every effect can be counted (`GET /refunds`).
+refund. `POST /orders/{id}/notify` (`{"text": ...}`, with a key) tells the customer, once per key: the repository's
+application (workflows/order_refund.py) calls it after the refund. State is in SQLite, so every effect can be
+counted (`GET /refunds`, `GET /notices`).
 
     python -m examples.orders_service --port 8090 --db .data/orders.db [--slow-after-effect 2] [--host 127.0.0.1]
 
@@ -28,6 +30,7 @@ from typing import Any
 ORDERS = {"A-1": 42.0, "B-2": 17.5, "C-3": 99.0}
 _REFUND = re.compile(r"^/orders/([A-Za-z0-9-]{1,32})/refund$")
 _ORDER = re.compile(r"^/orders/([A-Za-z0-9-]{1,32})$")
+_NOTIFY = re.compile(r"^/orders/([A-Za-z0-9-]{1,32})/notify$")
 
 
 class Orders:
@@ -35,6 +38,7 @@ class Orders:
         db.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(db, check_same_thread=False, isolation_level=None)
         self.db.execute("CREATE TABLE IF NOT EXISTS refunds (key TEXT PRIMARY KEY, order_id TEXT, answer TEXT)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS notices (key TEXT PRIMARY KEY, order_id TEXT, text TEXT)")
         self.lock = threading.Lock()
 
     def refund(self, order_id: str, key: str) -> tuple[str, bool]:
@@ -47,6 +51,17 @@ class Orders:
             answer = f"refunded {order_id}: ${ORDERS[order_id]:.2f}, refund #{number}"
             self.db.execute("INSERT INTO refunds VALUES (?, ?, ?)", (key, order_id, answer))
             return answer, True
+
+    def notify(self, order_id: str, key: str, text: str) -> bool:
+        """Tells the customer, once per key; whether it was sent now."""
+        with self.lock:
+            done = self.db.execute("INSERT OR IGNORE INTO notices VALUES (?, ?, ?)", (key, order_id, text))
+            return done.rowcount == 1
+
+    def notices(self) -> list[dict[str, str]]:
+        with self.lock:
+            rows = self.db.execute("SELECT key, order_id, text FROM notices ORDER BY rowid").fetchall()
+        return [{"key": k, "order_id": o, "text": t} for k, o, t in rows]
 
     def refunds(self) -> list[dict[str, str]]:
         with self.lock:
@@ -61,12 +76,20 @@ def handler(orders: Orders, slow_after_effect: float) -> type[BaseHTTPRequestHan
         def do_GET(self) -> None:
             if self.path == "/refunds":
                 return self._send(200, orders.refunds())
+            if self.path == "/notices":
+                return self._send(200, orders.notices())
             match = _ORDER.match(self.path)
             if match and match.group(1) in ORDERS:
                 return self._send(200, {"order_id": match.group(1), "amount": ORDERS[match.group(1)]})
             self._send(404, {"error": "no such order"})
 
         def do_POST(self) -> None:
+            notify = _NOTIFY.match(self.path)
+            if notify and notify.group(1) in ORDERS and self.headers.get("Idempotency-Key"):
+                length = int(self.headers.get("Content-Length") or 0)
+                text = json.loads(self.rfile.read(length) or b"{}").get("text", "")
+                sent = orders.notify(notify.group(1), self.headers["Idempotency-Key"], str(text))
+                return self._send(200, {"sent": sent})
             match = _REFUND.match(self.path)
             if not match or match.group(1) not in ORDERS:
                 return self._send(404, {"error": "no such order"})

@@ -328,6 +328,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # `tests.support`) wherever they run, as pytest's `pythonpath` gives this process: the installed package
     # holds only `duragent` and `agentic`. tests/packaging/ clears it to play a user's project.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    # The installed commands have no default agents module; the suite's commands, in-process and in the processes
+    # it starts, serve and start the repository's demo agents unless a test names others (tests/packaging/ clears
+    # it to play a user's project; the repo's starter.py and worker.py default to them without it).
+    os.environ.setdefault("AGENT_MODULES", "examples")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

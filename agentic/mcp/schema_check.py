@@ -1,5 +1,5 @@
 """A tool's arguments checked against the input schema its MCP server gave, in bounded time, whatever the
-server put in that schema (security review 3, T1).
+server put in that schema.
 
 The schema is the server's: a hostile one lists `"pattern": "^(a+)+$"`, and Python's backtracking `re` takes
 minutes over 30 characters — holding the GIL, so a thread does not help: the whole worker freezes. So:

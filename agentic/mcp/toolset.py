@@ -30,7 +30,7 @@ def specs_of(server: MCPServer, listed: Iterable[Mapping[str, Any]]) -> dict[str
     exposes, as the loop sees them: prefixed names, the schema as given, flags from the annotations.
 
     The annotations are the server's claim, read on the safe side: `destructiveHint: true` → destructive
-    and mutating, whatever `readOnlyHint` says (security review 3, T2); else `readOnlyHint` → not mutating;
+    and mutating, whatever `readOnlyHint` says; else `readOnlyHint` → not mutating;
     else mutating, and destructive unless `destructiveHint` is false — the protocol's own defaults, so an
     unannotated tool is treated as one that may destroy. An agent that gives `trusted_read_only` believes no
     claim: the tools it lists are read-only, every other one mutating. Which tools wait for approval is the
@@ -111,7 +111,7 @@ def checked_arguments(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolRe
 
 async def checked_off_loop(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolResult:
     """`checked_arguments` in a thread: the event loop — which heartbeats the activity and runs every other
-    run's tasks on this worker — never waits on a schema a server wrote (review 3, T1). The check bounds
+    run's tasks on this worker — never waits on a schema a server wrote. The check bounds
     itself (`CHECK_SECONDS`); this wait is bounded as well, should one step of it not be. A refusal is an
     invalid-arguments result: the model reads why, and nothing is retried."""
     try:

@@ -1,4 +1,4 @@
-from agentic.models.base import Model, ModelReply, ModelSettings, Pricing, ToolSchema
+from agentic.models.base import Model, ModelDelta, ModelReply, ModelSettings, OnDelta, Pricing, ToolSchema
 from agentic.models.fake import FakeModel
 
-__all__ = ["FakeModel", "Model", "ModelReply", "ModelSettings", "Pricing", "ToolSchema"]
+__all__ = ["FakeModel", "Model", "ModelDelta", "ModelReply", "ModelSettings", "OnDelta", "Pricing", "ToolSchema"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
-from typing import Annotated, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -20,6 +21,7 @@ from pydantic import (
 
 from agentic.messages import Message
 from agentic.omit_defaults import OmitDefaults
+from agentic.verdicts import Verdicts
 
 ToolChoice = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 """`auto` (the model decides), `required` (some tool), `none` (no tool), or the name of the tool to call."""
@@ -44,11 +46,40 @@ class ModelReply(OmitDefaults):
     message: Message
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
+    # Of `input_tokens`, those read from the provider's prompt cache, and those written to it (priced differently).
+    cache_read_tokens: NonNegativeInt = 0
+    cache_write_tokens: NonNegativeInt = 0
     cost: NonNegativeFloat = 0.0
     refused: str | None = Field(
         None,
         description="Set by `agentic.loop.admitted`: why none of this reply's tool calls may run (over a limit).",
     )
+    verdicts: Verdicts | None = Field(
+        None,
+        description="Set by `agentic.checks.judge` where the reply arrives: what the agent's answer type and checks "
+        "said of it (recorded with the reply, read by the loop).",
+    )
+
+
+class ModelDelta(OmitDefaults):
+    """A piece of a reply as the model writes it, for the people watching: never part of the transcript.
+
+    `text`: a piece of the answer's text. `tool_call`: a piece of the `position`-th tool call's (from 1)
+    arguments, with its id and name once known. The reply that `complete` returns is the whole truth; deltas
+    only show it early, and a retried call streams again from its start."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["text", "tool_call"]
+    text: str = ""
+    position: NonNegativeInt = 0
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+OnDelta = Callable[[ModelDelta], None]
+"""Where a streaming model hands each delta as it arrives (called on the thread that runs `complete`)."""
 
 
 class Pricing(BaseModel):
@@ -106,6 +137,9 @@ class Model(Protocol):
     Durable runners pass it explicitly, so a scripted model answers the same on a retry, a replay or a
     new worker as it did the first time. `settings`, when given, overrides the model's own `ModelSettings`
     for this call (the fields it sets); a scripted model ignores it.
+
+    A model that can stream also accepts `on_delta` (an `OnDelta`): it calls it with each `ModelDelta` as the
+    reply is written, and still returns the whole reply. Models without the keyword are called without it.
     """
 
     name: str
@@ -125,6 +159,14 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
+def streams(model: Model) -> bool:
+    """Whether `model.complete` takes `on_delta` (a model written before streaming does not)."""
+    try:
+        return "on_delta" in inspect.signature(model.complete).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def ask(
     model: Model,
     messages: Sequence[Message],
@@ -132,9 +174,13 @@ def ask(
     *,
     call_index: int,
     settings: ModelSettings | None = None,
+    on_delta: OnDelta | None = None,
 ) -> ModelReply:
-    """How every runner calls a model: `settings` only when there are some, so a model written against the
-    older protocol (no `settings` keyword) keeps working."""
-    if settings is None:
-        return model.complete(messages, tools, call_index=call_index)
-    return model.complete(messages, tools, call_index=call_index, settings=settings)
+    """How every runner calls a model: `settings` only when there are some, and `on_delta` only to a model that
+    streams, so a model written against the older protocol (neither keyword) keeps working."""
+    extra: dict[str, Any] = {}
+    if settings is not None:
+        extra["settings"] = settings
+    if on_delta is not None and streams(model):
+        extra["on_delta"] = on_delta
+    return model.complete(messages, tools, call_index=call_index, **extra)

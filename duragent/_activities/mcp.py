@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from agentic import ToolSpec
+from agentic.extras import MissingExtra
 from agentic.mcp import MCPConfigError, MCPUnavailable
 from agentic.mcp.toolset import schemas_document, schemas_of
 from duragent._activities.caller import calling_run
@@ -40,6 +41,8 @@ class MCPActivities:
             tools = await heartbeating(agent.list_mcp_tools_async())
         except MCPConfigError as exc:
             raise ApplicationError(str(exc), type="MCPConfigError", non_retryable=True) from None
+        except MissingExtra as exc:  # a worker installed without the `mcp` extra: no retry installs it
+            raise ApplicationError(str(exc), type="MissingExtra", non_retryable=True) from None
         except MCPUnavailable as exc:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
         # The model activity reads them by this document's hash, which the workflow computes itself; `run_tool` takes

@@ -1,8 +1,8 @@
 """The tool activity: one tool call, under its idempotency key, heartbeating while it runs; and the
 compensation activity, which undoes one recorded effect.
 
-Both decide from what the server reports and what the worker holds, never from their input alone (security
-review 2, N2): the run and the key come from `activity.info()`; a tool that requires confirmation acts only
+Both decide from what the server reports and what the worker holds, never from their input alone: the run and
+the key come from `activity.info()`; a tool that requires confirmation acts only
 on an approval checked here against the run the server reports and the worker's approver keys; an undo runs
 only for an effect the run (or a run it delegated to) recorded, with the arguments it recorded.
 """
@@ -79,7 +79,7 @@ class ToolActivities:
             result = await heartbeating(dispatched, dispatched.cancel)
             return await in_thread(self._finish, input, result)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
-        # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
+        # (about 0.1 ms of CPU), and a call by reference made four of them (docs/benchmarks.md).
         return await heartbeating(in_thread(self._run_local, served, input, context, approved), context.cancel)
 
     def _as_listed(self, served: ServedAgent, run_id: str, call: ToolCall, tool: ToolSpec) -> ToolSpec:

@@ -8,7 +8,7 @@ never sent — until one with it picks the attempt up.
 A signature vouches that the worker sends the event, so the worker sends only events of its agents' runs:
 the caller must be the notifier an `AgentWorkflow` on this task queue started for its own end (the server's
 parent link, `{run_id}/webhook`, an event id of that run). A stranger's workflow cannot have the worker sign
-a payload of its choosing (security review 2).
+a payload of its choosing.
 """
 
 from __future__ import annotations

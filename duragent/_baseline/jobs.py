@@ -20,7 +20,7 @@ from duragent._baseline.schema import ACTIVE
 from duragent._baseline.store import Progress, RunRow, Store
 from duragent._stores.errors import StoreUnavailable
 
-# Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`; review N11).
+# Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`).
 MAX_SERVED_RUNS = 8
 
 
@@ -60,7 +60,7 @@ def create(
     (None: to whichever worker resumes it first). BadInput or RunExists, with nothing stored."""
     try:
         served = agents.get(agent_name)
-        spec = served.agent.spec(agents.options(served, options.options))
+        spec = served.agent.spec(agents.options(served, options.options), lookup=agents.agent)
         agents.model(served, options.model)
     except (UnknownAgent, LookupError, ValueError) as exc:
         raise BadInput(str(exc)) from None

@@ -23,6 +23,11 @@ class RunOptions(BaseModel):
     model: str | None = Field(None, description="A model this process declares, by name; None: the agent's.")
     model_settings: ModelSettings | None = Field(None, description="Overrides fields of the agent's model settings.")
     task: str | None = Field(None, description="Overrides the agent's task.")
+    history_from: str | None = Field(
+        None,
+        description="A conversation's previous turn: that run's transcript (its system message aside) is this"
+        " run's history, rebuilt from its steps (duragent/_baseline/conversation.py).",
+    )
     max_steps: PositiveInt | None = Field(None, description="Overrides the agent's step budget.")
     budget: Budget | None = Field(
         None, description="Overrides the agent's whole budget (a delegated run's reservation)."

@@ -25,7 +25,7 @@ from agentic import (
     ToolSpec,
     ToolStatus,
 )
-from agentic.agent import effective_settings
+from agentic.agent import Agent, effective_settings
 from agentic.agent_set import AgentSet
 from agentic.approvals import Outcome
 from agentic.delegation import (
@@ -36,6 +36,7 @@ from agentic.delegation import (
     reserve,
     task_of,
 )
+from agentic.handoffs import as_seen_by
 from agentic.loop import admitted, initial_messages, tool_schemas
 from agentic.mcp import MCPToolsError
 from agentic.models.base import ask
@@ -65,6 +66,7 @@ class Runner:
         crash: CrashHook | None = None,
         *,
         replay_only: bool = False,
+        history: list[Message] | None = None,
     ) -> None:
         self.store, self.run_id, self.owner, self.lease = store, run.run_id, owner, lease
         self.stored_usage = run.consumed
@@ -82,17 +84,22 @@ class Runner:
         self.ancestors = self.delegation.path if self.delegation is not None else []
         self.agent = agent
         self.registry = agent.registry
-        self.loop = AgentLoop(budget, self.registry.specs())
+        # The agents the run may be handed to: this worker's, by name (never what a run says).
+        self.team = agent.team(agents.agent)
+        roles = {name: member.role() for name, member in self.team.items()}
+        self.loop = AgentLoop(budget, agent.tool_specs(), role=agent.role(), team=roles)
         task = self.options.task or agent.task
         if task is None:
             raise RunFailed(f"agent {agent.label} has no default task: start the run with one")
-        self.messages: list[Message] = initial_messages(agent.system, task)
-        self.schemas = tool_schemas(self.loop.specs)
+        if history is None and self.options.history_from:  # a conversation's turn: `history` given, or rebuilt
+            history = _history(store, agents, self.options.history_from)
+        self.messages: list[Message] = initial_messages(agent.system, task, history)
+        self.schemas = agent.schemas()
         self.transcript_hash = steps.TranscriptHash()
         self.model = agents.model(served, self.options.model)
         self.model_settings = effective_settings(agent.model_settings, self.options.model_settings)
         self.deps = served.deps
-        total = agent.spec(self.agent_options).estimated_actions
+        total = agent.spec(self.agent_options, lookup=agents.agent).estimated_actions
         self.journal = Journal(store, self.run_id, owner, lease, crash or CrashHook(), total)
         self.replay_only = replay_only
         self._usage_checked = False
@@ -139,7 +146,8 @@ class Runner:
             body = {"tools": {name: t.model_dump(mode="json") for name, t in tools.items()}}
             self.journal.complete(spec, body, started_at=started)
         self.loop.specs.update(tools)
-        self.schemas = tool_schemas(self.loop.specs)
+        self.loop.own.tools.update(tools)
+        self.schemas = tool_schemas(self.loop.specs, (), self.loop.own.output)
 
     def _going_live(self) -> None:
         if self.replay_only:
@@ -195,19 +203,26 @@ class Runner:
             spec, reply.model_dump(mode="json"), started_at=started, consumed=self.loop.state.consumed
         )
 
+    @property
+    def active(self) -> Agent:
+        """The agent whose turn it is: the run's own, or the one it was handed to."""
+        name = self.loop.state.agent
+        return self.team[name] if name is not None else self.agent
+
     def _complete(self, action: CallModel) -> ModelReply:
         attempts = self.options.model_attempts
+        active = self.active
+        if active is self.agent:
+            model, messages, schemas, settings = self.model, self.messages, self.schemas, self.model_settings
+        else:  # handed over: that agent's model, prompt, tools and settings, on the one transcript
+            model, messages = active.model, as_seen_by(self.messages, active.system)
+            schemas, settings = active.schemas(), active.model_settings
         for attempt in range(1, attempts + 1):
             try:
-                # Admitted before it is checkpointed: a reply over the per-reply limits is stored cut short.
-                return admitted(
-                    ask(
-                        self.model,
-                        self.messages,
-                        self.schemas,
-                        call_index=action.call_index,
-                        settings=self.model_settings,
-                    )
+                # Admitted and judged (the agent's answer type and checks) before it is checkpointed: a reply over
+                # the per-reply limits is stored cut short, and a resume reads the verdicts instead of judging again.
+                return active.judge(
+                    admitted(ask(model, messages, schemas, call_index=action.call_index, settings=settings))
                 )
             except ModelError as exc:
                 if not exc.retryable or attempt == attempts:
@@ -285,19 +300,22 @@ class Runner:
         call = action.call
         started = self.journal.before(spec)
         assert spec.key is not None
+        active = self.active
         context = ToolContext(
             run_id=self.run_id,
             call_id=call.identity,
             idempotency_key=spec.key,
-            deps=self.deps,
-            options=self.agent_options,
+            deps=self.deps if active is self.agent else self.agents.get(active.label).deps,
+            options=self.agent_options
+            if active is self.agent
+            else self.agents.options(self.agents.get(active.label), self.options.options),
         )
         earlier = row.attempts if (row := self.journal.peek()) is not None else 0
         result: ToolResult | None = None
         for retry in range(self.options.tool_attempts):
             # A mutating step's intent (with its key) is durable before the tool runs; each attempt counts.
             context.attempt = self.journal.intend(spec) if mutating else earlier + retry + 1
-            result = self.agent.dispatch(call, context, spec=action.spec, approved=approved)
+            result = active.dispatch(call, context, spec=action.spec, approved=approved)
             if result.status is not ToolStatus.RETRYABLE:
                 break
             if retry + 1 < self.options.tool_attempts:
@@ -339,7 +357,7 @@ class Runner:
         result: dict[str, Any] = {"stop": state.stop.value, "stop_detail": state.stop_detail, "output": state.output}
         if not abandons(state.stop):
             return self._finish("completed", result)
-        plan = compensation_plan(self.run_id, state.records, self.loop.specs)
+        plan = compensation_plan(self.run_id, state.records, self.loop.own.tools, self.loop.team)
         result["not_compensable"] = plan.not_compensable
         if not plan.steps:
             return self._finish("abandoned", result)
@@ -362,6 +380,10 @@ class Runner:
         if step.agent is None:
             return compensation.Undoer(self.run_id, self.registry, self.deps, self.agent_options)
         served = self.agents.get(step.agent)
+        if step.run_id is None:  # an effect of this run, made after it was handed to that agent
+            return compensation.Undoer(
+                self.run_id, served.agent.registry, served.deps, self.agents.options(served, self.options.options)
+            )
         return compensation.Undoer(
             step.run_id or self.run_id,
             served.agent.registry,
@@ -377,9 +399,31 @@ class Runner:
         self.store.finish(self.run_id, self.owner, status, progress=Progress(done, done, label), **result)
 
 
-def transcript(store: Store, agents: AgentSet, run_id: str) -> Runner:
-    """The run's loop and messages rebuilt from its completed steps only (nothing executes)."""
-    runner = Runner(store, agents, store.require(run_id), owner="", replay_only=True)
+def transcript(store: Store, agents: AgentSet, run_id: str, history: list[Message] | None = None) -> Runner:
+    """The run's loop and messages rebuilt from its completed steps only (nothing executes). `history`: a
+    conversation turn's, when the caller has it (else it is rebuilt from the turns before)."""
+    runner = Runner(store, agents, store.require(run_id), owner="", replay_only=True, history=history)
     with contextlib.suppress(ReplayEnd):
         runner.drive()
     return runner
+
+
+def answer(store: Store, agents: AgentSet, run_id: str) -> Any:
+    """The run's answer as its answering agent's output — the typed value of a typed agent (the row keeps the
+    JSON) — read from its completed steps (the agent it was last handed to decides the type)."""
+    row = store.require(run_id)
+    if row.output is None:
+        return None
+    return transcript(store, agents, run_id).active.output_of(row.output)
+
+
+def _history(store: Store, agents: AgentSet, run_id: str) -> list[Message]:
+    """A conversation's transcript up to the end of `run_id` (its previous turn), as `history=` takes it: the
+    turns replayed from the first, each on the one before (a loop, not a recursion: conversations are long)."""
+    chain = [run_id]
+    while (earlier := RunOptions.model_validate_json(store.require(chain[-1]).options).history_from) is not None:
+        chain.append(earlier)
+    history: list[Message] | None = None
+    for turn in reversed(chain):
+        history = [m for m in transcript(store, agents, turn, history).messages if m.role != "system"]
+    return history or []

@@ -1,6 +1,6 @@
 """Every credential a worker holds, as text to keep out of what it reports (`agentic.scrub.Scrubber`): the
 model key, the Temporal API key, the webhook secret, the codec keys and the database password. A provider's
-error quoting any of them reaches history as `***` (review T5)."""
+error quoting any of them reaches history as `***`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from duragent._config.settings import Settings
 def worker_credentials(settings: Settings, webhook_secret: bytes | None = None) -> Scrubber:
     """A scrubber of the settings' secrets (and of `webhook_secret`, the one the worker signs with). A secret
     file that cannot be read adds nothing here: where the secret is used, that is reported as an error."""
-    secrets: list[str | bytes | None] = [settings.openai_api_key, settings.api_key, webhook_secret]
+    secrets: list[str | bytes | None] = [
+        settings.openai_api_key,
+        settings.anthropic_api_key,
+        settings.google_api_key,
+        settings.api_key,
+        webhook_secret,
+    ]
     secrets.append(_read(settings.webhook_secret, settings.webhook_secret_file))
     secrets += _codec_keys(_read(settings.codec_keys, settings.codec_key_file))
     if settings.database_url:

@@ -12,7 +12,7 @@ replayed capture), and remembers event ids it has processed. The secret is `AGEN
 file named by `AGENT_WEBHOOK_SECRET_FILE` (at least 16 characters; `openssl rand -hex 32`). Receivers in
 Python can call `verify()`; elsewhere, three lines of HMAC.
 
-Where deliveries may go (review N8): whoever starts a run chooses its URL, and the worker POSTs to it from
+Where deliveries may go: whoever starts a run chooses its URL, and the worker POSTs to it from
 inside the operator's network, retrying for a day. So a URL is https, never to a link-local address (cloud
 metadata), and never to this machine's loopback — unless the operator opts in with
 `AGENT_WEBHOOK_ALLOW_LOOPBACK=1` (a local relay), in which case plain http to loopback is allowed too. The

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from agentic import Budget, LoopState, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
@@ -12,7 +13,7 @@ from agentic.delegation import Delegation
 from agentic.omit_defaults import OmitDefaults
 from agentic.saga import SagaPolicy
 from agentic.spec import AgentSpec
-from duragent._activities.inputs import ContinueAsNewPolicy, RunStatus
+from duragent._activities.inputs import ContinueAsNewPolicy, RunStatus, TranscriptPart
 from duragent._config.webhook_signing import url_problem
 from duragent._workflows.transcript import WorkflowTranscript
 
@@ -36,6 +37,7 @@ class Handover(OmitDefaults):
     transcript: WorkflowTranscript
     book: ApprovalBook
     continued: int = 0
+    live: WorkflowStreamState | None = None  # the live stream's newest events, and its offsets, carried on
 
 
 class AgentInput(OmitDefaults):
@@ -48,6 +50,12 @@ class AgentInput(OmitDefaults):
     budget: Budget | None = Field(None, description="Overrides the agent's budget.")
     history: list[Message] = Field(default_factory=list, description="Earlier transcript, without the system message.")
     consumed: Usage = Field(default_factory=Usage, description="Consumption carried over from an earlier run.")
+    history_ref: TranscriptPart | None = Field(
+        None,
+        description="Set by a conversation on each of its turns' runs after the first: the conversation's transcript"
+        " so far, by reference (its system message included); the run adds only `task` to it. Accepted only from"
+        " the conversation that started the run (duragent/_workflows/turns.py).",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="Per-run options for the agent, validated by its options model (opaque here)."
     )
@@ -75,6 +83,12 @@ class AgentInput(OmitDefaults):
     # ENGINE_PATCH) — never serialised, so no client sends it any more.
     legacy_continue_as_new: ContinueAsNewPolicy | None = Field(
         None, validation_alias="continue_as_new", exclude=True, repr=False
+    )
+    stream: bool = Field(
+        False,
+        description="True: the model's text (and tool calls' arguments) go to the run's live stream as they are"
+        " written, in batches — a signal in history per batch (every 0.25 s at most while the model writes);"
+        " False: the live stream has the steps, approvals and answer, and each step's text when it is done.",
     )
     carry: Handover | None = Field(None, description="Set by the run itself when it continues as new.")
     delegation: Delegation | None = Field(
@@ -125,5 +139,5 @@ class ApprovalsView(BaseModel):
     pending: list[PendingApproval]
     audit: list[AuditEntry]
     uncounted: dict[str, int] = Field(
-        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call (review T3)."
+        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call."
     )

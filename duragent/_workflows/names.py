@@ -7,3 +7,10 @@ PROGRESS_QUERY = "progress"
 APPROVALS_QUERY = "approvals"
 DECISION_SIGNAL = "decision"
 DECIDE_UPDATE = "decide"
+
+# The conversation workflow (duragent/_workflows/conversation.py): one per user thread, each turn an AgentWorkflow.
+CONVERSATION_WORKFLOW_TYPE = "ConversationWorkflow"
+SEND_UPDATE = "send"
+WAIT_TURN_UPDATE = "wait_turn"
+CLOSE_UPDATE = "close"
+CONVERSATION_QUERY = "conversation"

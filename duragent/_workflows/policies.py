@@ -28,7 +28,7 @@ MCP_LIST_RETRY = RetryPolicy(
 )
 
 # The first retry comes soon: when a worker dies mid-call, the call is retried on another worker this long
-# after its heartbeat timeout noticed (issue 36: recovery after a crash, docs/benchmarks.md). The backoff then
+# after its heartbeat timeout noticed (recovery after a crash, docs/benchmarks.md). The backoff then
 # doubles, and the attempts are as many as keep trying for as long as before the first interval was 1 s: about
 # two minutes for a model call (0.25 + 0.5 + ... + 32 + 60 s), 30 s for a tool call (0.25 + ... + 16 s).
 FIRST_RETRY = timedelta(seconds=0.25)
@@ -74,4 +74,13 @@ ATTACH_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=30),
     non_retryable_error_types=["DelegateIdTaken", "DelegateFailed"],
+)
+
+# Waiting for a conversation's turn that an earlier run of it started (duragent/_activities/turns.py): as long as
+# it takes; a run under the turn's id that the conversation did not start, or the turn's own failure, is final.
+TURN_ATTACH_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    non_retryable_error_types=["TurnIdTaken", "TurnFailed", "CallerRefused"],
 )

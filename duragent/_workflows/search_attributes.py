@@ -19,6 +19,9 @@ AGENT_PENDING_APPROVALS = SearchAttributeKey.for_int("AgentPendingApprovals")
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
 AGENT_COST = SearchAttributeKey.for_float("AgentCost")
 AGENT_STOP = SearchAttributeKey.for_keyword("AgentStop")
+# The agent a run was handed to (handoffs): written only by runs that hand over, so a run that never does
+# writes nothing more, and replaying one recorded before it issues the commands it did.
+AGENT_ACTIVE = SearchAttributeKey.for_keyword("AgentActive")
 
 ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_STATUS,
@@ -28,12 +31,24 @@ ALL: tuple[SearchAttributeKey, ...] = (  # type: ignore[type-arg]
     AGENT_TOKENS,
     AGENT_COST,
     AGENT_STOP,
+    AGENT_ACTIVE,
 )
 
 
-def status_values(status: str, agent: str, pending: int, stop: str) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
-    """What a run shows of its state whenever it changes (duragent/_workflows/visibility.py)."""
-    return {AGENT_STATUS: status, AGENT_NAME: agent, AGENT_PENDING_APPROVALS: pending, AGENT_STOP: stop}
+def status_values(
+    status: str, agent: str, pending: int, stop: str, active: str | None = None
+) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
+    """What a run shows of its state whenever it changes (duragent/_workflows/visibility.py); `active`: the
+    agent it was handed to, once it was."""
+    values: dict[SearchAttributeKey, object] = {  # type: ignore[type-arg]
+        AGENT_STATUS: status,
+        AGENT_NAME: agent,
+        AGENT_PENDING_APPROVALS: pending,
+        AGENT_STOP: stop,
+    }
+    if active is not None:
+        values[AGENT_ACTIVE] = active
+    return values
 
 
 def progress_values(consumed: Usage) -> dict[SearchAttributeKey, object]:  # type: ignore[type-arg]
@@ -47,8 +62,8 @@ def progress_values(consumed: Usage) -> dict[SearchAttributeKey, object]:  # typ
 
 def at_start(agent: str, consumed: Usage) -> TypedSearchAttributes:
     """What a run shows as it starts, set by the client with the start: exactly what the workflow's first
-    publish would upsert, so that upsert — a history event and a visibility write per run — is not needed
-    (issue 20). A run started without them (an older client, a raw start) upserts them itself."""
+    publish would upsert, so that upsert — a history event and a visibility write per run — is not needed.
+    A run started without them (an older client, a raw start) upserts them itself."""
     values = {**status_values("running", agent, 0, ""), **progress_values(consumed)}
     return TypedSearchAttributes([SearchAttributePair(key, value) for key, value in values.items()])  # type: ignore[misc]
 

@@ -18,8 +18,10 @@ with workflow.unsafe.imports_passed_through():
 
     from duragent._activities.inputs import AgentResult, WebhookDelivered, WebhookInput
     from duragent._workflows.agent import AgentWorkflow
+    from duragent._workflows.conversation import ConversationWorkflow
+    from duragent._workflows.conversation_inputs import ConversationInput, ConversationView
     from duragent._workflows.inputs import AgentInput
-    from duragent._workflows.names import WORKFLOW_TYPE
+    from duragent._workflows.names import CONVERSATION_WORKFLOW_TYPE, WORKFLOW_TYPE
     from duragent._workflows.webhook import WebhookWorkflow
 
 
@@ -54,5 +56,20 @@ class UpgradingWebhookWorkflow(WebhookWorkflow):
         return await super().run(input)
 
 
-# What a versioned worker registers, in place of [AgentWorkflow, WebhookWorkflow].
-VERSIONED_WORKFLOWS: list[type] = [PinnedAgentWorkflow, UpgradingWebhookWorkflow]
+# Auto-upgrade: a conversation lives for days or weeks and hands over between turns; pinned, it would hold its
+# build until it closes. Its continue-as-new starts the new run on the current build in any case; between
+# handovers a change to what it schedules needs `workflow.patched`, as on unversioned workers.
+@workflow.defn(
+    name=CONVERSATION_WORKFLOW_TYPE,
+    failure_exception_types=[ValidationError],
+    sandboxed=False,
+    versioning_behavior=VersioningBehavior.AUTO_UPGRADE,
+)
+class UpgradingConversationWorkflow(ConversationWorkflow):
+    @workflow.run
+    async def run(self, input: ConversationInput) -> ConversationView:
+        return await super().run(input)
+
+
+# What a versioned worker registers, in place of [AgentWorkflow, ConversationWorkflow, WebhookWorkflow].
+VERSIONED_WORKFLOWS: list[type] = [PinnedAgentWorkflow, UpgradingConversationWorkflow, UpgradingWebhookWorkflow]

@@ -1,4 +1,4 @@
-"""Review T3, the rules: a decision is bounded field by field; a rejected one is audited cut short, at most
+"""The rules: a decision is bounded field by field; a rejected one is audited cut short, at most
 `REJECTED_PER_CALL` per call and `REJECTED_KEPT` in all (the rest counted); and the book a run hands over is
 bounded even when an earlier version audited rejections whole."""
 

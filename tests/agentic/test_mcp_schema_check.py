@@ -1,4 +1,4 @@
-"""What a hostile MCP server can put in a tool's listing, played as data (security review 3, T1 and T2): a
+"""What a hostile MCP server can put in a tool's listing, played as data: a
 catastrophic pattern is checked in linear time, a pattern only a backtracking engine takes is refused at
 listing, schemas and arguments have named limits, and annotations that contradict take the safe side."""
 

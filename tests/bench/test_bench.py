@@ -431,7 +431,8 @@ def test_the_report_states_each_goal_and_whether_it_was_met(tmp_path: Path):
         },
     }
     goals = report.goals(results)
-    assert [g["met"] for g in goals] == [False, False, True, False, True, False]
+    # One pair of batches gives no interval: its throughput goal is undecided, never met by a single ratio.
+    assert [g["met"] for g in goals] == [False, False, None, False, True, False]
     assert "1000 concurrent runs" in goals[2]["goal"] and "90%" in goals[2]["measured"]
     assert goals[3]["measured"] == "999/1000 completed, 1 locked"
     text = report.markdown(results)
@@ -464,9 +465,10 @@ def _batch(engine: str, n: int, rep: int, runs_per_s: float, worker: float, serv
     }
 
 
-def test_throughput_goals_use_the_median_of_each_repetitions_ratio():
-    """Issue 20: ours ≥ 90 % of the floor's runs/s at each N, worker CPU ≤ 1.25x, server CPU ≤ 1.15x — each the
-    median of the per-repetition ratios, every repetition's ratio shown."""
+def test_throughput_goals_are_judged_on_the_interval_of_each_repetitions_ratio():
+    """Ours ≥ 90 % of the floor's runs/s at each N, worker CPU ≤ 1.25x, server CPU ≤ 1.10x — each judged on the
+    90 % interval of the per-repetition ratios (shown with the median and every repetition's ratio): three
+    spread repetitions decide none of them."""
     rows = []
     for rep, (ours_rate, worker, server) in enumerate([(9.5, 24.0, 60.0), (8.0, 30.0, 62.0), (9.2, 26.0, 80.0)]):
         rows += [_batch("floor", 100, rep, 10.0, 20.0, 50.0), _batch("temporal", 100, rep, ours_rate, worker, server)]
@@ -475,18 +477,19 @@ def test_throughput_goals_use_the_median_of_each_repetitions_ratio():
     results = {"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 3, "rows": rows}}
     goals = {g["goal"]: g for g in report.goals(results)}
     rate = goals["throughput at 100 concurrent runs ≥ 90% of the bare floor on the tuned server"]
-    assert rate["met"] and rate["measured"] == "92% (each repetition: 95%, 80%, 92%)"
+    assert rate["met"] is None
+    assert rate["measured"] == "92% (each repetition: 95%, 80%, 92%); 90 % interval 76% to 104% (3 pairs)"
     worker = goals["worker CPU per run at N = 100 ≤ 1.25x the floor's on the tuned server"]
-    assert not worker["met"] and worker["measured"].startswith("1.30x")  # 1.20, 1.50, 1.30: median 1.30
-    server = goals["server CPU per run at N = 100 ≤ 1.15x the floor's on the tuned server"]
-    assert not server["met"] and server["measured"] == "1.24x (each: 1.20x, 1.24x, 1.60x)"
+    assert worker["met"] is None and worker["measured"].startswith("1.30x")  # 1.20, 1.50, 1.30: median 1.30
+    server = goals["server CPU per run at N = 100 ≤ 1.1x the floor's on the tuned server"]
+    assert server["met"] is None and server["measured"].startswith("1.24x (each: 1.20x, 1.24x, 1.60x); 90 %")
     text = report.markdown(results)
     assert "Medians of 3 interleaved repetitions" in text
     assert "| marker_recorded | 0.0 | 0 | 1.0 | 900 |" in text
 
 
 def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
-    """Issue 20's price list: with the floor carrying ours' bytes and ours without search attributes measured
+    """The price list: with the floor carrying ours' bytes and ours without search attributes measured
     beside them, the report prices each feature as the median of the per-repetition differences (CPU per run),
     each repetition's shown; with only ours and the floor there is nothing to split, and no price list."""
     rows = []
@@ -511,7 +514,7 @@ def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
 
 @pytest.mark.system
 def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
-    """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
+    """`report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
     import json
     import sys
@@ -661,3 +664,37 @@ def test_the_knobs_report_has_a_row_per_variant():
     text = markdown({"rows": [row, skipped_load | {"variant": "default", "db_requests_per_run": None}]})
     assert "| tuned | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | 100 | 18.6 | 44.3 | 53.4 |" in text
     assert "| default | 0.50 | 2.2 | 20.0 | 2.0 / 4.0 | 10.0 | — | n/a | n/a | n/a |" in text
+
+
+def _pair(rep: int, ours: float, floor: float, ours_cpu: float = 50.0, floor_cpu: float = 50.0) -> list[dict]:
+    common = {"n": 1000, "rep": rep, "profile": "tuned", "completed": 1000, "latency": summarize([1.0])}
+    return [
+        {**common, "engine": "floor", "runs_per_s": floor, "server_cpu_per_run_ms": floor_cpu},
+        {**common, "engine": "temporal", "runs_per_s": ours, "server_cpu_per_run_ms": ours_cpu},
+    ]
+
+
+def test_a_throughput_goal_is_judged_on_the_interval_of_the_pairs_ratios():
+    """Three pairs at 106 %, 74 %, 79 % (a measured spread) straddle 90 %: undecided, and the run asks for more
+    pairs; six tight pairs around 98 % meet it; six around 80 % miss it."""
+    from bench.throughput import undecided
+
+    spread = [row for rep, ours in enumerate([21.2 * 1.06, 25.3 * 0.74, 21.1 * 0.79]) for row in _pair(rep, ours, 1)]
+    for row in spread:
+        if row["engine"] == "floor":
+            row["runs_per_s"] = {0: 21.2, 1: 25.3, 2: 21.1}[row["rep"]]
+    tight = [row for rep, share in enumerate([0.99, 1.04, 0.93, 0.97, 1.0, 0.95]) for row in _pair(rep, 20 * share, 20)]
+    low = [row for rep, share in enumerate([0.8, 0.82, 0.78, 0.81, 0.79, 0.8]) for row in _pair(rep, 20 * share, 20)]
+
+    def throughput_goal(rows: list[dict]) -> bool | None:
+        results = {"throughput": {"steps": 2, "profiles": ["tuned"], "rows": rows}}
+        [goal] = [g for g in report.goals(results) if "concurrent runs" in g["goal"]]
+        return goal["met"]
+
+    assert throughput_goal(spread) is None and undecided(spread, 1000, "tuned")
+    assert throughput_goal(tight) is True and not undecided(tight, 1000, "tuned")
+    assert throughput_goal(low) is False and not undecided(low, 1000, "tuned")
+    cpu = [row for rep, x in enumerate([1.2, 1.25, 1.22]) for row in _pair(rep, 20, 20, ours_cpu=50 * x)]
+    cpu_goals = report.goals({"throughput": {"steps": 2, "profiles": ["tuned"], "rows": cpu}})
+    [server] = [g for g in cpu_goals if g["goal"].startswith("server CPU")]
+    assert server["met"] is False and "90 % interval" in server["measured"]

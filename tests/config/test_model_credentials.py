@@ -1,4 +1,4 @@
-"""A declared model gets only its own credentials (review N4): the worker's `OPENAI_API_KEY` goes to the
+"""A declared model gets only its own credentials: the worker's `OPENAI_API_KEY` goes to the
 endpoint the operator configured for `openai:*`, and never to the local model's URL — which any local user
 can bind when the model server is not running. Real HTTP listeners play both endpoints."""
 
@@ -38,3 +38,39 @@ def test_the_local_model_never_receives_the_workers_openai_key(monkeypatch: pyte
     assert seen == ["Bearer not-needed"]
     # The key still goes where the operator sent it.
     assert authorization(openai) == [f"Bearer {WORKER_KEY}"]
+
+
+def test_each_provider_gets_its_own_key_and_only_at_its_own_endpoint() -> None:
+    """Three providers declared at once: each prefix's models send the key and reach the URL declared for that
+    provider — never the one declared after it (the catalog's factories bind them when declared)."""
+    pytest.importorskip("pydantic_ai")
+    pytest.importorskip("anthropic")
+    pytest.importorskip("google.genai")
+    from tests.support.provider_servers import AnthropicServer, GeminiServer, text
+
+    keys = {"openai": "sk-OPENAI-KEY-0001", "anthropic": "sk-ANTHROPIC-KEY-0002", "google": "GOOGLE-KEY-0003"}
+    with FakeOpenAIServer() as openai, AnthropicServer() as anthropic, GeminiServer() as google:
+        openai.queue(chat_completion("hi"))
+        anthropic.queue_message([text("hi")])
+        google.queue_content([{"text": "hi"}])
+        catalog = declared_models(
+            Settings(
+                openai_api_key=keys["openai"],
+                openai_base_url=openai.base_url,
+                anthropic_api_key=keys["anthropic"],
+                anthropic_base_url=anthropic.base_url,
+                google_api_key=keys["google"],
+                google_base_url=google.base_url,
+            )
+        )
+        for name in ("openai:gpt-4.1-mini", "anthropic:claude-sonnet-4-5", "google:gemini-2.5-flash"):
+            assert catalog.resolve(name).complete(USER).message.content == "hi"
+
+    assert authorization(openai) == [f"Bearer {keys['openai']}"]
+    [to_anthropic] = anthropic.requests
+    assert keys["anthropic"] in (to_anthropic.headers.get("x-api-key") or to_anthropic.headers["authorization"])
+    [to_google] = google.requests
+    assert to_google.headers["x-goog-api-key"] == keys["google"]
+    for request in (*anthropic.requests, *google.requests):
+        others = [k for p, k in keys.items() if p not in request.path and k not in str(request.headers)]
+        assert len(others) == 2  # the two other keys are nowhere in it

@@ -1,4 +1,4 @@
-"""Review T5: a model endpoint's error quotes the key it was sent (gateways and proxies echo the header whole),
+"""A model endpoint's error quotes the key it was sent (gateways and proxies echo the header whole),
 and that text used to become the run's failure: in history, the Web UI, the CLI and a viewer's `error`. Played
 with a real HTTP endpoint that echoes the bearer it receives, and a model of the user's own that copies
 provider text quoting the worker's other secrets; the assertions are on the run's history itself, its raw

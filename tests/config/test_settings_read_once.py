@@ -1,4 +1,4 @@
-"""Issue 32 (architecture review 2, change 4): the environment is read once, into `Settings`, at the entry points
+"""The environment is read once, into `Settings`, at the entry points
 — `worker.py`, `starter.py` and `job` through the CLI boundary's `load_settings`, a program through the
 public conveniences that default to `Settings.from_env()` — and passed down. Library code never builds
 `Settings` itself, and reads no variable directly but the few listed here, each for its reason."""
@@ -21,6 +21,7 @@ DEFAULTS_TO_THE_ENVIRONMENT = {
     "duragent/_plugin.py",  # DurableAgentsPlugin(): the README program's one read
     "duragent/_connection.py",  # connect()
     "duragent/_worker.py",  # build_worker on a client connected without the plugin
+    "duragent/_conversations.py",  # a conversation's transcript store, on a client connected without the plugin
     "duragent/replay.py",  # replay()
     "duragent/testing.py",  # agent_server() (its stores then go to a scratch directory)
     "duragent/_stores/configured.py",  # facts_for(): an operator's program reading agents' memory

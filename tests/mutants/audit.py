@@ -118,8 +118,8 @@ AUDIT_2 = [
     AuditMutant(
         "N11",
         "agentic/delegation.py",
-        "s if s.agent is not None else s.model_copy(",
-        "s.model_copy(",
+        "s if s.run_id is not None else _owned_by(",
+        "_owned_by(",
         "a grandchild's planned undo keeps the grandchild's run, agent and options",
         _t("temporal/delegation", "agentic/saga_rules"),
     ),

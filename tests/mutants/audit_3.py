@@ -274,8 +274,8 @@ AUDIT_3 = [
     AuditMutant(
         "M28",
         "duragent/_sticky.py",
-        '" AND (AgentStatus IN ({statuses}) OR AgentStatus IS NULL)"',
-        '" AND AgentStatus IN ({statuses})"',
+        'f" AND ({named} OR AgentStatus IS NULL)" if unlabelled',
+        'f" AND {named}" if unlabelled',
         "runs without our search attributes (no AgentStatus) are released too",
         _t("temporal/sticky_release"),
     ),

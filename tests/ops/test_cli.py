@@ -161,6 +161,10 @@ async def test_demo_runs_end_to_end_and_exits_zero(dev_env, task_queue, tmp_path
     assert (runs["trip"]["status"], runs["trip"]["stop"], runs["trip"]["effects"]) == ("compensated", "tool_failed", 4)
     assert runs["support"]["output"].startswith("Ticket opened; the billing desk says: Refunded order 4471")
     assert runs["support"]["note"] == f"delegated to billing-desk: run {runs['support']['run_id']}~2.1"
+    # The application's last act: OrderRefund on worker.py, its agent step approved, then the customer told.
+    refund = runs["orders"]
+    assert (refund["workflow"], refund["refunded"], refund["customer_notified"]) == ("OrderRefund", True, True)
+    assert refund["agent_run"] == f"{refund['run_id']}~orders-1" and refund["answer"].startswith("Done: refunded A-1")
     assert Path(settings.ledger_path).exists()
 
 
@@ -194,7 +198,7 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         found = sorted([w.id async for w in dev_env.client.list_workflows(query)])
         assert found == sorted(ids)
 
-        # Approving needs the hash the approver saw (security review L7): without it, nothing is approved
+        # Approving needs the hash the approver saw: without it, nothing is approved
         # and the call is shown with the hash to confirm; a wrong hash is refused.
         code, _, err = await starter("approve", ids[0], "--by", "maria", settings=settings)
         assert code == 2
@@ -220,7 +224,7 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         assert [(a["event"], a["approver"], a["reason"]) for a in declined["audit"]] == [
             ("declined", "tom", "duplicate")
         ]
-        # A decision for a run that has ended: one line, nothing sent (issue 23: no traceback).
+        # A decision for a run that has ended: one line, nothing sent (no traceback).
         code, _, err = await starter("approve", ids[1], "--by", "late", "--yes", settings=settings)
         assert code == 1
         assert_one_clear_line(err, f"run {ids[1]} has already ended (completed)")

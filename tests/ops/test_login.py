@@ -1,6 +1,6 @@
 """The one login flow (duragent/_ops/http/login.py), as every app we serve has it, played over real HTTP on loopback
 (tests/support/serving.py): a page on another site can neither sign a browser in as the attacker nor sign it
-out (review 3, T6), and the session cookie is `Secure` behind a TLS proxy (mutation audit 3, M35)."""
+out, and the session cookie is `Secure` behind a TLS proxy."""
 
 from __future__ import annotations
 

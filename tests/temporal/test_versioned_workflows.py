@@ -15,7 +15,12 @@ from duragent._config.settings import Settings
 from duragent._connection import connect
 from duragent._versioning import WorkerVersioningError, worker_deployment
 from duragent._workflows.agent import AgentWorkflow
-from duragent._workflows.versioned import PinnedAgentWorkflow, UpgradingWebhookWorkflow
+from duragent._workflows.conversation import ConversationWorkflow
+from duragent._workflows.versioned import (
+    PinnedAgentWorkflow,
+    UpgradingConversationWorkflow,
+    UpgradingWebhookWorkflow,
+)
 from duragent._workflows.webhook import WebhookWorkflow
 from tests.conftest import new_worker
 
@@ -29,6 +34,7 @@ def definition(cls: type) -> workflow._Definition:
     [
         (PinnedAgentWorkflow, AgentWorkflow, VersioningBehavior.PINNED),
         (UpgradingWebhookWorkflow, WebhookWorkflow, VersioningBehavior.AUTO_UPGRADE),
+        (UpgradingConversationWorkflow, ConversationWorkflow, VersioningBehavior.AUTO_UPGRADE),
     ],
 )
 def test_a_versioned_flavour_is_its_base_plus_a_behaviour(versioned: type, base: type, behaviour) -> None:
@@ -45,12 +51,12 @@ async def test_a_worker_is_versioned_only_when_given_a_deployment_and_a_build(sk
     plugin_client = await connect(Settings(address=address, namespace=skipping_env.client.namespace))
     for client in (skipping_env.client, plugin_client):  # registered by build_worker, or by the plugin
         plain = new_worker(client, task_queue, ledger).config(active_config=True)
-        assert plain["workflows"] == [AgentWorkflow, WebhookWorkflow]
+        assert plain["workflows"] == [AgentWorkflow, ConversationWorkflow, WebhookWorkflow]
         assert plain.get("deployment_config") is None
 
         versioned = new_worker(client, task_queue, ledger, deployment="agents", build_id="v7")
         config = versioned.config(active_config=True)
-        assert config["workflows"] == [PinnedAgentWorkflow, UpgradingWebhookWorkflow]
+        assert config["workflows"] == [PinnedAgentWorkflow, UpgradingConversationWorkflow, UpgradingWebhookWorkflow]
         deployment = config["deployment_config"]
         assert deployment.version == WorkerDeploymentVersion("agents", "v7") and deployment.use_worker_versioning
     # From the environment's settings (compose), as `python worker.py` passes them.

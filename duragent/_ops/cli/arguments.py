@@ -26,11 +26,6 @@ MAX_RUN_ID = 1000  # Temporal refuses longer workflow ids
 HASH_MIN = 8  # characters of an arguments hash a person must copy for `--hash`
 NEEDS_A_NAME = "needs a name: it is recorded in the audit trail"
 
-# The agents served and started when neither `--agents` nor AGENT_MODULES names a module: the demo agents.
-# Only the command lines fall back to them (each passes this to its parser); the library has no default.
-DEMO_AGENTS = ("examples",)
-
-
 # The runs API's port (`starter.py serve`, `job serve`): here, so parsing a command line imports no HTTP stack.
 DEFAULT_PORT = 8765
 
@@ -165,7 +160,7 @@ def add_agents_modules(parser: argparse.ArgumentParser) -> None:
         "--agents",
         action="append",
         metavar="MODULE",
-        help="a module exporting `agents` (repeatable; default: AGENT_MODULES, else the demo agents)",
+        help="a module exporting `agents` (repeatable; default: AGENT_MODULES)",
     )
 
 

@@ -41,7 +41,6 @@ from duragent._config.models import declared_models
 from duragent._config.settings import Settings
 from duragent._ops.cli import approver, effects, facts
 from duragent._ops.cli.arguments import (
-    DEMO_AGENTS,
     Commands,
     add_agents_modules,
     add_run_id,
@@ -62,12 +61,8 @@ CHECKPOINT_FILE = "baseline.db"  # in AGENT_DATA_DIR, beside the ledger, unless 
 
 
 def parser(prog: str = "duragent-job") -> Parser:
-    root = Parser(
-        prog=prog,
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        default_agents=DEMO_AGENTS,
-    )
+    # No default agents module: --agents or AGENT_MODULES names them (the repository's demo agents are its own).
+    root = Parser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     command = Commands(root, common=_stores_and_agents).add
 
     run = command("run", cmd_run, "start a run and drive it to its end")
@@ -279,7 +274,7 @@ def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     )  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
     store = _existing(args.db, args.run_id)
     approve = args.command == "approve"
-    decision = approvals.decision_on(  # bound to this run's execution and the request's deadline (N5)
+    decision = approvals.decision_on(  # bound to this run's execution and the request's deadline
         store,
         args.run_id,
         approve=approve,

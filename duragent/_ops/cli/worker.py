@@ -1,9 +1,8 @@
 """The worker: serves agents — their workflow, model calls and tool calls — until SIGINT/SIGTERM, then
 drains and exits.
 
-    python worker.py                              # the demo agents (examples/)
-    python worker.py --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
-    python worker.py --deployment agents --build-id v2   # Worker Versioning: serve build v2 (docs/operations.md)
+    duragent-worker --agents my_pkg.agents       # your agents (repeatable; or AGENT_MODULES=a,b)
+    duragent-worker --agents my_pkg.agents --deployment agents --build-id v2   # Worker Versioning (operations.md)
 
 An agents module exports `agents` (a list of `Agent`) and, optionally, `make_deps(settings)` returning
 the services its tools get as `ToolContext.deps`. Connection: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -15,8 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from agentic import Agent
 from agentic.signing import ApproverKeyError
 from duragent._config import observability
 from duragent._config.agent_modules import load_agents_and_deps
@@ -24,18 +28,28 @@ from duragent._config.approver_keys import approver_public_keys
 from duragent._config.settings import Settings
 from duragent._config.worker_keys import WorkerKeyError, load_worker_keys
 from duragent._connection import connect
-from duragent._ops.cli.arguments import DEMO_AGENTS, add_agents_modules
+from duragent._ops.cli.arguments import add_agents_modules
 from duragent._ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from duragent._ops.cli.connection import require_namespace
-from duragent._ops.cli.output import CliError
+from duragent._ops.cli.output import CliError, invoked_as
 from duragent._ops.devstack.signals import serve_until_stopped
 from duragent._stores import configured as stores
 from duragent._stores.configured import transcripts_for
 from duragent._versioning import WorkerVersioningError, worker_deployment
 from duragent._worker import build_worker
 
+# What makes the worker, once the agents, their services and the keys are loaded and the client connected:
+# `(client, settings, agents, deps, **serving)`, `serving` being the plugin's `transcripts`, `approver_keys` and
+# `worker_keys`. The installed command serves the agents alone (`build_worker`); the repository's worker.py
+# serves its application's workflow next to them, on a `Worker` of its own.
+MakeWorker = Callable[..., Worker]
 
-async def serve(args: argparse.Namespace, settings: Settings) -> int:
+
+def agents_only(client: Client, settings: Settings, agents: list[Agent], deps: Any, **serving: Any) -> Worker:
+    return build_worker(client, task_queue=settings.task_queue, agents=agents, deps=deps, settings=settings, **serving)
+
+
+async def serve(args: argparse.Namespace, settings: Settings, make_worker: MakeWorker = agents_only) -> int:
     """Start serving, or say in one line why it cannot (the boundary in `main` turns errors into that line)."""
     try:
         observability.configure_logging(settings.log_format, settings.log_level)
@@ -62,16 +76,8 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     client = await connect(settings, runtime=observability.worker_runtime(settings.metrics_address))
     await require_namespace(client, settings)
     stores.check(settings.database_url)  # an unreachable shared database: one clear line, non-zero exit
-    worker = build_worker(
-        client,
-        task_queue=settings.task_queue,
-        agents=agents,
-        deps=deps,
-        transcripts=transcripts_for(settings),
-        approver_keys=approver_keys,
-        settings=settings,
-        worker_keys=worker_keys,
-    )
+    serving = {"transcripts": transcripts_for(settings), "approver_keys": approver_keys, "worker_keys": worker_keys}
+    worker = make_worker(client, settings, agents, deps, **serving)
     ready = (
         f"worker ready: {settings.address} namespace={settings.namespace} queue={settings.task_queue} "
         f"agents={','.join(sorted(a.name or '' for a in agents))}"
@@ -84,7 +90,7 @@ async def serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def parser(prog: str = "duragent-worker", default_agents: Sequence[str] = DEMO_AGENTS) -> Parser:
+def parser(prog: str = "duragent-worker", default_agents: Sequence[str] = ()) -> Parser:
     parser = Parser(prog=prog, description=__doc__.split("\n\n")[0], default_agents=default_agents)
     add_agents_modules(parser)
     parser.add_argument(
@@ -95,15 +101,23 @@ def parser(prog: str = "duragent-worker", default_agents: Sequence[str] = DEMO_A
     return parser
 
 
-def main(argv: Sequence[str], *, prog: str = "duragent-worker", default_agents: Sequence[str] = DEMO_AGENTS) -> int:
-    """`python worker.py`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
-    module that does not load, the database down) are one line on stderr and a non-zero exit
-    (duragent/_ops/cli/boundary.py); `--debug` shows the traceback."""
+def main(
+    argv: Sequence[str],
+    *,
+    prog: str = "duragent-worker",
+    default_agents: Sequence[str] = (),
+    make_worker: MakeWorker = agents_only,
+) -> int:
+    """`duragent-worker`: startup errors (Temporal down, an unknown namespace, a bad log setting, an agents
+    module that does not load or none named, the database down) are one line on stderr and a non-zero exit
+    (duragent/_ops/cli/boundary.py); `--debug` shows the traceback. `default_agents`: the agents modules served
+    when neither `--agents` nor AGENT_MODULES names one (the installed command has none)."""
     try:
+        invoked_as("starter.py" if prog.endswith(".py") else "duragent")  # the command its messages suggest
         args = parser(prog, default_agents).parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    return run_command(lambda: serve(args, with_build(load_settings(args), args)), debug=args.debug)
+    return run_command(lambda: serve(args, with_build(load_settings(args), args), make_worker), debug=args.debug)
 
 
 def with_build(settings: Settings, args: argparse.Namespace) -> Settings:

@@ -1,12 +1,14 @@
-"""`demo --model local`: the demo on a real language model, with no API key — SmolLM2-135M on the embedded
-model server (duragent/_ops/devstack/modelserver.py, the `llm` dependency group), started unless one answers at
-`AGENT_LOCAL_MODEL_URL`, and stopped (by pid) when the demo ends, on Ctrl-C, SIGTERM or SIGHUP.
+"""`demo --model local`: the demo on a real language model, with no API key — Gemma 3 270M (or SmolLM2-135M when
+only it is installed) on the embedded model server (duragent/_ops/devstack/modelserver.py, the `llm` dependency
+group), started unless one answers at `AGENT_LOCAL_MODEL_URL`, and stopped (by pid) when the demo ends, on Ctrl-C,
+SIGTERM or SIGHUP.
 
-What a 135M model can do reliably is chosen for it: each run's first model call must call the agent's tool
-(`first_tool_choice`: the server constrains the arguments to the tool's JSON schema, their values are the
-model's own), later calls answer in words (`none`), at temperature 0 with few tokens. Three runs:
+The model is asked as `local-schema` (agentic/models/constrained.py): one JSON step at a time under a JSON-schema
+grammar — a call to one of the agent's tools with arguments of its schema, copied from what the user said, or the
+answer — the first step a call (`first_tool_choice="required"`), at temperature 0. So asked, Gemma 3 270M completes
+both demo tasks (`python -m bench eval`, docs/local-model.md). Three runs:
 
-- billing: `charge` runs on the model's arguments, then the model answers;
+- billing: `charge` runs on the model's arguments (invoice inv-9, as asked), then the model answers;
 - refund: the model's `refund` call waits for a human; the demo approves it; the model answers;
 - billing again, the worker SIGKILLed while the model writes its answer: a new worker calls the model
   again (the server first finishes the abandoned generation) and the charge still happens once.
@@ -31,16 +33,22 @@ from duragent._ops.demo.scripted import Demo, say, until
 from duragent._ops.devstack import modelserver
 from duragent._workflows.inputs import Timeouts
 
-MODEL = "local"
-# The model's arguments for `charge` take about 23 tokens; an answer is cut at the same length.
-MAX_TOKENS = 32
+MODEL = "local-schema"
+# A step (`{"tool": "charge", "arguments": {...}}`) takes about 25 tokens; an answer is bounded to fit.
+MAX_TOKENS = 96
 LONG_ANSWER_TOKENS = 160
 # Asked for a long answer, the model writes until max_tokens at temperature 0: seconds of generation.
 LONG_TASK = "Settle invoice inv-9. Then write a very long story about a dragon who pays invoices, at least 500 words."
 
 
-def asked(first_tool: str, max_tokens: int = MAX_TOKENS) -> ModelSettings:
-    """How each run asks the small model: the agent's tool first, then words."""
+def asked_in_steps(max_tokens: int = MAX_TOKENS) -> ModelSettings:
+    """How each demo run asks the small model (`local-schema`): a call first, then it decides (the grammar keeps
+    every step valid)."""
+    return ModelSettings(first_tool_choice="required", temperature=0.0, max_tokens=max_tokens)
+
+
+def asked(first_tool: str, max_tokens: int = 32) -> ModelSettings:
+    """How `local` (llama-cpp-python's tool calls) is asked to do the same: the agent's tool first, then words."""
     return ModelSettings(first_tool_choice=first_tool, tool_choice="none", temperature=0.0, max_tokens=max_tokens)
 
 
@@ -93,9 +101,16 @@ class LocalModelDemo(Demo):
         if (reason := modelserver.missing()) is not None:
             raise CliError(reason)
         port = urlsplit(url).port or 80
-        say(self.as_json, f"no model server at {url}; starting the embedded one (SmolLM2-135M)…")
+        name = modelserver.preferred_local_model()
+        say(self.as_json, f"no model server at {url}; starting the embedded one ({name})…")
         try:
-            server = modelserver.start(port, log=self.settings.data_dir / "demo-model-server.log")
+            known = modelserver.LOCAL_MODELS[name]
+            server = modelserver.start(
+                port,
+                model=modelserver.local_model_file(name),
+                chat_format=known.chat_format,
+                log=self.settings.data_dir / "demo-model-server.log",
+            )
         except modelserver.ModelServerError as exc:
             raise CliError(str(exc)) from None
         say(self.as_json, f"Model server pid {server.pid} on {server.base_url}, log {server.log}")
@@ -128,14 +143,14 @@ class LocalModelDemo(Demo):
     async def billing_on_the_model(self, client: AgentClient) -> None:
         say(self.as_json, "\n[billing] the model calls charge with arguments of its own, then answers")
         handle = await client.start(
-            "billing", run_id=f"demo-llm-billing-{self.stamp}", model=MODEL, model_settings=asked("charge")
+            "billing", run_id=f"demo-llm-billing-{self.stamp}", model=MODEL, model_settings=asked_in_steps()
         )
         await self.report(handle)
 
     async def refund_approved(self, client: AgentClient) -> None:
         say(self.as_json, "\n[refund] the model's refund call waits for a human (durable timer, 24 h deadline)")
         handle = await client.start(
-            "refund", run_id=f"demo-llm-refund-{self.stamp}", model=MODEL, model_settings=asked("refund")
+            "refund", run_id=f"demo-llm-refund-{self.stamp}", model=MODEL, model_settings=asked_in_steps()
         )
         [pending] = await handle.wait_for_approval(timeout=300)
         say(self.as_json, f"  waiting: {preview(f'{pending.tool}({pending.arguments})')}, as the model wrote it")
@@ -150,7 +165,7 @@ class LocalModelDemo(Demo):
             LONG_TASK,
             run_id=f"demo-llm-crash-{self.stamp}",
             model=MODEL,
-            model_settings=asked("charge", LONG_ANSWER_TOKENS),
+            model_settings=asked_in_steps(LONG_ANSWER_TOKENS),
             # A dead worker is noticed within seconds; meanwhile the server finishes the abandoned generation.
             timeouts=Timeouts(heartbeat_seconds=3.0),
         )

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from agentic.approvals import PendingApproval
 from duragent._activities.inputs import AgentResult
@@ -33,10 +33,36 @@ async def until(check: Callable[[], Awaitable[bool]], timeout: float, what: str)
         await asyncio.sleep(0.2)
 
 
+class DemoApplication(Protocol):
+    """An entry point's own application, served by its own worker program and shown after the agents (the
+    repository's `starter.py` gives its OrderRefund workflow)."""
+
+    worker_command: list[str]  # the worker program serving the application and the agents
+
+    def worker_env(self, settings: Settings) -> dict[str, str]:
+        """What its worker needs in its environment (services started here, before the worker)."""
+        ...
+
+    async def run(self, demo: Demo, client: AgentClient) -> None:
+        """Its act, after the agents'."""
+        ...
+
+    def stop(self) -> None: ...
+
+
 class Demo:
-    def __init__(self, settings: Settings, as_json: bool) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        as_json: bool,
+        *,
+        agents: Sequence[str] = (),
+        application: DemoApplication | None = None,
+    ) -> None:
         self.settings = settings
         self.as_json = as_json
+        self.agents = list(agents)  # the agents modules its worker serves (the entry point's: the demo agents)
+        self.application = application
         self.ledger = stores.open_ledger(settings.database_url, settings.ledger_path)
         self.worker: WorkerProcess | None = None
         self.results: list[dict[str, Any]] = []
@@ -46,7 +72,14 @@ class Demo:
         say(self.as_json, text)
 
     def start_worker(self) -> WorkerProcess:
-        self.worker = WorkerProcess(self.settings, log=self.settings.data_dir / "demo-worker.log").wait_ready()
+        app = self.application
+        env = {"AGENT_MODULES": ",".join(self.agents)} if self.agents else {}
+        self.worker = WorkerProcess(
+            self.settings,
+            log=self.settings.data_dir / "demo-worker.log",
+            extra_env=env | (app.worker_env(self.settings) if app else {}),
+            command=app.worker_command if app else None,
+        ).wait_ready()
         return self.worker
 
     async def report(self, handle: RunHandle, note: str = "") -> AgentResult:
@@ -129,6 +162,8 @@ class Demo:
         await self.refund_with_approval(client)
         await self.trip_with_saga(client)
         await self.support_with_delegation(client)
+        if self.application is not None:
+            await self.application.run(self, client)
 
     async def support_with_delegation(self, client: AgentClient) -> None:
         """`support` hands a refund to `billing-desk` (examples/support.py): the refund waits for a human; the

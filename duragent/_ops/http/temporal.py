@@ -37,10 +37,12 @@ from duragent._errors import (
     WorkerUnavailable,
 )
 from duragent._ops.http.auth import Principal
+from duragent._ops.http.conversations import Conversations
 from duragent._ops.http.engine import StreamEvent
 from duragent._ops.http.errors import Conflict, EngineUnavailable, InvalidRequest, RunNotFound
 from duragent._ops.http.feeds import Feeds
 from duragent._ops.http.history import StepLog
+from duragent._ops.http.live import merged
 from duragent._ops.http.views import (
     AuditView,
     CompensationView,
@@ -77,6 +79,7 @@ class TemporalEngine:
         self.served = {a.name: a for a in served if a.name}
         self.signing_keys = dict(signing_keys or {})
         self.feeds = Feeds(agents, self._end_of)
+        self.conversations = Conversations(agents, served)  # served at /conversations (duragent/_ops/http/app.py)
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -201,8 +204,8 @@ class TemporalEngine:
             agents = {r.run_id: r.agent for r in await self.agents.list(status="awaiting_approval", limit=1000)}
         return [_inbox_item(p.in_tree(), agents.get(p.run_id)) for p in waiting]
 
-    def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
-        return self.feeds.stream(run_id)
+    def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        return merged(self.feeds.stream(run_id), self.agents.client, run_id, after, self._end_of)
 
     async def _end_of(self, run_id: str) -> dict[str, Any]:
         handle = self.agents.handle(run_id)
@@ -238,6 +241,7 @@ class TemporalEngine:
                     options=request.options,
                     model=request.model,
                     webhook=request.webhook,
+                    stream=request.stream,
                 )
             except RunAlreadyExists as exc:
                 raise Conflict(str(exc)) from None
@@ -255,7 +259,7 @@ class TemporalEngine:
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         # Not `_handle`: `decide` describes the run itself (UnknownRun when there is none), and a second
-        # describe per decision is a server call each of thousands of decisions pays for nothing (issue 36).
+        # describe per decision is a server call each of thousands of decisions pays for nothing.
         handle = self.agents.handle(run_id)
         with _translated(run_id):
             try:

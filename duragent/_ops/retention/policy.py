@@ -11,6 +11,8 @@ Due is decided per *run id* (the workflow id: what the ledger and the transcript
 visibility (`CloseTime`), and a run is left alone when anything else under that id, or above it, is still
 wanted: another execution with the same id that is open or not yet due, or a parent or root run still open (it
 may still compensate through its child, and through the child's own children: a delegation is undone as a unit).
+A conversation's turns (runs `{conversation}~turn-{n}`) are kept until the conversation is due, and then go
+together: each turn's transcript continues the one before it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ FAILED_DAYS = 90.0
 # longest policy plus ten days, so a prune that did not run for a week still finds every failed run.
 NAMESPACE_RETENTION = timedelta(days=FAILED_DAYS + 10)
 
-ANSWERED = ("completed", "compensated", "abandoned")  # our statuses of a run kept the shorter time
+ANSWERED = ("completed", "compensated", "abandoned", "closed")  # ours kept the shorter time (closed: a conversation)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ async def find_due(
 ) -> tuple[list[ClosedRun], list[Skipped]]:
     """The closed runs due for pruning as of `now`, oldest first, and the due ones left alone (with why).
     With `task_queue`, only the runs on it: a workflow type is a name anybody may give their own workflow, the
-    agents' queue is where only the agents' workers poll (review T7)."""
+    agents' queue is where only the agents' workers poll."""
     cut = now - timedelta(days=min(policy.completed_days, policy.failed_days))
     # ContinuedAsNew executions are links of a chain whose last execution decides; Running ones are never due.
     query = (
@@ -182,6 +184,15 @@ async def _reason_to_keep(
         other = closed_run(execution, policy)
         if other is not None and other.due_at > now:
             return f"another run with the same id is kept until {other.due_at.isoformat()}"
+    if run.parent_id and run.run_id.startswith(f"{run.parent_id}~turn-"):
+        # A conversation's turn: its transcript rows are the prefix of every later turn's transcript, so the
+        # turns go together, once the conversation itself is due (it closes after its last turn).
+        async for execution in client.list_workflows(f'WorkflowId = "{run.parent_id}"'):
+            conversation = closed_run(execution, policy)
+            if conversation is None and execution.status != WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                return f"its conversation {run.parent_id} is still open"
+            if conversation is not None and conversation.due_at > now:
+                return f"its conversation {run.parent_id} is kept until {conversation.due_at.isoformat()}"
     if run.parent_id:
         for role, ancestor in (("parent", run.parent_id), ("root", run.root_id)):
             open_ancestor = f'WorkflowId = "{ancestor}" AND ExecutionStatus = "Running"'
