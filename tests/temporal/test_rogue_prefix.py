@@ -74,6 +74,8 @@ async def test_the_agents_worker_acts_on_nothing_a_stranger_wrote_first(skipping
     if description.status is not None and description.status.name == "RUNNING":
         await client.get_workflow_handle(run.run_id).terminate("the test is over")
         return
+    if description.status is None or description.status.name != "COMPLETED":
+        return  # failed (a call of the stranger's schedule refused, the model told so, out of steps): nothing acted
     result = await run.result()
     refused = [r for r in result.records if r.call.name == "book_flight" and "rogue-trip" in str(r.call.arguments)]
     assert refused and all(r.status.value != "ok" for r in refused), result.records
@@ -81,7 +83,10 @@ async def test_the_agents_worker_acts_on_nothing_a_stranger_wrote_first(skipping
 
 async def settled(client: Any, run_id: str) -> bool:
     events = (await client.get_workflow_handle(run_id).fetch_history()).events
-    closed = events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
+    closed = events[-1].event_type in (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    )
     refused = any(
         "does not verify" in e.workflow_task_failed_event_attributes.failure.message
         for e in events
