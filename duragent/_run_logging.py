@@ -32,6 +32,7 @@ from duragent._activities.inputs import (
     ToolCallInput,
     ToolStep,
 )
+from duragent._sealed_results import Sealed
 from duragent._workflows.inputs import AgentInput
 
 AGENTS_OWN = "(the agent's own)"  # the `model` of a call whose run named none: the agent's own model answers
@@ -52,6 +53,8 @@ def _describe(activity_type: str, input: object) -> tuple[str, dict[str, Any]]:
 
 
 def _outcome(result: object) -> dict[str, Any]:
+    if isinstance(result, Sealed):  # with worker keys: what the sealed payload encodes
+        result = result.value
     if isinstance(result, ModelStep):
         return {"input_tokens": result.reply.input_tokens, "output_tokens": result.reply.output_tokens}
     if isinstance(result, ToolStep):

@@ -16,6 +16,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from agentic import ToolSpec
 from agentic.extras import MissingExtra
 from agentic.mcp import MCPConfigError, MCPUnavailable
 from agentic.mcp.toolset import schemas_document, schemas_of
@@ -23,6 +24,7 @@ from agentic.scrub import Scrubber
 from duragent._activities.caller import calling_run
 from duragent._activities.heartbeat import heartbeating, in_thread
 from duragent._activities.inputs import MCPListing, MCPListInput
+from duragent._activities.records import listing_record
 from duragent._activities.served import ServedAgents
 from duragent._stores.transcripts import Transcripts
 
@@ -47,6 +49,12 @@ class MCPActivities:
         except MCPUnavailable as exc:
             raise ApplicationError(str(exc), type="MCPUnavailable") from None
         tools = self.credentials.deep(tools)  # before the store: the model is offered the stored copy
-        # The model activity reads them by this document's hash, which the workflow computes itself.
-        await in_thread(self.transcripts.keep, schemas_document(schemas_of(tools)), input.run_id)
+        # The model activity reads them by this document's hash, which the workflow computes itself; `run_tool` takes
+        # each tool's gate and remote name from the worker's own record of it, never from what the run says it listed.
+        await in_thread(self._keep, input.run_id, tools)
         return MCPListing(tools=tools)
+
+    def _keep(self, run_id: str, tools: dict[str, ToolSpec]) -> None:
+        self.transcripts.keep(schemas_document(schemas_of(tools)), run_id)
+        for tool in tools.values():
+            self.transcripts.keep(listing_record(run_id, tool), run_id)

@@ -10,20 +10,22 @@ only for an effect the run (or a run it delegated to) recorded, with the argumen
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from agentic import ToolContext, ToolResult, ToolStatus
+from agentic import ToolCall, ToolContext, ToolResult, ToolSpec, ToolStatus
 from agentic.approvals import effect_refusal
 from agentic.loop import idempotency_key
 from agentic.scrub import Scrubber, shaped
-from agentic.undo import undo_key
+from agentic.undo import CompensationStep, undo_key
 from duragent._activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
 from duragent._activities.heartbeat import heartbeating, in_thread
 from duragent._activities.inputs import CompensationInput, PayloadLimits, ToolCallInput, ToolStep
 from duragent._activities.recorded import recorded_tool_call
+from duragent._activities.records import listing_record, receipt
 from duragent._activities.served import ServedAgent, ServedAgents
 from duragent._activities.transcripts import claim_checked, stored_here
 from duragent._activities.worked import timed
@@ -64,12 +66,13 @@ class ToolActivities:
         declared = served.agent.registry.get(call.name)
         if mcp is None and declared is not None and declared.delegate is not None:
             raise refused(f"{call.name} delegates to another agent: that is a child workflow's work, never run_tool's")
+        if mcp is not None:
+            mcp = await in_thread(self._as_listed, served, run_id, call, mcp)
         gated = (
             mcp.requires_confirmation if mcp is not None else declared is not None and declared.requires_confirmation
         )
         approved: bool | None = None
         if mcp is not None or gated:
-            # An MCP tool's flags are the run's record (its input): trusted only from the agents' own runs.
             execution = await verified_agent_run()
             if gated:
                 keys = self.served.approver_keys
@@ -88,6 +91,24 @@ class ToolActivities:
         # (about 0.1 ms of CPU), and a call by reference made four of them (docs/benchmarks.md).
         return await heartbeating(in_thread(self._run_local, served, input, context, approved), context.cancel)
 
+    def _as_listed(self, served: ServedAgent, run_id: str, call: ToolCall, tool: ToolSpec) -> ToolSpec:
+        """The MCP tool `call` names, as this worker listed it for this run — its remote name and its gate from that
+        record and from the agent's own rules for its server, never from what the run's input says."""
+        assert tool.mcp is not None
+        with stored_here():
+            listed = self.transcripts.holds(listing_record(run_id, tool))
+        if not listed or tool.name != call.name:
+            raise refused(
+                f"{call.name} is not an MCP tool this worker listed for run {run_id!r} as the call says "
+                "(server, remote tool, flags): nothing was called"
+            )
+        server = served.agent.mcp_server(tool.mcp.server)
+        if server is None or not server.exposes(tool.mcp.tool):
+            raise refused(f"{call.name}: the agent {served.agent.name} exposes no such MCP tool: nothing was called")
+        # The agent's own rule (requires_confirmation=True or patterns, trusted_read_only) gates it whatever was listed.
+        gated = tool.requires_confirmation or server.needs_confirmation(tool.mcp.tool, destructive=False)
+        return tool if gated == tool.requires_confirmation else tool.model_copy(update={"requires_confirmation": True})
+
     def _run_local(
         self, served: ServedAgent, input: ToolCallInput, context: ToolContext, approved: bool | None
     ) -> ToolStep:
@@ -95,14 +116,23 @@ class ToolActivities:
         result = served.agent.registry.dispatch(input.call, context, approved=approved)
         if context.cancelled:
             return ToolStep(result=result)  # the workflow records the cancellation, not this result
-        return self._finish(input, result)
+        declared = served.agent.registry.get(input.call.name)
+        return self._finish(input, result, receipted=declared is not None and declared.compensation is not None)
 
     def _require_transcript(self, input: ToolCallInput) -> None:
-        # Before the effect: a run whose transcript this worker cannot read fails without acting.
+        # Before the effect: a run whose transcript this worker cannot read fails without acting; and a call acts
+        # only if a model reply this worker stored proposed it — a stranger's answer to a model call is stored
+        # nowhere, so a call it made up (in any history it wrote) is not run.
+        call = input.call
         with stored_here():
-            self.transcripts.require(input.transcript.head)
+            messages = self.transcripts.load(input.transcript.head, expand=False)
+        if not any(_proposes(message.tool_calls, call) for message in messages if message.role == "assistant"):
+            raise refused(
+                f"call {call.identity} ({call.name}) of run {input.run_id!r} is in no model reply the agents' workers "
+                "stored for it: nothing was done"
+            )
 
-    def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
+    def _finish(self, input: ToolCallInput, result: ToolResult, *, receipted: bool = False) -> ToolStep:
         result = self._scrubbed(result)  # before the store: the next model call reads the stored copy
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
@@ -119,6 +149,8 @@ class ToolActivities:
             head = self.transcripts.append(
                 input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
             )
+            if receipted:  # what its undo may be handed: this result, as the run will record it
+                self.transcripts.keep(receipt(input.idempotency_key, result.content, result.content_ref), input.run_id)
         return ToolStep(result=result, head=head)
 
     def _scrubbed(self, result: ToolResult) -> ToolResult:
@@ -176,10 +208,7 @@ class ToolActivities:
         served = self.served.get(recorded.agent)
         registry = served.agent.registry
         context = self._context(served, owner, step.call.identity, step.key, recorded.options, compensates=original_key)
-        original = step.result
-        if step.result_ref is not None:
-            with stored_here():
-                original = await in_thread(self.transcripts.resolve, step.result, step.result_ref)
+        original = await in_thread(self._original, step)
         result = await heartbeating(in_thread(registry.compensate, recorded.call, original, context), context.cancel)
         result = self._scrubbed(result)
         if result.status is ToolStatus.RETRYABLE:
@@ -187,3 +216,21 @@ class ToolActivities:
         if not result.ok:
             raise ApplicationError(result.content, type="CompensationImpossible", non_retryable=True)
         return result
+
+    def _original(self, step: CompensationStep) -> str:
+        """The result the undo is handed: one this worker produced for that call (its receipt), or — for a call
+        cut short by a cancellation, whose effect is uncertain — the cancellation's own text, never a result that
+        whoever answered the call could have chosen."""
+        if step.uncertain:
+            return ToolResult.cancelled(step.call).content
+        with stored_here():
+            if not self.transcripts.holds(receipt(step.original_key, step.result, step.result_ref)):
+                raise refused(
+                    f"no result of call {step.call.identity} ({step.call.name}) was recorded by the agents' workers "
+                    "as the one the run holds: nothing to undo from it"
+                )
+            return self.transcripts.resolve(step.result, step.result_ref)
+
+
+def _proposes(calls: Sequence[ToolCall], call: ToolCall) -> bool:
+    return any((c.id, c.name, c.arguments) == (call.id, call.name, call.arguments) for c in calls)

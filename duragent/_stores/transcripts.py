@@ -181,6 +181,14 @@ class Transcripts:
         self.store.put_blobs({ref: text}, owner)
         return ref
 
+    def holds(self, text: str) -> bool:
+        """Whether this store keeps `text`, as `keep` stored it: a record the worker made, never a claim."""
+        ref = ref_of(text)
+        try:
+            return self.store.get_blobs([ref]).get(ref) == text
+        except KeyError:  # TranscriptNotFound: not kept here
+            return False
+
     def append(self, head: str, messages: Sequence[Message], owner: str | None = None) -> str:
         """`head` plus `messages`, stored; returns the new head. `owner`: the run that writes them (it must
         own `head` too: a run only ever appends to its own transcript)."""

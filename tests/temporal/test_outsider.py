@@ -208,7 +208,9 @@ async def test_an_outsider_schedules_every_activity_and_the_gate_holds(
     assert not gated["ok"] and gated["type"] == "CallerRefused"
     assert f"not an AgentWorkflow on '{task_queue}'" in gated["message"]
     assert not other_key["ok"] and "the input names run 'victim-future'" in other_key["message"]
-    assert ungated["ok"] and [e.key for e in ledger.effects(impostor)] == [f"{impostor}:1.1"]  # its own key only
+    # Its own ungated call: in no model reply the worker stored, so not run either (it would act under its own key).
+    assert not ungated["ok"] and "in no model reply the agents' workers stored" in ungated["message"]
+    assert ledger.effects(impostor) == []
     assert not undo["ok"] and undo["type"] == "CallerRefused"
     assert model["ok"] and mcp["ok"] and spec["ok"]  # the worker's model and the agents' specs
     assert not attach["ok"] and attach["type"] == "CallerRefused"

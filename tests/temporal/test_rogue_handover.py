@@ -60,8 +60,9 @@ async def test_a_rogue_workers_run_cannot_hand_a_forged_carry_to_a_continuation(
         await eventually(lambda: closed(client, run_id, first.result_run_id), what="the rogue's continue-as-new")
     async with new_worker(client, task_queue, ledger, approver_keys={}, worker_keys=keys):
         why = await failure_of_the_run_after(client, run_id, first.result_run_id or "")
-    if keys is None:  # the attack, as it stands without worker keys: the forged approval refunds
-        assert [e.tool for e in ledger.effects(run_id)] == ["refund"], why
+    if keys is None:  # without worker keys the continuation starts, but its carried call is in no model reply the
+        # worker stored: the forged approval refunds nothing
+        assert ledger.effects(run_id) == [], why
     else:
         assert ledger.effects(run_id) == []
         assert "its `carry` was not handed over by the agents' workers" in why, why

@@ -4,8 +4,9 @@ run (`duragent._activities.caller`: an `AgentWorkflow` on this task queue, the r
 call in its own history) passes. Its run schedules a gated tool with an approval it wrote itself, an ungated
 mutating tool, and the undo of that tool.
 
-Without worker keys (today's default) all three act: the ledger says so. With `AGENT_WORKER_KEYS` on the agents'
-workers, none does — whether the rogue seals nothing or seals with a key of its own — and the agents' own runs
+Without worker keys (today's default) none acts either, as each is in no record of the worker's own (no model reply
+it stored proposed the calls, it produced no result for the undo). With `AGENT_WORKER_KEYS` on the agents' workers,
+none reaches the tool at all — whether the rogue seals nothing or seals with a key of its own — and the agents' own runs
 on the same queue still act and undo. The ledger is the judge. No approver keys here: the seal alone holds."""
 
 from __future__ import annotations
@@ -96,17 +97,19 @@ async def rogue_worker(client: Client, task_queue: str, kind: str) -> Worker:
     return Worker(own, task_queue=task_queue, workflows=[ImpostorAgent], interceptors=sealing)
 
 
-async def test_without_worker_keys_a_rogue_worker_makes_every_effect(skipping_env, ledger, task_queue):
-    """Today's default, and the attack the keys stop: the rogue's refund, booking and undo all act."""
+async def test_without_worker_keys_a_rogue_worker_acts_on_nothing_the_worker_did_not_record(
+    skipping_env, ledger, task_queue
+):
+    """Today's default (no keys): the rogue's schedules reach the activities, but each effect is decided from what
+    the worker itself recorded — its tool calls are in no model reply the worker stored, its undo is of a result the
+    worker never produced — so none acts."""
     client = skipping_env.client
     rogue = await rogue_worker(client, task_queue, "no-key")
     me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue)
-    assert [o["ok"] for o in outcomes] == [True, True, True], outcomes
-    assert [(e.tool, e.key) for e in ledger.effects(me)] == [
-        ("refund", f"{me}:1.1"),
-        ("book_flight", f"{me}:2.1"),
-        ("cancel_flight", f"{me}:2.1:undo"),
-    ]
+    assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "CallerRefused")] * 3, outcomes
+    assert "in no model reply the agents' workers stored" in outcomes[0]["message"]
+    assert "was recorded by the agents' workers" in outcomes[2]["message"]
+    assert ledger.effects(me) == []
 
 
 @pytest.mark.parametrize("rogue_kind", ["no-key", "own-key"])

@@ -74,10 +74,16 @@ async def test_a_run_waiting_across_a_rotation_finishes_on_the_new_key_and_acts_
         assert (await run.result()).status == "completed"
     assert [(e.tool, e.key) for e in ledger.effects(run_id)] == [("refund", f"{run_id}:1.1")]
 
-    # The whole history — schedules sealed under both keys — replays on a worker holding neither.
+    # The whole history — schedules and results sealed under both keys — replays on a worker holding both, and on
+    # one holding no key (the results' bytes are what they always were); a worker holding neither key verifies the
+    # results and refuses them: it cannot tell them from a stranger's.
     history = await client.get_workflow_handle(run_id).fetch_history()
-    result = await replayer(LATER).replay_workflow(history, raise_on_replay_failure=True)
+    result = await replayer(NEW, OLD).replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
+    keyless = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    assert (await keyless.replay_workflow(history, raise_on_replay_failure=True)).replay_failure is None
+    with pytest.raises(RuntimeError, match="sealed under a key since dropped"):
+        await replayer(LATER).replay_workflow(history, raise_on_replay_failure=True)
 
 
 async def workflows_only(client: Client, task_queue: str, keys: WorkerKeys) -> Worker:
@@ -103,26 +109,40 @@ async def first_model_call_scheduled(client: Client, run_id: str) -> bool:
     return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in events)
 
 
+async def task_failures(client: Client, run_id: str) -> list[str]:
+    events = (await client.get_workflow_handle(run_id).fetch_history()).events
+    return [
+        e.workflow_task_failed_event_attributes.failure.message
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED
+    ]
+
+
 @pytest.mark.parametrize(("after", "finishes"), [((NEW, OLD), True), ((NEW,), False)], ids=["old-kept", "old-dropped"])
 async def test_an_activity_scheduled_before_a_rotation_runs_while_the_old_key_is_kept(
     dev_env, ledger, task_queue, after: tuple[bytes, ...], finishes: bool
 ):
     """The first model call is scheduled (sealed under the old key) by a worker that stops before any worker
     runs it; the workers that run it hold the rotated keys. Kept, the old key opens it and the run books its
-    trip; dropped, the call is refused for good — which is why the old key stays until nothing it sealed can
-    still run."""
+    trip. Dropped, nothing acts: the model call is refused, and the results the run recorded under the old key (its
+    described agent) no longer verify, so every workflow task fails saying so and the run waits, open — which is
+    why the old key stays until the runs that recorded under it have closed."""
     client = dev_env.client
     run_id = f"in-flight-{uuid.uuid4().hex[:8]}"
     async with await workflows_only(client, task_queue, WorkerKeys((OLD,))):
         run = await AgentClient(client, task_queue=task_queue).start("trip", run_id=run_id, options={"fail_at": "none"})
         await eventually(lambda: first_model_call_scheduled(client, run_id), what="the model call's schedule")
     async with new_worker(client, task_queue, ledger, approver_keys={}, worker_keys=WorkerKeys(after)):
-        result = await run.result() if finishes else None
-        if not finishes:
-            with pytest.raises(Exception, match="not sealed by the agents' workers"):
-                await run.result()
-    if finishes:
-        assert result is not None and result.status == "completed"
-        assert [e.tool for e in ledger.effects(run_id)] == ["book_flight", "book_hotel", "book_car"]
-    else:
-        assert ledger.effects(run_id) == []
+        if finishes:
+            result = await run.result()
+            assert result.status == "completed"
+            assert [e.tool for e in ledger.effects(run_id)] == ["book_flight", "book_hotel", "book_car"]
+            return
+
+        async def refused_clearly() -> bool:
+            return any("sealed under a key since dropped" in m for m in await task_failures(client, run_id))
+
+        await eventually(refused_clearly, what="a workflow task failure naming the dropped key")
+    assert ledger.effects(run_id) == []
+    assert (await client.get_workflow_handle(run_id).describe()).status.name == "RUNNING"
+    await client.get_workflow_handle(run_id).terminate("the test is over")
