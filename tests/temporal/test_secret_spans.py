@@ -1,17 +1,19 @@
 """OpenTelemetry spans are a leak path too: no secret the worker holds (an MCP server's bearer token from
-`token_env`, a header from `headers_env`) and nothing shaped like a credential (a tool's `?api_key=`) reaches a
-span's attributes, events (the exception events a failed activity records) or status.
+`token_env`, a header from `headers_env`, a provider's API key) and nothing shaped like a credential (a tool's
+`?api_key=`) reaches a span's attributes, events (the exception events a failed activity records) or status.
 
 The span of an activity is made by the SDK's `TracingInterceptor`, which records the exception it sees on the
 way out. It must see it after `Scrubbing` masked it: these runs play the attackers of test_secret_echoes.py (an
 MCP server quoting the token it was sent in its listing's error and in a call's error, a tool whose HTTP error
-names its URL with the key, a careless undo quoting the token) with tracing wired both ways a deployment does
-it — `AGENT_OTEL` on the worker's settings, and the interceptor given to the client — and read every span."""
+names its URL with the key, a careless undo quoting the token) and a model whose error quotes the provider's
+key, with tracing wired both ways a deployment does it — `AGENT_OTEL` on the worker's settings, and the
+interceptor given to the client — and read every span."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 
-from agentic import Agent, Budget, FakeModel, Registry
+from agentic import Agent, Budget, FakeModel, Message, Registry
 from duragent._client import AgentClient
 from duragent._config import observability
 from duragent._config.settings import Settings
@@ -31,6 +34,13 @@ from tests.support.echoing_mcp_server import EchoingMCPServer
 from tests.temporal.test_secret_echoes import SECRETS, Reader, echo, fetch_report, mcp_secrets, reserve
 
 __all__ = ["mcp_secrets"]  # the fixture, shared with the history-side tests
+
+MODEL_KEY = "sk-MODELKEY-7373-quoted"  # the worker's provider key (its settings), quoted by a model's error
+ALL_SECRETS = (*SECRETS, MODEL_KEY)
+
+
+def quotes_the_key(messages: Sequence[Message]) -> object:
+    raise ApplicationError(f"quota exceeded for {MODEL_KEY}", type="Quota", non_retryable=True)
 
 
 def span_text(span: ReadableSpan) -> str:
@@ -74,7 +84,9 @@ async def _run_the_echoes(client: Client, task_queue: str, ledger: EffectsLedger
             task="Reserve.",
             budget=Budget(max_steps=2),
         )
-        agents = [failing, quoting, undoing]
+        refused = Agent(FakeModel([quotes_the_key]), Registry(), name="t-span-model", task="Go.")
+        agents = [failing, quoting, undoing, refused]
+        settings = dataclasses.replace(settings, openai_api_key=MODEL_KEY)
         async with new_worker(client, task_queue, ledger, agents=agents, settings=settings):
             runs = AgentClient(client, task_queue=task_queue)
             handles = [await runs.start(a.name, run_id=f"span-{uuid.uuid4().hex[:8]}") for a in agents]
@@ -82,6 +94,8 @@ async def _run_the_echoes(client: Client, task_queue: str, ledger: EffectsLedger
                 await handles[0].result()
             assert (await handles[1].result()).status == "completed"
             assert (await handles[2].result()).status == "compensated"
+            with pytest.raises(RunFailed):
+                await handles[3].result()
     assert any(MCP_TOKEN_SENT in r for r in listing.received)  # each server was sent the token, and quoted it
     return [h.run_id for h in handles]
 
@@ -97,9 +111,11 @@ def assert_no_secret_in(exporter: InMemorySpanExporter, run_ids: list[str]) -> N
     failed = [s for s in ours if s.name == "RunActivity:list_mcp_tools" and s.events]
     assert failed and all(e.name == "exception" for s in failed for e in s.events)
     assert any("token not allowed here" in span_text(s) for s in failed)  # the message is kept, masked
+    refused = [s for s in ours if s.name == "RunActivity:call_model" and s.events]
+    assert any("quota exceeded for" in span_text(s) for s in refused)
     for span in finished:
         text = span_text(span)
-        for secret in SECRETS:
+        for secret in ALL_SECRETS:
             assert secret not in text, (span.name, secret, text[:2000])
 
 
