@@ -199,10 +199,12 @@ class DurableAgentsPlugin(SimplePlugin):
         present = own + list(client.config(active_config=True).get("interceptors") or [])
         keys = self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)
         sealing = [Sealing(keys)] if keys is not None and not any(isinstance(i, Sealing) for i in present) else []
-        # Inside Sealing: what an activity answers is masked before anything (a seal included) is made of it.
+        # Innermost, next to the activity: what an activity answers or raises is masked before any other
+        # interceptor sees it — a seal is made of it, a span records its exception (type, message, stack trace)
+        # and its status, a log line names it. The first interceptor of a list is the outermost.
         scrubbing = [] if any(isinstance(i, Scrubbing) for i in present) else [Scrubbing(self._credentials(settings))]
         missing = [i for i in self._our_interceptors() if not any(type(p) is type(i) for p in present)]
-        return [*sealing, *scrubbing, *own, *missing]
+        return [*sealing, *own, *missing, *scrubbing]
 
     def _credentials(self, settings: Settings) -> Scrubber:
         return agent_credentials(settings, self.agents or [], self.webhook_secret)

@@ -2,7 +2,7 @@
 rogue worker (seals), the MCP schema check, credential masking, the runs API's connection slots, progress by
 work, the rejection caps, prune's queue filter, SQLite's disk faults and the extras. The paths are today's
 (`duragent/_...`); P13 is rewritten for the checks' own thread pool (the line it mutated is gone). Each survivor
-of the audit has a behavioural test now, named first in its tests, except P32 (see its `rule`)."""
+of the audit has a behavioural test now, named first in its tests."""
 
 from __future__ import annotations
 
@@ -325,10 +325,9 @@ AUDIT_4 = [
         "        book = self.book",
         (
             "the book handed to a continuation is bounded (rejections an earlier version audited whole are cut "
-            "and capped) (no behavioural test yet: it matters only for a run handed over from a version before "
-            "the bounds)"
+            "and capped)"
         ),
-        _t("agentic/decision_bounds", "temporal/decision_flood"),
+        _t("temporal/pre_bounds_handover", "agentic/decision_bounds", "temporal/decision_flood"),
     ),
     AuditMutant(
         "P33",

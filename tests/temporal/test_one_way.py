@@ -86,8 +86,8 @@ async def test_the_plugin_is_the_one_path_that_wires_workflows_and_interceptors(
     plain = await Client.connect(
         address, namespace=skipping_env.client.namespace, data_converter=pydantic_data_converter
     )
-    # A worker's own: the masking of every secret it holds in what its activities answer, then the plugin's.
-    ours = [Scrubbing, *(type(i) for i in DurableAgentsPlugin(Settings.from_env()).interceptors or [])]
+    # The plugin's, then, innermost, the masking of every secret the worker holds in what its activities answer.
+    ours = [*(type(i) for i in DurableAgentsPlugin(Settings.from_env()).interceptors or []), Scrubbing]
     for client in (skipping_env.client, plain):
         config: Any = build_worker(client, task_queue=task_queue, agents=TEST_AGENTS).config(active_config=True)
         assert [type(i) for i in config["interceptors"]] == ours

@@ -59,8 +59,9 @@ async def test_the_plugin_on_the_users_worker_adds_the_agents_next_to_the_users_
         "WebhookWorkflow",
     ]
     assert activity_names(config) == ["look_up_order", "notify_customer", *AGENT_ACTIVITIES]
-    # The client's plugin (skipping_env's) stood aside: the worker's masking of its secrets, one logging interceptor.
-    assert [type(i) for i in config["interceptors"]] == [Scrubbing, LoggingInterceptor]
+    # The client's plugin (skipping_env's) stood aside: one logging interceptor, then, innermost, the worker's
+    # masking of its secrets (no interceptor sees what an activity raises before it is masked).
+    assert [type(i) for i in config["interceptors"]] == [LoggingInterceptor, Scrubbing]
     assert serving.settings is skipping_env.client.config()["plugins"][0].settings  # read once, by the client's
 
 
