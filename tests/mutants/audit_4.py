@@ -61,8 +61,8 @@ AUDIT_4 = [
     AuditMutant(
         "P06",
         "duragent/_config/worker_keys.py",
-        "        return any(hmac.compare_digest(seal, _mac(key, text)) for key in self.keys)",
-        "        return hmac.compare_digest(seal, _mac(self.keys[0], text))",
+        '        return any(hmac.compare_digest(given, _mac(key, text).encode("ascii")) for key in self.keys)',
+        '        return hmac.compare_digest(given, _mac(self.keys[0], text).encode("ascii"))',
         "every listed key verifies (rotation: what the old key sealed still runs while it is listed)",
         _t("temporal/worker_key_rotation"),
     ),
@@ -87,12 +87,12 @@ AUDIT_4 = [
     ),
     AuditMutant(
         "P09",
-        "duragent/_worker.py",
-        "    worker_keys = worker_keys if worker_keys is not None else load_worker_keys(settings)",
-        "    worker_keys = worker_keys",
+        "duragent/_plugin.py",
+        "        keys = self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)",
+        "        keys = self.worker_keys",
         (
-            "build_worker takes the worker keys from its settings (AGENT_WORKER_KEYS) when none are passed: a "
-            "program's own worker seals too"
+            "a worker's plugin (build_worker's too) takes the worker keys from its settings (AGENT_WORKER_KEYS) "
+            "when none are passed: a program's own worker seals too"
         ),
         _t("temporal/rogue_worker"),
     ),
