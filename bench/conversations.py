@@ -184,7 +184,7 @@ async def _turns(agents: AgentClient, turns: int) -> dict[str, Any]:
     executions = await _histories(agents, conv.conversation_id)
     events = [len(h.events) for h in executions]
     sizes = [sum(e.ByteSize() for e in h.events) for h in executions]
-    turn = await _histories(agents, f"{conv.conversation_id}~turn-{turns // 2}")
+    turn = await _histories(agents, f"{conv.conversation_id}~turn-{max(1, turns // 2)}")
     out = {
         "durable_ms_per_turn": durable,
         "conversation_executions": len(executions),
