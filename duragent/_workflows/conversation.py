@@ -267,7 +267,7 @@ class ConversationWorkflow:
         why = f"the conversation's budget is spent: {budget}" if isinstance(budget, str) else None
         if why is None and message.model is not None:
             why = self._undeclared(message.model)
-        if why is not None or isinstance(budget, str):
+        if why is not None or isinstance(budget, str):  # (the second only tells the type checker)
             self._ended(
                 TurnResult(
                     conversation_id=self.conversation_id,
