@@ -16,12 +16,15 @@ unexport PYTHONDONTWRITEBYTECODE
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock tests/agui_client/package-lock.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@# 0.1 was the distribution `durable-agents`, whose editable finder maps the old top-level names: gone first.
 	$(BIN)/python -m pip uninstall -q -y --disable-pip-version-check durable-agents 2>/dev/null || true
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@# The official AG-UI client, which tests/ops/test_agui_client.py drives our endpoint with (skipped without Node).
+	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix tests/agui_client; \
+	else echo "no Node.js: tests/ops/test_agui_client.py will be skipped"; fi
 	touch $(STAMP)
 
 # The secrets docker-compose.yml mounts, made once into secrets/ (never committed, never in an image): passwords,

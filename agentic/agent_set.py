@@ -30,7 +30,9 @@ class ServedAgent:
 
 class AgentSet:
     """`deps` is one object for every agent, or a mapping by agent name; an agent missing from it gets its
-    own `Agent.deps`. `where` names the runner in error messages (e.g. "on task queue 'agents'")."""
+    own `Agent.deps`. A mapping is always by agent name, so each of its keys must name a served agent: a
+    typo is an error here, not `deps=None` in a tool (a dict meant for every agent goes in an object, or under
+    each agent's name). `where` names the runner in error messages (e.g. "on task queue 'agents'")."""
 
     def __init__(
         self,
@@ -52,10 +54,21 @@ class AgentSet:
             self._agents[agent.name] = ServedAgent(agent, agent.deps if own is None else own)
         self.models = models or ModelCatalog()
         self.where = where
+        if per_agent is not None:
+            self._check_deps_keys(per_agent)
         self._check_delegates()
         self._check_handoffs()
         # Whose signature makes a decision count (agentic.signing): the runner's configuration, never a run's.
         self.approver_keys = dict(approver_keys or {})
+
+    def _check_deps_keys(self, per_agent: Mapping[Any, Any]) -> None:
+        unknown = sorted(repr(key) for key in per_agent if key not in self._agents)
+        if unknown:
+            where = f" {self.where}" if self.where else ""
+            raise ValueError(
+                f"deps names no served agent: {', '.join(unknown)} (served{where}: {', '.join(self.names) or 'none'}); "
+                "a mapping given as deps is by agent name: to give every agent the same dict, wrap it in an object"
+            )
 
     def _check_delegates(self) -> None:
         """Every agent an agent delegates to must be served here too: its runs are started on the same task

@@ -25,7 +25,7 @@ DEFAULT_TIMEOUT = 24 * 3600.0
 UNREADABLE = "(unreadable)"  # the call id audited for a decision that could not be read
 UNKNOWN_CALL = "(unknown call)"  # where rejections of calls the run never had are counted
 
-# What one decision may carry (review T3): anybody who may signal a run chooses its size, and a run carries its
+# What one decision may carry: anybody who may signal a run chooses its size, and a run carries its
 # audit trail to its continuation, whose input Temporal caps at 2 MB. The runs API allows the same reason.
 REASON_MAX = 2000
 APPROVER_MAX = 200  # the runs API's names are at most 100
@@ -75,7 +75,7 @@ class Decision(OmitDefaults):
 
     model_config = ConfigDict(frozen=True)
 
-    # Every field bounded (review T3): a decision is what any client that may signal a run sends.
+    # Every field bounded: a decision is what any client that may signal a run sends.
     call_id: str = Field(max_length=ID_MAX)
     approve: bool
     approver: str = Field(min_length=1, max_length=APPROVER_MAX)
@@ -132,6 +132,13 @@ class Decision(OmitDefaults):
 
 
 class PendingApproval(OmitDefaults):
+    """A tool call waiting for a person's decision: which run and call, the tool and its arguments, the hash of
+    those arguments (a decision carries it, so what was approved is what runs), and when it expires.
+
+    From `RunHandle.pending()` / `wait_for_approval()` or `AgentClient.pending()`; decide it with
+    `run.approve(p.call_id, by=..., arguments_hash=p.arguments_hash)` (or `deny`). In a delegation tree
+    `root_run_id` and `path` say where it waits, and `address` (`run_id/call_id`) names it uniquely."""
+
     model_config = ConfigDict(frozen=True)
 
     run_id: str
@@ -211,7 +218,7 @@ class ApprovalBook(OmitDefaults):
     )
     uncounted: dict[str, int] = Field(
         default_factory=dict,
-        description="Rejected decisions left out of the audit, by call: past the number kept (review T3).",
+        description="Rejected decisions left out of the audit, by call: past the number kept.",
     )
 
     def use_keys(self, keys: Mapping[str, str], execution: str) -> None:
@@ -317,7 +324,7 @@ class ApprovalBook(OmitDefaults):
 
     def bounded(self) -> ApprovalBook:
         """This book with its rejected entries cut short and capped as they are when audited now: what a run
-        hands to its continuation, whatever an earlier version audited whole (review T3)."""
+        hands to its continuation, whatever an earlier version audited whole."""
         kept = self.model_copy(update={"audit": [], "uncounted": dict(self.uncounted)})
         for entry in self.audit:
             if entry.event != "rejected":

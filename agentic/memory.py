@@ -3,7 +3,7 @@
 Anything the model can write here it can read back in every later run, so a prompt injection that
 lands a fact is an injection that persists. Hence two defences: every fact names its `source` (so a
 poisoned document can be forgotten wholesale), and keys that grant power (`PROTECTED`) are refused
-on write and on load — however they are spelled (review N7): a key is compared as its words, so `is-admin`,
+on write and on load — however they are spelled: a key is compared as its words, so `is-admin`,
 `isAdmin`, `IS ADMIN`, `user_role`, `discount_percent`, `refund_limit_usd`, `ro\u200ble` and `Role\u00ad` are
 all protected. A model names keys; a few false refusals cost less than one persisted grant.
 """

@@ -19,6 +19,10 @@ DECLINED_TEXT = "Error: the user declined this action."
 
 
 class ToolStatus(StrEnum):
+    """How one tool call went, as the runner recorded it (`ToolResult.status`, `ToolRecord.status`): `ok`, or
+    why not — unknown tool, invalid arguments, an error, a timeout, declined or expired approval, retried out,
+    a fatal error, a repeated call, or skipped."""
+
     OK = "ok"
     UNKNOWN_TOOL = "unknown_tool"
     INVALID_ARGUMENTS = "invalid_arguments"

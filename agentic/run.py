@@ -16,6 +16,11 @@ from agentic.verdicts import CheckRecord
 
 
 class Run(OmitDefaults):
+    """How a run ended: why it stopped (`stop`, `stop_detail`), its answer (`output`), the tokens and cost it
+    used (`usage`), every tool call resolved (`records`; `trajectory()` names the successful ones), the
+    compensations a saga ran, and the transcript (`messages`). `Agent.run` returns one; a durable run's
+    `AgentResult` has the same fields."""
+
     model_config = ConfigDict(frozen=True)
 
     messages: list[Message]

@@ -8,7 +8,7 @@ effect: it is planned too, and its compensation must treat "no effect under that
 
 `not_compensable` names each tool that may have changed something and declares no inverse, once: which
 of its calls made an effect is the ledger's to say (`effects --run ID`). Listing it per call counted an
-interrupted call that never made its effect (issue 23: four names for three effects).
+interrupted call that never made its effect (four names for three effects).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def signed_text(
 
     `execution` (the run's first execution id, the same across continue-as-new) and `deadline` (of the
     request the decision answers) bind a signature to one execution and one request: a new execution that
-    reuses the workflow id cannot be handed an old signature (security review 2, N5). Decisions signed
+    reuses the workflow id cannot be handed an old signature. Decisions signed
     before they existed leave them out, so their bytes are what they always were."""
     text: dict[str, object] = {
         "approve": approve,

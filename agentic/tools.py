@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -155,8 +155,13 @@ class Tool:
         return {name: getattr(model, name) for name in type(model).model_fields}
 
 
+@overload
+def tool(description: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
 def tool(
-    description: str,
+    description: str | None = None,
     *,
     name: str | None = None,
     mutating: bool = False,
@@ -166,12 +171,32 @@ def tool(
     compensation: Compensation | None = None,
     docs: Mapping[str, str] | None = None,
     **param_docs: str,
-) -> Callable[[Callable[..., Any]], Tool]:
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    description: str | Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    mutating: bool = False,
+    requires_confirmation: bool = False,
+    timeout: float | None = None,
+    approval_timeout: float | None = None,
+    compensation: Compensation | None = None,
+    docs: Mapping[str, str] | None = None,
+    **param_docs: str,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool. Every keyword that is not an option documents the parameter of that name.
 
+        @tool(description="Refund an order.", order_id="The order id.")
+        def refund(order_id: str, ctx: ToolContext) -> str: ...
+
+    Bare `@tool` works too: the description is then the function's docstring (a tool needs one).
     `docs=` documents parameters whose names collide with the options (e.g. a parameter `name`).
     A doc for a parameter the function does not have is an error, so a typo cannot go unnoticed.
     """
+    if callable(description):  # bare `@tool`: the function itself, described by its docstring
+        return tool()(description)
     if timeout is not None and timeout <= 0:
         raise ToolDefinitionError(f"timeout must be positive, got {timeout}")
     if approval_timeout is not None and (approval_timeout <= 0 or not requires_confirmation):
@@ -185,7 +210,7 @@ def tool(
         args_model, context_param = _arguments_model(tool_name, fn, all_docs)
         return Tool(
             name=tool_name,
-            description=description,
+            description=description if isinstance(description, str) else _described(tool_name, fn),
             fn=fn,
             args_model=args_model,
             context_param=context_param,
@@ -197,6 +222,21 @@ def tool(
         )
 
     return decorate
+
+
+def _described(tool_name: str, fn: Callable[..., Any]) -> str:
+    """The description of a tool declared without one: its docstring, which the model reads to choose it."""
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise ToolDefinitionError(
+            f"tool {tool_name!r} has no description: give it a docstring, or @tool(description=...)"
+        )
+    return doc
+
+
+# Names that read as the runner's context: a parameter so named but not annotated `ToolContext` would be shown to
+# the model as an argument to invent, instead of being injected.
+CONTEXT_NAMES = ("ctx", "context", "tool_context")
 
 
 def _arguments_model(
@@ -213,6 +253,11 @@ def _arguments_model(
         if annotation is ToolContext:
             context_param = param.name
             continue
+        if param.name in CONTEXT_NAMES and (param.name == "ctx" or annotation is Any):
+            raise ToolDefinitionError(
+                f"tool {tool_name!r}: parameter {param.name!r} is not annotated `ToolContext`, so the model would "
+                f"have to invent it; annotate it ({param.name}: ToolContext) to have the runner pass the context"
+            )
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, Field(default, description=docs.get(param.name)))
     unknown = sorted(set(docs) - set(fields))

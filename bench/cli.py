@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "bench.eval",
     "bench.delegation",
     "bench.http_progress",
+    "bench.live",
     "bench.knobs",
     "bench.profile",
     "bench.release",

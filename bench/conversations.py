@@ -239,7 +239,7 @@ async def _restarts(
             took.append(1000 * (time.perf_counter() - started))
     finally:
         worker.stop()
-    # The goal (issue 58: the first answer after a restart within 1 s) judged on a 90 % interval of the typical
+    # The goal (the first answer after a restart within 1 s) judged on a 90 % interval of the typical
     # latency, not on one figure: True when the whole interval is under it, None when more restarts are needed.
     interval = ratio_interval([ms / 1000 for ms in took])
     return {

@@ -28,7 +28,7 @@ STEP = SearchAttributeKey.for_int("AgentStep")
 # bytes, the recorded agent spec (a local-activity marker) about 1 KB, each activity's input +370 and result
 # +245, the workflow's result +480 — 8.6 KB a run against the floor's 3.6 (since the worker's engine options
 # left the run input: 9.1 KB before). `BenchFloorPayloadWorkflow` carries the same, so its cost over the floor
-# is the price of the bytes alone (issue 20's price list).
+# is the price of the bytes alone (the price list, docs/benchmarks.md).
 START_PAD = 332
 SPEC_PAD = 655
 INPUT_PAD = 340

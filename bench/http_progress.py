@@ -1,4 +1,4 @@
-"""`python -m bench http-progress`: what streaming the progress of idle Temporal runs costs (issue 15).
+"""`python -m bench http-progress`: what streaming the progress of idle Temporal runs costs.
 
 N runs wait for an approval (the demo `refund` agent: the 24 h wait of a real approval), each with one
 open SSE stream from the runs API (`duragent/_ops/http/`, in this process, on loopback). Over `--idle-seconds` it
@@ -194,4 +194,4 @@ def _with_data_dir(settings: Settings, tmp: Path) -> Settings:
     return dataclasses.replace(settings, data_dir=tmp)
 
 
-register(Command("http-progress", "issue 15: cost and delay of SSE progress for idle Temporal runs", configure, run))
+register(Command("http-progress", "cost and delay of SSE progress for idle Temporal runs", configure, run))

@@ -1,4 +1,4 @@
-"""`bench profile`: where the worker's CPU goes under load (issue 20) — ours against the bare floor.
+"""`bench profile`: where the worker's CPU goes under load — ours against the bare floor.
 
     python -m bench profile --n 1000            # both engines, one after the other, on one tuned server
 
@@ -203,5 +203,5 @@ def run_command(args: argparse.Namespace) -> int:
     return run(args)
 
 
-HELP = "issue 20: py-spy of the worker under N concurrent runs, ours vs the floor"
+HELP = "py-spy of the worker under N concurrent runs, ours vs the floor"
 register(Command("profile", HELP, configure, run_command))

@@ -1,4 +1,4 @@
-"""The comparison table (docs/benchmarks.md, summarised in the README), rendered from one `python -m bench all`
+"""The comparison table (docs/benchmarks.md, whose figures the README quotes), rendered from one `python -m bench all`
 run (`python -m bench report --readme`): every row of it comes from the same results file, so the table is pasted,
 never pieced together by hand from several runs. A row whose section the run did not measure says so (—)."""
 

@@ -234,8 +234,8 @@ async def measure(stack: Stack, workdir: Path, config: RecoveryConfig, say: Call
             "detect_seconds": config.detect_seconds,
             "retry_interval": retry_interval,
             "reps": config.reps,
-            # The worker settings the Temporal side ran with (issue 36's levers): as shipped, unless the
-            # environment said otherwise.
+            # The worker settings the Temporal side ran with (the levers of recovery after a crash): as shipped,
+            # unless the environment said otherwise.
             "sticky_timeout_s": STICKY_TIMEOUT.total_seconds(),
             "release_sticky_runs": Settings().release_sticky_runs,
         },

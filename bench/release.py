@@ -1,5 +1,5 @@
-"""`python -m bench release`: what a starting worker's release of the stepping runs costs (issue 36;
-`duragent/_sticky.py`). N `migration` runs are left stepping on one worker (each inside a long tool call, so
+"""`python -m bench release`: what a starting worker's release of the stepping runs costs
+(`duragent/_sticky.py`). N `migration` runs are left stepping on one worker (each inside a long tool call, so
 their status stays `running`), then `release_sticky_runs` is called as a starting worker calls it, `--reps`
 times: how long it takes, and the CPU the server spends on it, per run released.
 
@@ -77,4 +77,4 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(measure(args.runs, args.reps))
 
 
-register(Command("release", "issue 36: what a starting worker's release of the stepping runs costs", configure, run))
+register(Command("release", "what a starting worker's release of the stepping runs costs", configure, run))

@@ -13,14 +13,14 @@ from bench.peers.report import table as peers_table
 from bench.stats import judged, ratio_interval
 
 GOALS = {
-    "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it (issue 20)
+    "step_ms": 0.050,  # our agent step, median, on the embedded server as we ship it
     "step_x_floor": 1.05,  # our agent step within 1.05x the bare Temporal floor, visibility on (issues 20, 36)
     "throughput_vs_floor": 0.9,  # at each N (100 and 1,000 by default), at least 90 % of the floor's runs/s
-    "worker_cpu_x_floor": 1.25,  # our worker's CPU per run within 1.25x the floor's worker (issue 20)
+    "worker_cpu_x_floor": 1.25,  # our worker's CPU per run within 1.25x the floor's worker
     "server_cpu_x_floor": 1.10,  # the server's CPU per run of ours within 1.10x the floor's
-    "recovery_s": 5.0,  # after a worker SIGKILL, the following step done within this (median; issue 36)
+    "recovery_s": 5.0,  # after a worker SIGKILL, the following step done within this (median)
     # Waiting runs: past the worker's cache (`max_cached_workflows`), its memory levels off: RSS with all N runs
-    # waiting within this much of its RSS with half of them waiting (issue 36).
+    # waiting within this much of its RSS with half of them waiting.
     "waiting_rss_growth": 1.25,
 }
 # The throughput figures a goal compares with the floor's: each repetition's ratio; a goal is judged on the 90 %
@@ -34,7 +34,7 @@ COMPARED = {
 
 def step_x_floor(engine: dict[str, Any]) -> float | None:
     """The per-step ratio to the floor that the goal is judged by: the median of the repetitions' ratios
-    (issue 36; each rep's pair ran minutes apart at most, so a drift in the machine's speed cancels), or, in a
+    (each rep's pair ran minutes apart at most, so a drift in the machine's speed cancels), or, in a
     results file written before those were recorded, the ratio of the medians of all steps."""
     reps = [r for r in engine.get("x_floor_reps", []) if r is not None]
     return statistics.median(reps) if reps else engine["x_floor"]
@@ -289,8 +289,9 @@ def _medians_table(data: dict[str, Any], reps: int) -> list[str]:
     ]
 
 
-# Issue 20's price list: what ours costs beyond the floor, feature by feature, each the difference of two engines
-# measured side by side (`--payload-floor --without-search-attributes`): (feature, minuend, subtrahend, meaning).
+# The price list (docs/benchmarks.md): what ours costs beyond the floor, feature by feature, each the difference of
+# two engines measured side by side (`--payload-floor --without-search-attributes`): (feature, minuend, subtrahend,
+# meaning).
 PRICES = (
     ("search attributes", "temporal", "temporal-no-sa", "ours - ours started with search_attributes=False"),
     ("payload bytes", "floor+payloads", "floor", "the floor carrying ours' bytes per event - the floor"),

@@ -1,6 +1,6 @@
 """A drain that stops progressing: which runs stay open long after their decision, and what their histories show.
 
-`bench waiting` (issue 36) sends every parked run its decision and then waits for all of them to close. A run
+`bench waiting` sends every parked run its decision and then waits for all of them to close. A run
 its worker stops answering — each workflow task taken and timed out, attempt after attempt — would keep that
 wait going forever. `until_closed` instead gives up once no run has closed for `stall` seconds and some run
 has been open that long since its decision was answered, and raises `DrainStalled` naming those runs with

@@ -70,7 +70,7 @@ class ThroughputConfig:
     timeout: float = 600.0
     postgres: bool = True  # a row with the PostgreSQL stores (when a PostgreSQL is at hand)
     # The floor plus a search attribute upsert per step (`BenchFloorVisibleWorkflow`): the server's price of
-    # visibility upserts, measured next to the floor (issue 20's price list).
+    # visibility upserts, measured next to the floor (the price list, docs/benchmarks.md).
     visible_floor: bool = False
     # The floor carrying ours' payload bytes per event (`BenchFloorPayloadWorkflow`): the price of the bytes.
     payload_floor: bool = False

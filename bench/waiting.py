@@ -1,4 +1,4 @@
-"""`python -m bench waiting`: what runs waiting for an approval cost, and how fast decisions drain them (issue 36).
+"""`python -m bench waiting`: what runs waiting for an approval cost, and how fast decisions drain them.
 
 N `refund` runs (the demo agent whose refund needs a person's approval) are started through `AgentClient` on a
 fresh embedded dev server (tuned, as we ship it) with one worker of ours (`worker.py`, in its own process),

@@ -11,6 +11,7 @@ from typing import Any
 from agentic import Agent
 from agentic.agent_set import AgentSet
 from agentic.models.catalog import ModelCatalog
+from agentic.scrub import Scrubber
 from duragent._activities.delegation import DelegationActivities
 from duragent._activities.describe import DescribeActivities
 from duragent._activities.inputs import EngineOptions
@@ -21,12 +22,19 @@ from duragent._activities.tools import ToolActivities
 from duragent._activities.turns import TurnActivities
 from duragent._activities.webhook import WebhookActivities
 from duragent._config.approver_keys import approver_public_keys
-from duragent._config.credentials import worker_credentials
+from duragent._config.credentials import mcp_credentials, worker_credentials
 from duragent._config.models import declared_models
 from duragent._config.settings import Settings
 from duragent._config.webhook_signing import load_secret
 from duragent._stores.configured import transcripts_for
 from duragent._stores.transcripts import Transcripts
+
+
+def agent_credentials(settings: Settings, agents: Iterable[Agent], webhook_secret: bytes | None = None) -> Scrubber:
+    """Every secret a worker serving `agents` holds, masked in whatever its activities return or raise
+    (duragent/_scrubbing.py): the settings' keys, the webhook secret and what the agents' MCP servers read."""
+    signing = webhook_secret if webhook_secret is not None else load_secret(settings)
+    return worker_credentials(settings, signing).plus(mcp_credentials(agents))
 
 
 def agent_activities(
@@ -54,9 +62,10 @@ def agent_activities(
     engine = engine or EngineOptions()
     signing = webhook_secret if webhook_secret is not None else load_secret(settings)
     describe = DescribeActivities(served, engine)
-    model = ModelActivities(served, transcripts, engine.limits, worker_credentials(settings, signing))
-    tools = ToolActivities(served, transcripts, engine.limits)
-    mcp = MCPActivities(served, transcripts)
+    credentials = agent_credentials(settings, agents, signing)
+    model = ModelActivities(served, transcripts, engine.limits, credentials)
+    tools = ToolActivities(served, transcripts, engine.limits, credentials)
+    mcp = MCPActivities(served, transcripts, credentials)
     delegation = DelegationActivities()
     webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
     return [

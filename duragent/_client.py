@@ -17,7 +17,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from functools import partialmethod
 from typing import Any
 
 from pydantic import BaseModel
@@ -38,6 +37,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from agentic import Agent, Budget, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalPolicy, AuditEntry, Decision, PendingApproval
 from agentic.conversation import ConversationLimits
+from agentic.live import LiveEvent
 from agentic.saga import SagaPolicy
 from agentic.signing import ApproverKey
 from duragent._activities.inputs import AgentResult
@@ -50,6 +50,7 @@ from duragent._errors import (
     NoPendingApproval,
     RunAlreadyExists,
     TemporalUnavailable,
+    TranscriptUnavailable,
     UnknownRun,
     WorkerUnavailable,
     closed,
@@ -57,8 +58,11 @@ from duragent._errors import (
     refused,
     run_failed,
 )
+from duragent._live import live_events
 from duragent._plugin import plugin_of
-from duragent._reported import decidable_pending, is_agents_run, reported_pending
+from duragent._reported import decidable_pending, is_agents_run, published_pending, reported_pending, shown
+from duragent._stores.configured import TRANSCRIPTS_FILE, transcripts_for
+from duragent._stores.transcripts import TranscriptNotFound, Transcripts
 from duragent._views import RunSummary, ended_progress, final_progress, no_worker, summary, with_retries
 from duragent._workflows import search_attributes as sa
 from duragent._workflows.agent import AgentWorkflow
@@ -85,6 +89,11 @@ class DecisionOutcome(BaseModel):
 
 
 class AgentClient:
+    """Starts durable agent runs and finds them again: `start(agent, task, ...)` returns a `RunHandle`;
+    `handle(run_id)`/`get(run_id)` reopen one; `list()` and `pending()` read what is running and what waits
+    for a decision, across runs, from Temporal's visibility. `AgentClient.connect()` connects as configured
+    (docs/operations.md); `AgentClient(client)` uses a client connected with `DurableAgentsPlugin`."""
+
     def __init__(self, client: Client, *, task_queue: str | None = None, ui_url: str | None = None) -> None:
         """`client` should be connected with `DurableAgentsPlugin` (pydantic payloads, the codec). The runs it
         starts and lists are on `task_queue`; `ui_url` is the Temporal Web UI its links point into. Neither
@@ -122,12 +131,14 @@ class AgentClient:
         timeouts: Timeouts | None = None,
         webhook: str | None = None,
         search_attributes: bool = True,
+        stream: bool = False,
     ) -> RunHandle:
         """Start a run of `agent` (an `Agent` the workers serve, or its name). `model` names a model the
         worker declares; `options` are the agent's per-run options. `webhook` is POSTed once when the run ends
         (signed with the worker's AGENT_WEBHOOK_SECRET); `search_attributes=False` publishes none (cheaper;
-        visibility filters then do not find the run: docs/benchmarks.md, the price list). Raises
-        RunAlreadyExists."""
+        visibility filters then do not find the run: docs/benchmarks.md, the price list). `stream=True`: the
+        model's text goes to the run's live events as it is written (`RunHandle.events`; a signal in history per
+        batch). Raises RunAlreadyExists."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable run needs a named agent: Agent(..., name='billing')")
@@ -149,6 +160,7 @@ class AgentClient:
             timeouts=timeouts or Timeouts(),
             webhook=webhook,
             search_attributes=search_attributes,
+            stream=stream,
         )
         shown_task = task or (agent.task if isinstance(agent, Agent) else None)
         run = await self._start_input(input, run_id=run_id, description=_description(agent), shown_task=shown_task)
@@ -176,7 +188,7 @@ class AgentClient:
                 static_summary=f"{input.agent}: {task}" if task else input.agent,
                 static_details=f"agent **{input.agent}**" + (f" — {description}" if description else ""),
                 # What the run's first publish would write, written with the start: an event and a visibility
-                # write fewer per run, and the run knows it need not write an empty approvals memo (issue 20).
+                # write fewer per run, and the run knows it need not write an empty approvals memo.
                 search_attributes=sa.at_start(input.agent, input.consumed) if input.search_attributes else None,
             )
         except WorkflowAlreadyStartedError:
@@ -198,11 +210,13 @@ class AgentClient:
         limits: ConversationLimits | None = None,
         timeouts: Timeouts | None = None,
         search_attributes: bool = True,
+        stream: bool = True,
     ) -> ConversationHandle:
         """A durable conversation with `agent` (docs/conversations.md): nothing is sent until the first
         `send`, which starts it if it does not exist (update-with-start). `budget` bounds the whole
         conversation; each turn gets `turn_budget` (default: the agent's) capped by what it has left. It closes
-        after `idle_days` without a message (default 30)."""
+        after `idle_days` without a message (default 30). `stream` (default): each turn's model text goes to its
+        live events as it is written (`ConversationHandle.events`)."""
         name = agent.name if isinstance(agent, Agent) else agent
         if not name:
             raise ValueError("a durable conversation needs a named agent: Agent(..., name='billing')")
@@ -219,6 +233,7 @@ class AgentClient:
             limits=limits or ConversationLimits(),
             timeouts=timeouts or Timeouts(),
             search_attributes=search_attributes,
+            stream=stream,
             **extra,
         )
         return ConversationHandle(self, conversation_id, input)
@@ -277,6 +292,7 @@ class AgentClient:
         return sorted((p for p in found if root is None or p.root_run_id == root), key=lambda p: p.deadline)
 
     def run_url(self, run_id: str) -> str:
+        """The run `run_id` in the Temporal Web UI (`ui_url`)."""
         return run_url(self.ui_url, self.client.namespace, run_id)
 
 
@@ -299,6 +315,7 @@ class RunHandle:
         return self.agents.run_url(self.run_id)
 
     async def describe(self) -> WorkflowExecutionDescription:
+        """Temporal's description of the run (status, start and close times); UnknownRun if there is none."""
         try:
             return await self.workflow.describe()
         except RPCError as exc:
@@ -308,6 +325,7 @@ class RunHandle:
             raise from_rpc(exc, f"cannot look up run {self.run_id!r}") from exc
 
     async def is_running(self) -> bool:
+        """Whether the run is still open."""
         return (await self.describe()).status == WorkflowExecutionStatus.RUNNING
 
     async def ensure_open(self) -> None:
@@ -328,11 +346,11 @@ class RunHandle:
             return final_progress(await self.result())
         return ended_progress(self.run_id, description, await self._failure())
 
-    async def live(self) -> Progress:
+    async def live(self, timeout: timedelta = QUERY_TIMEOUT) -> Progress:
         """The `progress` query alone, as the workflow answers it (no call but the query). WorkerUnavailable
-        when no worker answers; TemporalUnavailable when the server does not."""
+        when no worker answers within `timeout`; TemporalUnavailable when the server does not."""
         try:
-            return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=QUERY_TIMEOUT)
+            return await self.workflow.query(AgentWorkflow.progress, rpc_timeout=timeout)
         except RPCError as exc:
             if exc.status == RPCStatusCode.UNAVAILABLE:  # the server, not a worker, is missing
                 raise TemporalUnavailable(f"the Temporal server did not answer ({exc.message})") from None
@@ -341,6 +359,12 @@ class RunHandle:
                 f"is a worker running on task queue {self.agents.task_queue!r}?"
             ) from exc
 
+    def events(self, after: int | None = None) -> AsyncIterator[tuple[int, LiveEvent]]:
+        """The run's live events (agentic/live.py) as `(offset, event)`, from the one after offset `after`
+        (None: the first), until the run has ended and all are read: the model's text as it is written (runs
+        started with `stream=True`), steps, tool calls, approvals, the answer. Resume with the last offset read."""
+        return live_events(self.agents.client, self.run_id, after)
+
     async def known_progress(self) -> Progress:
         """`progress()`, or — while no worker answers — what the server knows without one (`last_known`)."""
         try:
@@ -348,11 +372,18 @@ class RunHandle:
         except WorkerUnavailable as exc:
             return await self.last_known(str(exc.__cause__ or exc))
 
-    async def last_known(self, why: str) -> Progress:
+    async def last_known(
+        self, why: str, description: WorkflowExecutionDescription | None = None, *, ask: bool = True
+    ) -> Progress:
         """An open run's progress while no worker answers (`why`): its visibility record's counters, and the
-        approvals it waits for as it reported them (duragent/_views.py `no_worker`)."""
-        description = await self.describe()
-        pending = await self._own_pending(description)
+        approvals it waits for as it reported them (duragent/_views.py `no_worker`) — `ask=False`: as it last
+        published them in its history, without asking a worker first."""
+        description = description or await self.describe()
+        if not ask and is_agents_run(description, self.agents.task_queue):
+            published = await published_pending(self.agents.client, self.run_id, description.run_id or "")
+            pending = [shown(p) for p in published if p.run_id == self.run_id]
+        else:
+            pending = await self._own_pending(description)
         return no_worker(self.run_id, why, attributes=description.typed_search_attributes, pending=pending)
 
     async def pending(self) -> list[PendingApproval]:
@@ -408,6 +439,13 @@ class RunHandle:
                 raise TimeoutError(f"run {self.run_id} asked for no approval within {timeout:g} s")
             await asyncio.sleep(interval)
 
+    async def queried_approvals(self, timeout: timedelta = QUERY_TIMEOUT) -> ApprovalsView:
+        """The `approvals` query alone, of a run known to be open (WorkerUnavailable when no worker answers)."""
+        try:
+            return await self.workflow.query(AgentWorkflow.approvals, rpc_timeout=timeout)
+        except RPCError as exc:
+            raise WorkerUnavailable(f"no worker answered run {self.run_id}'s approvals query") from exc
+
     async def approvals(self) -> ApprovalsView:
         """What waits and the audit trail (the `approvals` query; from the result once the run closed)."""
         if await self.is_running():
@@ -429,6 +467,30 @@ class RunHandle:
                 raise UnknownRun(f"no run with id {self.run_id!r}") from None
             raise from_rpc(exc, f"cannot wait for run {self.run_id!r}") from exc
         return typed(result, self.agent)
+
+    async def messages(self, transcripts: Transcripts | None = None) -> list[Message]:
+        """The run's whole transcript (task, model turns, tool results), once the run has ended.
+
+        A durable run keeps its transcript by reference (`AgentResult.transcript_ref`), in the transcript store
+        its workers write, so `result().messages` holds only what was not stored yet (usually nothing). This
+        reads the rest from `transcripts`, else from the store the settings of this client's `DurableAgentsPlugin`
+        name (AGENT_DATABASE_URL, else `transcripts.db` in AGENT_DATA_DIR): TranscriptUnavailable when that store
+        does not hold it."""
+        result = await self.result()
+        if result.transcript_ref is None:
+            return result.messages
+        if transcripts is None:
+            configured = plugin_of(self.agents.client)
+            if configured is None:  # no settings to name a store: the environment is read once, by the plugin
+                raise TranscriptUnavailable(_elsewhere(self.run_id, "a client without DurableAgentsPlugin"))
+            settings = configured.settings
+            if not settings.database_url and not (settings.data_dir / TRANSCRIPTS_FILE).is_file():
+                raise TranscriptUnavailable(_elsewhere(self.run_id, f"no {settings.data_dir / TRANSCRIPTS_FILE}"))
+            transcripts = transcripts_for(settings)
+        try:
+            return await asyncio.to_thread(result.transcript_messages, transcripts)
+        except TranscriptNotFound as exc:
+            raise TranscriptUnavailable(_elsewhere(self.run_id, f"not in this store: {exc}")) from None
 
     async def watch(self, interval: float = 0.5) -> AsyncIterator[Progress]:
         """Progress on every change, until the run closes; the last one comes from the result. While no
@@ -529,8 +591,38 @@ class RunHandle:
             raise from_rpc(exc, f"cannot send the decision to run {self.run_id}") from exc
         return outcome.model_copy(update={"decision": "queued", "via": "signal"})
 
-    approve = partialmethod(decide, True)  # approve(call_id, by=..., arguments_hash=..., ...): decide(True, ...)
-    deny = partialmethod(decide, False)
+    async def approve(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Approve the pending call `call_id` (default: the run's only one) as `by`, recorded in the audit trail.
+
+        Pass the `arguments_hash` of the `PendingApproval` you reviewed: if the call's arguments differ, the run
+        refuses the decision (ApprovalRejected). Applied at once when a worker answers within `wait`, else
+        queued for the run (`DecisionOutcome.via == "signal"`). `key` signs it where workers require signed
+        decisions. The rest as `decide`."""
+        return await self.decide(True, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key)
+
+    async def deny(
+        self,
+        call_id: str | None = None,
+        *,
+        by: str,
+        reason: str | None = None,
+        arguments_hash: str | None = None,
+        wait: timedelta = UPDATE_TIMEOUT,
+        key: ApproverKey | None = None,
+    ) -> DecisionOutcome:
+        """Decline the pending call `call_id` as `by`; `reason` is recorded and told to the model. As `approve`."""
+        return await self.decide(
+            False, call_id, by=by, reason=reason, arguments_hash=arguments_hash, wait=wait, key=key
+        )
 
     async def _queued_decision(self, call_id: str) -> Decision | None:
         """A `decision` signal for `call_id` that the run received after its last completed workflow task:
@@ -608,6 +700,13 @@ def choose(waiting: list[PendingApproval], run_id: str, call_id: str | None) -> 
         ids = [p.call_id if p.run_id == run_id else p.address for p in waiting]
         raise AmbiguousApproval(f"run {run_id} has several pending approvals; choose one: {', '.join(ids)}", ids)
     return waiting[0]
+
+
+def _elsewhere(run_id: str, why: str) -> str:
+    return (
+        f"the transcript of run {run_id} is kept by the workers' transcript store, which this process cannot read "
+        f"({why}): read it with the workers' AGENT_DATABASE_URL or AGENT_DATA_DIR, or pass their store"
+    )
 
 
 def _quoted(value: str) -> str:

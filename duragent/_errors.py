@@ -33,6 +33,10 @@ class RunAlreadyExists(AgentClientError):
     """A run id is forever: reusing one would make new tool calls collide with old idempotency keys."""
 
 
+class TranscriptUnavailable(AgentClientError, LookupError):
+    """A run's transcript is not in the transcript store this process can read (the workers' is elsewhere)."""
+
+
 class RunClosed(AgentClientError):
     """The run has ended, so it can no longer be approved, denied or cancelled."""
 
@@ -131,7 +135,7 @@ def from_rpc(exc: RPCError, what: str) -> AgentClientError:
     if exc.status == RPCStatusCode.INVALID_ARGUMENT and "search attribute" in exc.message.lower():
         return SearchAttributesMissing(
             f"{what}: the server does not know our search attributes ({exc.message}). Register them once per "
-            "namespace (`python starter.py search-attributes`; `duragent.testing` does it for its servers), "
+            "namespace (`duragent search-attributes`; `duragent.testing` does it for its servers), "
             "or start runs with `search_attributes=False` (their status, step and pending approvals are then "
             "not in visibility)"
         )

@@ -12,10 +12,10 @@ way (a `SimplePlugin`), as temporalio's own `OpenAIAgentsPlugin` wires its agent
 
 On a client it sets the pydantic data converter (with the AES-GCM payload codec and encoded failure attributes
 when codec keys are configured). On every worker it configures — its own, or those built from a client
-connected with it — it registers `AgentWorkflow` (and `WebhookWorkflow`, its terminal-state notifier), the
-agents' activities, our logging interceptor (and OpenTelemetry's when `AGENT_OTEL` is on), and the `Sealing`
-interceptor when the workers have their keys (`AGENT_WORKER_KEYS`). `build_worker` is this plugin on a new
-`Worker`, with the worker options the agents' workers run with.
+connected with it — it registers `AgentWorkflow`, `ConversationWorkflow` and `WebhookWorkflow` (the runs'
+terminal-state notifier), the agents' activities, our logging interceptor (and OpenTelemetry's when `AGENT_OTEL`
+is on), and the `Sealing` interceptor when the workers have their keys (`AGENT_WORKER_KEYS`). `build_worker` is
+this plugin on a new `Worker`, with the worker options the agents' workers run with.
 
 A worker's own plugin wins over its client's: the client's (`DurableAgentsPlugin()`, no agents) gives the
 converter, the worker's serves the agents. A worker that got the plugin from its client alone serves no agents,
@@ -35,14 +35,16 @@ from temporalio.plugin import SimplePlugin
 
 from agentic import Agent
 from agentic.models.catalog import ModelCatalog
+from agentic.scrub import Scrubber
 from duragent._activities.inputs import EngineOptions
-from duragent._agent_activities import agent_activities
+from duragent._agent_activities import agent_activities, agent_credentials
 from duragent._config import observability
 from duragent._config.connection import data_converter
 from duragent._config.settings import Settings
 from duragent._config.worker_keys import WorkerKeys, load_worker_keys
 from duragent._one_worker import refuse_second, slot_of
 from duragent._run_logging import LoggingInterceptor
+from duragent._scrubbing import Scrubbing
 from duragent._sealing import Sealing
 from duragent._stores.transcripts import Transcripts
 from duragent._workflows.agent import AgentWorkflow
@@ -197,8 +199,13 @@ class DurableAgentsPlugin(SimplePlugin):
         present = own + list(client.config(active_config=True).get("interceptors") or [])
         keys = self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)
         sealing = [Sealing(keys)] if keys is not None and not any(isinstance(i, Sealing) for i in present) else []
+        # Inside Sealing: what an activity answers is masked before anything (a seal included) is made of it.
+        scrubbing = [] if any(isinstance(i, Scrubbing) for i in present) else [Scrubbing(self._credentials(settings))]
         missing = [i for i in self._our_interceptors() if not any(type(p) is type(i) for p in present)]
-        return [*sealing, *own, *missing]
+        return [*sealing, *scrubbing, *own, *missing]
+
+    def _credentials(self, settings: Settings) -> Scrubber:
+        return agent_credentials(settings, self.agents or [], self.webhook_secret)
 
 
 def plugin_of(client: temporal_client.Client) -> DurableAgentsPlugin | None:

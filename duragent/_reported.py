@@ -2,7 +2,7 @@
 
 Visibility only *finds* the runs that may wait. Whoever starts a workflow writes its memo and its search
 attributes, so a decoy can list a harmless-looking call under a real run's name and the real call's hash, and
-an approver would sign what they never saw (security review 2, N3). What is shown, and what a decision
+an approver would sign what they never saw. What is shown, and what a decision
 carries, comes from the run:
 
 - its `approvals` query, answered by the agents' workers from the run's state; or, with no worker up,

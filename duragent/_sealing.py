@@ -1,5 +1,5 @@
-"""`Sealing`: the agents' workflow code seals everything it schedules, and the activities act only on a seal
-(issue 51, item 4). Whoever polls the agents' task queue receives the runs' workflow tasks and can answer them
+"""`Sealing`: the agents' workflow code seals everything it schedules, and the activities act only on a seal.
+Whoever polls the agents' task queue receives the runs' workflow tasks and can answer them
 with commands of its own — the activities' other checks (`duragent._activities.caller`) cannot tell its `AgentWorkflow`
 from ours, as both are what the server reports. A seal can: an HMAC under the workers' key
 (duragent/_config/worker_keys.py), which a stranger's worker does not hold.

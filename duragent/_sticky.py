@@ -4,7 +4,7 @@ A worker keeps the runs it served in its cache, and the server sends each run's 
 worker's own (sticky) queue. When the worker is SIGKILLed, the server cannot tell: the next workflow task of each
 of its runs waits on the dead worker's queue for the sticky timeout (`duragent._config.settings.STICKY_TIMEOUT`, 5 s)
 before any other worker may take it — the largest part of a run's recovery after a crash (docs/benchmarks.md,
-Recovery: 9.6 s → under 5 s, issue 36). A worker that starts (a supervisor restarting the killed one, say)
+Recovery: 9.6 s → under 5 s). A worker that starts (a supervisor restarting the killed one, say)
 therefore first asks the server to forget the sticky queue of every run on its task queue that is stepping
 (`ResetStickyTaskQueue`); their next workflow tasks go to the shared queue, where it takes them at once.
 

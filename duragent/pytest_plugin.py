@@ -1,5 +1,5 @@
 """A pytest fixture for testing agents on Temporal's time-skipping server (`duragent.testing`). Enable
-it in your `conftest.py` (it needs pytest-asyncio):
+it in your `conftest.py` (the `testing` extra brings pytest and pytest-asyncio):
 
     pytest_plugins = ["duragent.pytest_plugin"]
 
@@ -16,6 +16,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
+
+from agentic.extras import require_extra
+
+require_extra("testing")  # pytest and pytest-asyncio: one line naming the extra, not a ModuleNotFoundError
 
 import pytest
 import pytest_asyncio

@@ -18,12 +18,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 import anyio
-import httpx2
 
 from agentic.extras import require_extra
 
 require_extra("mcp")
 
+import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client

@@ -1,5 +1,5 @@
 """A tool's arguments checked against the input schema its MCP server gave, in bounded time, whatever the
-server put in that schema (security review 3, T1).
+server put in that schema.
 
 The schema is the server's: a hostile one lists `"pattern": "^(a+)+$"`, and Python's backtracking `re` takes
 minutes over 30 characters — holding the GIL, so a thread does not help: the whole worker freezes. So:
@@ -7,9 +7,12 @@ minutes over 30 characters — holding the GIL, so a thread does not help: the w
 - every regex of a schema (`pattern`, `patternProperties`) runs on RE2, a linear-time engine; a pattern RE2
   cannot take (a backreference, a lookaround) is refused with its reason, never run on `re` instead;
 - `uniqueItems` is checked in linear time (jsonschema compares every pair: 20 KB of objects took seconds);
-- each keyword checks a deadline (`CHECK_SECONDS`), so no combination of keywords runs on;
-- a schema over `MAX_SCHEMA_BYTES` is refused when the tools are listed, arguments over `MAX_ARGUMENT_BYTES`
-  when the call is made — before any of the above runs.
+- each keyword checks a deadline (`CHECK_SECONDS`), and so does every step of the loops over patterns and
+  keys inside our own keywords, so no combination of keywords runs on — a thread that gave up is a thread
+  that stops, not one that keeps checking for minutes after the call was refused;
+- a schema over `MAX_SCHEMA_BYTES`, or with more than `MAX_PATTERNS` patterns or `MAX_PROPERTIES` named
+  properties, is refused when the tools are listed, arguments over `MAX_ARGUMENT_BYTES` when the call is made
+  — before any of the above runs.
 
 `schema_problem` is the listing's check; `argument_errors` the call's (a runner calls it in a thread, so the
 event loop that heartbeats keeps running while it works).
@@ -32,6 +35,12 @@ MAX_ARGUMENT_BYTES = 128 * 1024
 """A call's arguments, as canonical JSON: larger ones are refused before they are checked or sent."""
 CHECK_SECONDS = 2.0
 """How long checking one call's arguments may take; past it the call is refused (a normal check takes ms)."""
+MAX_PATTERNS = 256
+"""Regexes in one schema (`pattern` values and `patternProperties` keys): each key of an object is searched
+with every pattern of its schema, so the patterns times the keys is the work of one check."""
+MAX_PROPERTIES = 1024
+"""Named properties in one schema, at every depth (`properties`, `dependentRequired`... keys): a real tool
+has tens."""
 
 _DEADLINE: ContextVar[float] = ContextVar("mcp_schema_check_deadline", default=float("inf"))
 
@@ -48,17 +57,25 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
     if size > MAX_SCHEMA_BYTES:
         return f"its input schema is {size:,} bytes, over the limit of {MAX_SCHEMA_BYTES:,} (MAX_SCHEMA_BYTES)"
     keywords: set[str] = set()
+    counted_patterns = counted_properties = 0
     for keyword, value in _keywords(schema):
         keywords.add(keyword)
         if keyword == "$schema":
             # jsonschema checks a subschema that names its own dialect with its stock validator, on `re`.
             return "a subschema of its input schema names a dialect of its own ($schema): not checkable in bounded time"
+        if keyword in _NAMING_PROPERTIES and isinstance(value, Mapping):
+            counted_properties += len(value)
+            if counted_properties > MAX_PROPERTIES:
+                return f"its input schema names over {MAX_PROPERTIES:,} properties (MAX_PROPERTIES)"
         if keyword == "pattern":
             patterns = [value]
         elif keyword == "patternProperties" and isinstance(value, Mapping):
             patterns = list(value)
         else:
             continue
+        counted_patterns += len(patterns)
+        if counted_patterns > MAX_PATTERNS:
+            return f"its input schema has over {MAX_PATTERNS:,} patterns (MAX_PATTERNS)"
         for pattern in patterns:
             if isinstance(pattern, str) and (why := _re2_refuses(pattern)) is not None:
                 return (
@@ -68,6 +85,10 @@ def schema_problem(schema: Mapping[str, Any]) -> str | None:
         # jsonschema evaluates `unevaluatedProperties` through its own `re.search` on `patternProperties`.
         return "its input schema combines patternProperties with unevaluatedProperties: not checkable in bounded time"
     return None
+
+
+# Keywords whose value is an object keyed by property names.
+_NAMING_PROPERTIES = frozenset({"properties", "dependentRequired", "dependentSchemas", "dependencies"})
 
 
 def argument_errors(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
@@ -137,11 +158,17 @@ def _bounded_class(base: Any) -> Any:
 def _in_time(check: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(check)
     def checked(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
-        if time.monotonic() > _DEADLINE.get():
-            raise _Overtime
+        _on_time()
         return check(validator, value, instance, schema)
 
     return checked
+
+
+def _on_time() -> None:
+    """Raise `_Overtime` once this thread's deadline has passed: called by every keyword, and at every step
+    of the loops over keys and patterns (one keyword's loop is patterns times keys long)."""
+    if time.monotonic() > _DEADLINE.get():
+        raise _Overtime
 
 
 # -- jsonschema's regex keywords, on RE2 (their messages as jsonschema words them) -------------------
@@ -159,6 +186,7 @@ def _pattern_properties(validator: Any, patterns: Mapping[str, Any], instance: A
         return
     for pattern, subschema in patterns.items():
         for key, value in instance.items():
+            _on_time()
             if _search(pattern, key):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
@@ -171,7 +199,7 @@ def _additional_properties(validator: Any, allowed: Any, instance: Any, schema: 
         return
     properties = schema.get("properties", {})
     patterns = list(schema.get("patternProperties", {}))
-    extras = {k for k in instance if k not in properties and not any(_search(p, k) for p in patterns)}
+    extras = {k for k in instance if k not in properties and not _matches_any(patterns, k)}
     if validator.is_type(allowed, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], allowed, path=extra)
@@ -186,12 +214,21 @@ def _additional_properties(validator: Any, allowed: Any, instance: Any, schema: 
             yield ValidationError(error % extras_msg(sorted(extras, key=str)))
 
 
+def _matches_any(patterns: list[str], key: str) -> bool:
+    for pattern in patterns:
+        _on_time()
+        if _search(pattern, key):
+            return True
+    return False
+
+
 def _unique_items(validator: Any, unique: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema.exceptions import ValidationError
 
     if unique and validator.is_type(instance, "array"):
         seen = set()
         for item in instance:
+            _on_time()
             identity = _identity(item)
             if identity in seen:
                 yield ValidationError(f"{instance!r} has non-unique elements")
@@ -222,7 +259,7 @@ def _search(pattern: str, text: str) -> bool:
     return _compiled(pattern).search(text) is not None
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=2 * MAX_PATTERNS)  # one schema's patterns and then some: a check never recompiles
 def _compiled(pattern: str) -> Any:
     import re2
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentic.mcp.schema_check import CHECK_SECONDS, argument_errors, schema_problem
@@ -30,7 +32,7 @@ def specs_of(server: MCPServer, listed: Iterable[Mapping[str, Any]]) -> dict[str
     exposes, as the loop sees them: prefixed names, the schema as given, flags from the annotations.
 
     The annotations are the server's claim, read on the safe side: `destructiveHint: true` → destructive
-    and mutating, whatever `readOnlyHint` says (security review 3, T2); else `readOnlyHint` → not mutating;
+    and mutating, whatever `readOnlyHint` says; else `readOnlyHint` → not mutating;
     else mutating, and destructive unless `destructiveHint` is false — the protocol's own defaults, so an
     unannotated tool is treated as one that may destroy. An agent that gives `trusted_read_only` believes no
     claim: the tools it lists are read-only, every other one mutating. Which tools wait for approval is the
@@ -109,16 +111,52 @@ def checked_arguments(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolRe
     return dict(call.arguments)
 
 
+CHECK_THREADS = 2
+"""Threads that check MCP arguments, in a pool of their own: a check that runs on (a schema a server wrote)
+can hold only these, never the threads model and tool calls run in (the event loop's default executor)."""
+
+_checks: ThreadPoolExecutor | None = None
+_checking: set[str] = set()  # the tools a check is running for, in some thread
+_checking_lock = threading.Lock()
+
+
 async def checked_off_loop(spec: ToolSpec, call: ToolCall) -> dict[str, Any] | ToolResult:
-    """`checked_arguments` in a thread: the event loop — which heartbeats the activity and runs every other
-    run's tasks on this worker — never waits on a schema a server wrote (review 3, T1). The check bounds
-    itself (`CHECK_SECONDS`); this wait is bounded as well, should one step of it not be. A refusal is an
-    invalid-arguments result: the model reads why, and nothing is retried."""
+    """`checked_arguments` in a thread of the checks' own pool (`CHECK_THREADS`): the event loop — which
+    heartbeats the activity and runs every other run's tasks on this worker — never waits on a schema a server
+    wrote, and neither do the threads of model and tool calls. The check bounds itself (`CHECK_SECONDS`); this
+    wait is bounded as well, should one step of it not be. While a check of a tool is still running, another
+    call of that tool is refused unchecked: a server's schema cannot fill the pool with copies of one slow
+    check. A refusal is an invalid-arguments result: the model reads why, and nothing is retried."""
+    with _checking_lock:
+        if spec.name in _checking:
+            why = "a check of this tool's arguments against the server's schema is still running; call it later"
+            return ToolResult.invalid_arguments(call, why)
+        _checking.add(spec.name)
     try:
-        return await asyncio.wait_for(asyncio.to_thread(checked_arguments, spec, call), CHECK_SECONDS + 1.0)
+        submitted = _pool().submit(checked_arguments, spec, call)
+    except BaseException:
+        _done_checking(spec.name)
+        raise
+    # Done however it ends: the check returns, raises, or is cancelled before a thread took it.
+    submitted.add_done_callback(lambda _: _done_checking(spec.name))
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(submitted), CHECK_SECONDS + 1.0)
     except TimeoutError:
         why = f"checking them against the server's schema took over {CHECK_SECONDS:g}s (CHECK_SECONDS)"
         return ToolResult.invalid_arguments(call, why)
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _checks
+    with _checking_lock:
+        if _checks is None:
+            _checks = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="mcp-argument-check")
+        return _checks
+
+
+def _done_checking(name: str) -> None:
+    with _checking_lock:
+        _checking.discard(name)
 
 
 def schemas_of(specs: Mapping[str, ToolSpec]) -> list[ToolSchema]:

@@ -15,7 +15,7 @@ from agentic.models.base import Model
 ModelFactory = Callable[[str], Model]
 
 # How many models made from a prefix (`openai:` + any name) are kept. A run chooses the name, so without a
-# bound every distinct name would add a client for good (about 0.8 MB each: review N10); past it, the model
+# bound every distinct name would add a client for good (about 0.8 MB each); past it, the model
 # used least recently is dropped and made again if a run names it later.
 PREFIX_CACHE_SIZE = 32
 

@@ -141,6 +141,10 @@ class LayerModel:
 
     def _layer_settings(self, chosen: ModelSettings, choice: str, tools: Sequence[ToolSchema]) -> LayerSettings:
         out: dict[str, Any] = {"max_retries": 0, **self.provider_settings}
+        if "max_retries" in getattr(self.layer_model, "unsupported_settings", ()):
+            # A model whose SDK client was built with its retries off already (Bedrock's botocore `Config`), and
+            # that warns of a setting it ignores on every call.
+            del out["max_retries"]
         for name in ("temperature", "seed", "max_tokens"):
             if (value := getattr(chosen, name)) is not None:
                 out[name] = value

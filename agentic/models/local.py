@@ -19,7 +19,7 @@ def local_model(
 ) -> OpenAIChatModel:
     """The adapter for the local server: free by default (`pricing`), and patient — a generation on two
     shared cores can take tens of seconds, and a timeout would only start it again. It needs no key and gets
-    none: whoever binds its port first (any local user) must not receive the worker's OpenAI key (review N4)."""
+    none: whoever binds its port first (any local user) must not receive the worker's OpenAI key."""
     return OpenAIChatModel(
         "local",
         base_url=base_url,

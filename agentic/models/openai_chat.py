@@ -7,21 +7,21 @@ underneath it would multiply attempts and hide them from the run's accounting. E
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
-
-import httpx2
 
 from agentic.extras import require_extra
 
 require_extra("openai")  # one line naming the extra, not an ImportError from inside openai
 
+import httpx2
 import openai
 
 from agentic.errors import (
@@ -32,7 +32,15 @@ from agentic.errors import (
     RetryableModelError,
 )
 from agentic.messages import Message, ToolCall
-from agentic.models.base import TOOL_CHOICE_MODES, ModelReply, ModelSettings, Pricing, ToolSchema
+from agentic.models.base import (
+    TOOL_CHOICE_MODES,
+    ModelDelta,
+    ModelReply,
+    ModelSettings,
+    OnDelta,
+    Pricing,
+    ToolSchema,
+)
 from agentic.scrub import Scrubber
 
 # List prices in dollars per million tokens (input, output).
@@ -93,11 +101,11 @@ class OpenAIChatModel:
         if temperature is not None:  # the older spelling of settings=ModelSettings(temperature=...)
             self.settings = self.settings.override(ModelSettings(temperature=temperature))
         # A key goes only where it was given: never one found in the environment, which a model pointed at
-        # another endpoint (the local server, a URL anybody can bind) would send along (review N4). Local
+        # another endpoint (the local server, a URL anybody can bind) would send along. Local
         # servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to start without one.
         key = api_key or NO_KEY
         self._client = client or openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
-        # What this model sends as its bearer: masked in every error it raises (review T5), so an endpoint or a
+        # What this model sends as its bearer: masked in every error it raises, so an endpoint or a
         # proxy quoting it back cannot put it into a run's history.
         sent = getattr(self._client, "api_key", None)
         self._hide = Scrubber([sent] if sent != NO_KEY else [])
@@ -139,9 +147,14 @@ class OpenAIChatModel:
         *,
         call_index: int | None = None,
         settings: ModelSettings | None = None,
+        on_delta: OnDelta | None = None,
     ) -> ModelReply:
+        """`on_delta`: the reply is streamed (`stream: true`), each piece of text and of a tool call's arguments
+        handed to it as it arrives; the reply returned is the same whole reply either way."""
         request = self.request(messages, tools, settings)
         try:
+            if on_delta is not None:
+                return self._streamed(request, call_index, on_delta)
             return self._complete(request, call_index)
         except ModelError as err:
             err.args = tuple(self._hide(a) if isinstance(a, str) else a for a in err.args)
@@ -150,9 +163,30 @@ class OpenAIChatModel:
     def _complete(self, request: dict[str, Any], call_index: int | None) -> ModelReply:
         # The raw response, parsed here: the SDK's own parsing tolerates missing fields and non-JSON
         # bodies silently, which would turn a broken reply into an empty answer.
-        try:
+        with self._classified():
             raw = self._client.chat.completions.with_raw_response.create(**request)
             status, text = raw.status_code, raw.text
+        return self._reply(status, text, call_index)
+
+    def _streamed(self, request: dict[str, Any], call_index: int | None, on_delta: OnDelta) -> ModelReply:
+        """The reply read chunk by chunk (server-sent events), assembled into the body a whole reply would have
+        had, and checked by the same rules."""
+        assembly = _Assembly(call_index)
+        # Usage comes in a last chunk only when asked for; a server that ignores the option sends none.
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        with self._classified():
+            raw = self._client.chat.completions.with_raw_response.create(**body)
+            status = raw.status_code
+            for chunk in raw.parse():
+                for delta in assembly.add(chunk.model_dump(mode="json", exclude_none=True)):
+                    on_delta(delta)
+        return self._reply_from(status, assembly.body(), json.dumps(assembly.body())[:300], call_index)
+
+    @contextlib.contextmanager
+    def _classified(self) -> Iterator[None]:
+        """Every failure of a request (or of reading its answer) as the `ModelError` it is."""
+        try:
+            yield
         except openai.APIStatusError as err:
             raise _status_error(self.name, err) from err
         except openai.APITimeoutError as err:
@@ -161,11 +195,16 @@ class OpenAIChatModel:
             if isinstance(err.__cause__, httpx2.UnsupportedProtocol):  # e.g. base_url="localhost:8000/v1"
                 raise NonRetryableModelError(f"{self.name}: bad base_url: {err.__cause__}") from err
             raise RetryableModelError(f"{self.name}: connection failed: {err.__cause__ or err}") from err
+        except openai.APIError as err:
+            # An error event in the middle of a stream (the server failed while writing): its kind, not its
+            # message (which may quote the request), and worth another try, as a 5xx would be.
+            raise RetryableModelError(f"{self.name}: the stream broke off with an error{_kind_of(err.body)}") from err
         except openai.OpenAIError as err:
             raise NonRetryableModelError(f"{self.name}: {err}") from err
         except (httpx2.HTTPError, httpx2.StreamError, OSError) as err:  # the body broke after the headers
             raise RetryableModelError(f"{self.name}: reading the response failed: {err!r}") from err
-        return self._reply(status, text, call_index)
+        except ValueError as err:  # a streamed chunk that is not JSON
+            raise ModelOutputError(f"{self.name}: malformed stream ({err})") from err
 
     def _wire_messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         if self.tool_result_role == "tool":
@@ -193,13 +232,18 @@ class OpenAIChatModel:
         return {"type": "function", "function": {"name": choice}}
 
     def _reply(self, status: int, text: str, call_index: int | None) -> ModelReply:
-        def bad(problem: str) -> ModelOutputError:
-            return ModelOutputError(f"{self.name}: malformed response ({problem}): {text[:300]!r}", status=status)
-
         try:
             data = json.loads(text)
         except ValueError:
-            raise bad("body is not JSON") from None
+            raise ModelOutputError(
+                f"{self.name}: malformed response (body is not JSON): {text[:300]!r}", status=status
+            ) from None
+        return self._reply_from(status, data, text[:300], call_index)
+
+    def _reply_from(self, status: int, data: Any, text: str, call_index: int | None) -> ModelReply:
+        def bad(problem: str) -> ModelOutputError:
+            return ModelOutputError(f"{self.name}: malformed response ({problem}): {text!r}", status=status)
+
         if not isinstance(data, dict):
             raise bad("body is not a JSON object")
         choices = data.get("choices")
@@ -238,6 +282,69 @@ class OpenAIChatModel:
             output_tokens=output_tokens,
             cost=self.pricing.cost(input_tokens, output_tokens),
         )
+
+
+class _Assembly:
+    """Streamed chunks put together into the body of a whole reply (`choices[0].message`, `usage`), and the
+    deltas each chunk adds. A tool call's pieces are joined by their `index`; one without an id gets the id
+    the whole reply would give it."""
+
+    def __init__(self, call_index: int | None) -> None:
+        self.call_index = call_index
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, Any] | None = None
+        self.pieces = 0  # chunks that carried text or arguments: a server that reports no usage sent one a token
+
+    def add(self, chunk: dict[str, Any]) -> list[ModelDelta]:
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        deltas: list[ModelDelta] = []
+        choices = chunk.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        delta = first.get("delta") if isinstance(first, dict) else None
+        if not isinstance(delta, dict):
+            return deltas
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            self.content.append(text)
+            self.pieces += 1
+            deltas.append(ModelDelta(kind="text", text=text))
+        for raw in delta.get("tool_calls") or []:
+            if not isinstance(raw, dict) or not isinstance(raw.get("index", 0), int):
+                continue
+            index = raw.get("index", 0)
+            call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+            function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+            if isinstance(raw.get("id"), str) and raw["id"]:
+                call["id"] = raw["id"]
+            if isinstance(function.get("name"), str):
+                call["name"] += function["name"]
+            piece = function.get("arguments") if isinstance(function.get("arguments"), str) else ""
+            call["arguments"] += piece
+            self.pieces += 1 if piece else 0
+            position = sorted(self.calls).index(index) + 1
+            call_id = call["id"] or (f"call_{self.call_index}_{position - 1}" if self.call_index is not None else "")
+            deltas.append(
+                ModelDelta(kind="tool_call", position=position, call_id=call_id, name=call["name"], arguments=piece)
+            )
+        return deltas
+
+    def body(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content)}
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for _, c in sorted(self.calls.items())
+            ]
+        usage = self.usage or {"prompt_tokens": 0, "completion_tokens": self.pieces}
+        return {"choices": [{"index": 0, "message": message}], "usage": usage}
+
+
+def _kind_of(body: Any) -> str:
+    body = body if isinstance(body, Mapping) else {}
+    kinds = [v for v in (body.get("type"), body.get("code")) if isinstance(v, str) and _KIND.fullmatch(v)]
+    return f" ({', '.join(dict.fromkeys(kinds))})" if kinds else ""
 
 
 def _to_wire(message: Message) -> dict[str, Any]:
@@ -279,7 +386,7 @@ def _count(value: Any) -> int:
 
 def _status_error(model: str, err: openai.APIStatusError) -> ModelError:
     # The status and the provider's error code and type, never its message: the message is free text that may
-    # quote what the request carried (an echoing gateway quotes the key whole, review T5), and this text becomes
+    # quote what the request carried (an echoing gateway quotes the key whole), and this text becomes
     # the run's failure, in history and in front of viewers.
     status = err.status_code
     message = _provider_message(err)
@@ -296,9 +403,7 @@ _KIND = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # an identifier, not prose: what a 
 
 def _provider_kind(err: openai.APIStatusError) -> str:
     """` (type, code)` from the provider's error body, each only if it is an identifier."""
-    body = err.body if isinstance(err.body, Mapping) else {}
-    kinds = [v for v in (body.get("type"), body.get("code")) if isinstance(v, str) and _KIND.fullmatch(v)]
-    return f" ({', '.join(dict.fromkeys(kinds))})" if kinds else ""
+    return _kind_of(err.body)
 
 
 def _provider_message(err: openai.APIStatusError) -> str:

@@ -1,5 +1,5 @@
 """`python -m bench.activity_timing DIR`: the medians of what `bench/activity_timing/sitecustomize.py`
-recorded in DIR. How to record: docs/benchmarks.md, "The last full run"."""
+recorded in DIR. How to record: docs/benchmarks-history.md, "The last full run"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Wall time inside our activities, for `python -m bench.activity_timing` (docs/benchmarks.md, "The last full
+"""Wall time inside our activities, for `python -m bench.activity_timing` (docs/benchmarks-history.md, "The last full
 run"): with this directory on PYTHONPATH and BENCH_ACTIVITY_TIMES set to a directory, every Python process
 that imports our activity modules (the bench's worker subprocesses) wraps a few methods with a timer and
 appends `[name, seconds]` lines to `<dir>/times-<pid>.jsonl`.

@@ -1,12 +1,12 @@
 """Who is asking: the run the server reports as the one that scheduled an activity, never what its input says.
 
-Anyone who can reach the Temporal frontend can run a workflow of their own, on a task queue of their own,
-that schedules this worker's activities on the agents' task queue with inputs of their choosing (security
-review 2, N2). So an activity takes the calling run's identity from `activity.info()` — the server's record
-of who scheduled it — and, where an effect depends on it, asks the server about that run: only an
-`AgentWorkflow` on this worker's own task queue is driven by this worker's workflow code (or its peers' on
-the same queue). A workflow type is only a name its author chose; a task queue is where the server hands
-the run's workflow tasks, which only the agents' workers poll (docs/operations.md, "Trust model").
+Anyone who can reach the Temporal frontend can run a workflow of their own, on a task queue of their own, that
+schedules this worker's activities on the agents' task queue with inputs of their choosing. So an activity takes the
+calling run's identity from `activity.info()` — the server's record of who scheduled it — and, where an effect
+depends on it, asks the server about that run: only an `AgentWorkflow` on this worker's own task queue is driven by
+this worker's workflow code (or its peers' on the same queue). A workflow type is only a name its author chose; a
+task queue is where the server hands the run's workflow tasks, which only the agents' workers poll
+(docs/operations.md, "Trust model").
 
 Every refusal is a non-retryable `ApplicationError` of type `CallerRefused`, saying why: the caller's
 history shows it, and nothing was done.

@@ -5,7 +5,7 @@ worker's client, heartbeating; a cancelled parent cancels it and waits for its c
 
 A run under that id that this parent did not start (someone chose it as a run id) is never adopted: the
 call fails, naming it. Who started a run is the server's record (its parent link), never a memo, which
-whoever starts a workflow writes (security review 2). The parent is the run the server reports as the
+whoever starts a workflow writes. The parent is the run the server reports as the
 caller: a stranger's workflow can wait only for its own children.
 """
 

@@ -7,7 +7,7 @@ It is also where a run that cannot work fails at once: an agent this worker does
 does not declare, options the agent's options model rejects — and where a continuation proves it is one: the
 run it names as its predecessor must be, by the server's account, an agents' run on this task queue that
 continued as new (only the workflow's own code does that), never a run a client started with a forged
-handover, nor a cron or retry run the server started from one (security review 2, N1).
+handover, nor a cron or retry run the server started from one.
 
 Anyone may schedule it as a plain activity and read an agent's spec (its prompt, tools and flags, the
 approvers' public keys): nothing in it grants anything.

@@ -77,14 +77,14 @@ class DescribedAgent(AgentSpec):
     options (absent from runs recorded before they were: the defaults)."""
 
     engine: EngineOptions = Field(default_factory=EngineOptions)
-    # The worker publishes progress by workflow time (issue 36), and says so here, in the record every run makes
+    # The worker publishes progress by workflow time, and says so here, in the record every run makes
     # at its start: a run that reads it follows that rule without asking `workflow.patched`, whose marker
     # brings the SDK's `TemporalChangeVersion` upsert — two events (and the history service's namespace reads)
-    # per run that lasts over the progress interval (every run of a loaded worker: issue 50). Absent (False)
+    # per run that lasts over the progress interval (every run of a loaded worker). Absent (False)
     # from the records of runs described before: those ask the patch where the rules differ, as they did
     # (duragent/_workflows/visibility.py).
     progress_by_time: bool = False
-    # Issue 50: by the activities' own time rather than by workflow time, which under load counts the waits in
+    # By the activities' own time rather than by workflow time, which under load counts the waits in
     # the server's queues, so that every run of a loaded worker published its progress mid-run (about two
     # upserts a run, each an event and a visibility write) just when the server had least to spare. Absent
     # (False) from the records of runs described before: those keep the rule they started with.
@@ -110,7 +110,10 @@ class TranscriptPart(OmitDefaults):
 
 
 class AgentResult(Run):
-    """The in-process `Run`'s fields, plus how the durable run ended."""
+    """The in-process `Run`'s fields, plus how the durable run ended.
+
+    The transcript is kept by reference (`transcript_ref`), so `messages` holds only what the run added after
+    its stored part (usually nothing): the whole transcript is `await handle.messages()` (`RunHandle`)."""
 
     run_id: str
     agent: str
@@ -158,6 +161,7 @@ class ModelCallInput(OmitDefaults):
     tools_ref: str | None = Field(
         None, description="The MCP tools the run recorded at its start, one document in the transcript store."
     )
+    stream: bool = Field(False, description="Publish the reply's deltas to the run's live stream as they come.")
     system: str | None = Field(
         None, description="A run handed to `agent`: its system prompt, read in place of the transcript's first message."
     )

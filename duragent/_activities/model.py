@@ -25,11 +25,12 @@ from agentic import Agent, Message, Model, ModelError, ModelReply, ModelSettings
 from agentic.agent_set import ServedAgent
 from agentic.handoffs import as_seen_by
 from agentic.loop import admitted
-from agentic.models.base import ask
+from agentic.models.base import OnDelta, ask
 from agentic.scrub import Scrubber
 from duragent._activities.caller import calling_run
 from duragent._activities.heartbeat import heartbeating, in_thread
 from duragent._activities.inputs import ModelCallInput, ModelStep, PayloadLimits
+from duragent._activities.live import LiveDeltas
 from duragent._activities.served import ServedAgents
 from duragent._activities.transcripts import claim_checked, stored_here
 from duragent._activities.worked import timed
@@ -61,10 +62,13 @@ class ModelActivities:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
-        # (about 0.1 ms of CPU), and a call by reference made five of them (issue 20, docs/benchmarks.md).
-        return await heartbeating(in_thread(self._call, served, input))
+        # (about 0.1 ms of CPU), and a call by reference made five of them (docs/benchmarks.md).
+        if not input.stream:
+            return await heartbeating(in_thread(self._call, served, input))
+        async with LiveDeltas(input.step or 0) as deltas:  # the reply's deltas to the run's live stream, batched
+            return await heartbeating(in_thread(self._call, served, input, deltas))
 
-    def _call(self, served: ServedAgent, input: ModelCallInput) -> ModelStep:
+    def _call(self, served: ServedAgent, input: ModelCallInput, on_delta: OnDelta | None = None) -> ModelStep:
         # The model is resolved here, in the thread, while the activity heartbeats: the first call to a provider
         # imports its SDK and the model layer (seconds on a busy host), which on the event loop would stop every
         # heartbeat of this worker for as long, and a short heartbeat timeout would start the call again.
@@ -78,7 +82,9 @@ class ModelActivities:
         seen = messages if input.system is None else as_seen_by(messages, input.system)
         # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are
         # recorded in history with the reply, and the workflow's loop only reads them.
-        reply = agent.judge(self._ask(model, seen, schemas, input.call_index, input.settings))
+        reply = agent.judge(self._ask(model, seen, schemas, input.call_index, input.settings, on_delta))
+        # A reply quoting a secret (a model shown one, a provider's gateway) is stored and returned masked.
+        reply = self.credentials.plus(getattr(model, "credentials", ())).deep(reply)
         with stored_here():
             stub = claim_checked(
                 transcripts,
@@ -102,13 +108,14 @@ class ModelActivities:
         schemas: Sequence[ToolSchema],
         call_index: int,
         settings: ModelSettings | None,
+        on_delta: OnDelta | None = None,
     ) -> ModelReply:
         """The model call, in a thread (models are synchronous; the caller heartbeats meanwhile, so Temporal
         knows within seconds, not the model timeout, if this worker dies)."""
         try:
             # Admitted here, before it enters history or the store: a reply over the per-reply limits (10,000
             # tool calls, megabytes of arguments) travels refused and cut short, exactly as the loop records it.
-            return admitted(ask(model, messages, schemas, call_index=call_index, settings=settings))
+            return admitted(ask(model, messages, schemas, call_index=call_index, settings=settings, on_delta=on_delta))
         except ModelError as exc:
             # `from None`: the message already says what went wrong, and the client library's exception chain
             # (openai -> httpx -> socket, each with its stack trace: 6.5 KB for a refused connection) is over
@@ -134,7 +141,7 @@ class ModelActivities:
 
     def _hidden(self, model: Model, text: str) -> str:
         """A failure's text becomes history, the Web UI's and the CLI's, a viewer's `error`: no credential of
-        the worker's or of this model's in it, whatever the provider quoted (review T5)."""
+        the worker's or of this model's in it, whatever the provider quoted."""
         return self.credentials.plus(getattr(model, "credentials", ()))(text)
 
     def _offered_by(self, agent: Agent, tools_ref: str | None) -> tuple[ToolSchema, ...]:

@@ -1,5 +1,5 @@
 """What a run recorded: the tool calls its own workflow scheduled, read from its history as the server keeps
-it — the record a compensation checks before it undoes anything (security review 2, N2).
+it — the record a compensation checks before it undoes anything.
 
 A workflow's `ActivityTaskScheduled` events are commands its own code issued; no client can add one to
 another workflow's history. So "run R called tool T with arguments A as call U" is a fact the server

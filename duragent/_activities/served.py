@@ -1,6 +1,6 @@
 """The worker's `AgentSet`, as the activities see it: a lookup that cannot succeed (an agent or model this
-worker does not serve, options that do not validate) is raised as a non-retryable `ApplicationError`, so
-the run fails at once with the message instead of retrying a task forever."""
+worker does not serve, options that do not validate, a model whose extra this worker lacks) is raised as a
+non-retryable `ApplicationError`, so the run fails at once with the message instead of retrying a task."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 from agentic import Model
 from agentic.agent import InvalidOptions
 from agentic.agent_set import AgentSet, ServedAgent, UnknownAgent
+from agentic.extras import MissingExtra
 from agentic.models.catalog import UnknownModel
 
 T = TypeVar("T")
@@ -22,13 +23,14 @@ _TYPES: dict[type[Exception], str] = {
     UnknownAgent: "UnknownAgent",
     UnknownModel: "UnknownModel",
     InvalidOptions: "InvalidOptions",
+    MissingExtra: "MissingExtra",  # e.g. an `openai:` model on a worker installed without the `openai` extra
 }
 
 
 def _final(lookup: Callable[[], T]) -> T:
     try:
         return lookup()
-    except (UnknownAgent, UnknownModel, InvalidOptions) as exc:
+    except (UnknownAgent, UnknownModel, InvalidOptions, MissingExtra) as exc:
         raise ApplicationError(str(exc), type=_TYPES[type(exc)], non_retryable=True) from None
 
 

@@ -1,8 +1,8 @@
 """The tool activity: one tool call, under its idempotency key, heartbeating while it runs; and the
 compensation activity, which undoes one recorded effect.
 
-Both decide from what the server reports and what the worker holds, never from their input alone (security
-review 2, N2): the run and the key come from `activity.info()`; a tool that requires confirmation acts only
+Both decide from what the server reports and what the worker holds, never from their input alone: the run and
+the key come from `activity.info()`; a tool that requires confirmation acts only
 on an approval checked here against the run the server reports and the worker's approver keys; an undo runs
 only for an effect the run (or a run it delegated to) recorded, with the arguments it recorded.
 """
@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from agentic import ToolContext, ToolResult, ToolStatus
 from agentic.approvals import effect_refusal
 from agentic.loop import idempotency_key
+from agentic.scrub import Scrubber, shaped
 from agentic.undo import undo_key
 from duragent._activities.caller import calling_run, descends_from, describe, refused, verified_agent_run
 from duragent._activities.heartbeat import heartbeating, in_thread
@@ -35,10 +36,18 @@ class ToolActivities:
     """The worker's agents and their services are injected here once; tools reach the services through
     `ToolContext.deps` and the run's options through `ToolContext.options`."""
 
-    def __init__(self, served: ServedAgents, transcripts: Transcripts, limits: PayloadLimits | None = None) -> None:
+    def __init__(
+        self,
+        served: ServedAgents,
+        transcripts: Transcripts,
+        limits: PayloadLimits | None = None,
+        credentials: Scrubber | None = None,
+    ) -> None:
         self.served = served
         self.transcripts = transcripts
         self.limits = limits or PayloadLimits()
+        # The worker's secrets (duragent/_config/credentials.py): out of every result before it is stored.
+        self.credentials = credentials or Scrubber(())
 
     @activity.defn(name="run_tool")
     async def run_tool(self, input: ToolCallInput) -> ToolStep:
@@ -76,7 +85,7 @@ class ToolActivities:
             result = await heartbeating(dispatched, dispatched.cancel)
             return await in_thread(self._finish, input, result)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
-        # (about 0.1 ms of CPU), and a call by reference made four of them (issue 20, docs/benchmarks.md).
+        # (about 0.1 ms of CPU), and a call by reference made four of them (docs/benchmarks.md).
         return await heartbeating(in_thread(self._run_local, served, input, context, approved), context.cancel)
 
     def _run_local(
@@ -94,6 +103,7 @@ class ToolActivities:
             self.transcripts.require(input.transcript.head)
 
     def _finish(self, input: ToolCallInput, result: ToolResult) -> ToolStep:
+        result = self._scrubbed(result)  # before the store: the next model call reads the stored copy
         if result.status is ToolStatus.RETRYABLE:
             # Raising hands the retry to Temporal's RetryPolicy; the next attempt gets the same key.
             raise ApplicationError(result.content, type="ToolRetry")
@@ -110,6 +120,15 @@ class ToolActivities:
                 input.transcript.head, [*input.transcript.unsaved, result.to_message()], input.run_id
             )
         return ToolStep(result=result, head=head)
+
+    def _scrubbed(self, result: ToolResult) -> ToolResult:
+        """The result without the worker's secrets — a tool, an MCP server or its gateway may quote the
+        credential it was sent — and, when it is an error, without anything shaped like a credential (a tool's
+        own key in the URL of the HTTP error it raised)."""
+        content = self.credentials(result.content) if self.credentials.holds(result.content) else result.content
+        if not result.ok:
+            content = shaped(content)
+        return result if content == result.content else result.model_copy(update={"content": content})
 
     def _context(
         self,
@@ -162,6 +181,7 @@ class ToolActivities:
             with stored_here():
                 original = await in_thread(self.transcripts.resolve, step.result, step.result_ref)
         result = await heartbeating(in_thread(registry.compensate, recorded.call, original, context), context.cancel)
+        result = self._scrubbed(result)
         if result.status is ToolStatus.RETRYABLE:
             raise ApplicationError(result.content, type="CompensationRetry")
         if not result.ok:

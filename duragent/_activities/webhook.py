@@ -8,7 +8,7 @@ never sent — until one with it picks the attempt up.
 A signature vouches that the worker sends the event, so the worker sends only events of its agents' runs:
 the caller must be the notifier an `AgentWorkflow` on this task queue started for its own end (the server's
 parent link, `{run_id}/webhook`, an event id of that run). A stranger's workflow cannot have the worker sign
-a payload of its choosing (security review 2).
+a payload of its choosing.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from duragent._config.http_clients import tls_context
 from duragent._config.webhook_signing import (
     SECRET_ENV,
     host_addresses,
+    pinned,
     redact_url,
     resolved_problem,
     signed_headers,
@@ -49,8 +50,10 @@ class WebhookActivities:
         await _announced_by_its_run(input)
         where = redact_url(input.url)  # messages end up in history and logs: no credentials, no query
         problem = url_problem(input.url, allow_loopback=self.allow_loopback)
+        addresses: list[str] = []
         if problem is None:
-            problem = resolved_problem(await _addresses(input.url), allow_loopback=self.allow_loopback)
+            addresses = await _addresses(input.url)
+            problem = resolved_problem(addresses, allow_loopback=self.allow_loopback)
         if problem is not None:
             raise ApplicationError(f"webhook {where}: {problem}", type="WebhookRejected", non_retryable=True)
         if self.secret is None:
@@ -62,11 +65,18 @@ class WebhookActivities:
         # pygments), a fifth of a second at every start of every process that imports the workflows.
         import httpx
 
+        if not addresses:  # the name does not resolve now: retried
+            raise ApplicationError(f"webhook {where}: its host does not resolve", type="WebhookFailed")
         body = json.dumps(input.payload, sort_keys=True).encode()
         headers = {"content-type": "application/json"} | signed_headers(self.secret, input.event_id, body)
+        # To the address just checked, not to the name again: a DNS answer that changed since (rebinding to
+        # 127.0.0.1) is never connected to.
+        target = pinned(input.url, addresses[0])
         try:
             async with httpx.AsyncClient(timeout=self.timeout, verify=tls_context()) as client:
-                response = await client.post(input.url, content=body, headers=headers)
+                response = await client.post(
+                    target.url, content=body, headers=headers | target.headers, extensions=target.extensions
+                )
         except httpx.HTTPError as exc:
             raise ApplicationError(f"webhook {where}: {type(exc).__name__}", type="WebhookFailed") from None
         if not 200 <= response.status_code < 300:

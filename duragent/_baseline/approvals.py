@@ -8,7 +8,7 @@ Signed decisions, as on Temporal (agentic/signing.py): where approver keys are c
 (`AGENT_APPROVER_KEYS`), a decision counts only when signed by the approver it names, over this run, this call,
 the verdict, the reason and the arguments hash — and over the request it answers: the run's execution (the
 `runs.execution` of this row: a run id is free again once its run is pruned, an execution never recurs) and
-the request's deadline, so a signature cannot be replayed onto a new run under a reused id (review N5). The
+the request's deadline, so a signature cannot be replayed onto a new run under a reused id. The
 decision to sign is `decision_on`'s; the process that records a decision checks it with its keys
 (`job approve --key-file` signs; `job serve` signs for its logged-in approvers); and the runner — the process
 about to act — checks the recorded decision again with its own keys before it acts, so a row written by
@@ -143,7 +143,7 @@ def _verified(store: Store, run_id: str, call: ToolCall, row: sqlite3.Row, keys:
     decision = Decision(  # what the runner knows itself: the call it is about to make, its own run and request
         call_id=call.identity,
         approve=row["status"] == Outcome.APPROVED.value,
-        # Cut to the bounds a decision has now (review T3): a longer one recorded before cannot verify anyway.
+        # Cut to the bounds a decision has now: a longer one recorded before cannot verify anyway.
         approver=(row["decided_by"] or "?")[:APPROVER_MAX],
         reason=row["reason"][:REASON_MAX],
         arguments_hash=arguments_hash(call),

@@ -20,7 +20,7 @@ from duragent._baseline.schema import ACTIVE
 from duragent._baseline.store import Progress, RunRow, Store
 from duragent._stores.errors import StoreUnavailable
 
-# Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`; review N11).
+# Runs a server (`job serve`) drives at once, each in a worker process of its own (`--max-runs`).
 MAX_SERVED_RUNS = 8
 
 

@@ -141,7 +141,7 @@ MIGRATIONS = {
         "ALTER TABLE approvals ADD COLUMN signature TEXT",
         "ALTER TABLE approval_audit ADD COLUMN signed INTEGER NOT NULL DEFAULT 0",
     ),
-    3: (  # signatures bound to the run's execution (security review 2, N5)
+    3: (  # signatures bound to the run's execution
         "ALTER TABLE runs ADD COLUMN execution TEXT",
         "UPDATE runs SET execution = lower(hex(randomblob(16))) WHERE execution IS NULL",
     ),

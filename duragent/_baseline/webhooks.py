@@ -25,6 +25,7 @@ from duragent._config.webhook_signing import (
     WebhookConfigError,
     host_addresses,
     load_secret,
+    pinned,
     redact_url,
     resolved_problem,
     signed_headers,
@@ -131,7 +132,24 @@ def _deliver(store: Store, client: httpx.Client, row: Any, sender: Sender, attem
         headers = {"content-type": "application/json", "x-baseline-delivery": str(row["id"])}
         headers |= signed_headers(sender.secret, event_id, body)  # each attempt signed afresh: a fresh timestamp
         try:
-            response = client.post(row["url"], content=body, headers=headers)
+            # Looked up and checked at each attempt, and sent to the address checked (never looked up again
+            # by the client: a DNS answer rebound to this machine in between is never connected to).
+            addresses = host_addresses(row["url"])
+        except OSError:
+            addresses = []
+        problem = resolved_problem(addresses, allow_loopback=sender.allow_loopback) if addresses else None
+        if problem is not None:
+            _record(store, row, None, f"refused: {problem}")
+            with store.transaction() as db:
+                db.execute("UPDATE webhooks SET status = 'failed' WHERE id = ?", (row["id"],))
+            return False
+        try:
+            if not addresses:
+                raise httpx.ConnectError("its host does not resolve")
+            target = pinned(row["url"], addresses[0])
+            response = client.post(
+                target.url, content=body, headers=headers | target.headers, extensions=target.extensions
+            )
             code = response.status_code
             error = None if 200 <= code < 300 else f"HTTP {code}"
         except httpx.HTTPError as exc:

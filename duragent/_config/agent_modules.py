@@ -2,14 +2,15 @@
 
 An agents module exports `agents` (a non-empty list of `Agent`) and, optionally, `make_deps(settings)`
 returning the services its tools get as `ToolContext.deps`. Which modules: `--agents MODULE` flags
-(repeatable), else `AGENT_MODULES` (comma-separated: `Settings.agent_modules`), else the caller's default (the
-command lines' is the demo agents, `examples`: duragent/_ops/cli/arguments.py; the library has none).
+(repeatable), else `AGENT_MODULES` (comma-separated: `Settings.agent_modules`), else the caller's default: the
+repository's starter.py and worker.py serve its demo agents (`examples`); the installed commands have none.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import stat
 import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
@@ -34,7 +35,9 @@ def module_names(
     all is an error."""
     names = list(flags or configured or default)
     if not names:
-        raise AgentModuleError("no agents module named: give --agents MODULE or set AGENT_MODULES")
+        raise AgentModuleError(
+            "no agents module named: give --agents MODULE (a module of yours exporting `agents`) or set AGENT_MODULES"
+        )
     return names
 
 
@@ -72,25 +75,50 @@ def find(agents: Sequence[Agent], name: str) -> Agent:
 
 
 def _import(name: str) -> ModuleType:
-    """The module, found as `python -m` would find it: a module in the current directory too (`python
-    /path/to/worker.py --agents my_agents`, run where my_agents.py is). The current directory is searched
-    last, so that a file there never shadows a module of ours."""
+    """The module, found as `python -m` would find it: a module in the current directory too (`duragent-worker
+    --agents my_agents`, run where my_agents.py is). The current directory is searched last, so that a file there
+    never shadows a module of ours, and only for this import: it is not left on `sys.path`, where every later
+    import (an optional package that is not installed, say) would look for a file an attacker may have put
+    there. A directory anyone may write to, or that is not the user's, is not searched at all."""
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         here = os.getcwd()
         if not _is_top_of(exc, name) or here in sys.path:
             raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
-        sys.path.append(here)
-        try:
-            return importlib.import_module(name)
-        except ImportError as again:
+        if (unsafe := _unsafe(here)) is not None:
             raise AgentModuleError(
-                f"cannot import agents module {name!r}: {again} (searched the current directory {here} and "
-                "sys.path; run from the directory that holds it, or add that directory to PYTHONPATH)"
+                f"cannot import agents module {name!r}: {exc} (the current directory {here} is not searched: "
+                f"{unsafe}; add the directory that holds it to PYTHONPATH)"
             ) from None
+        return _from_directory(name, here)
     except ImportError as exc:
         raise AgentModuleError(f"cannot import agents module {name!r}: {exc}") from None
+
+
+def _from_directory(name: str, here: str) -> ModuleType:
+    sys.path.append(here)
+    try:
+        return importlib.import_module(name)
+    except ImportError as again:
+        raise AgentModuleError(
+            f"cannot import agents module {name!r}: {again} (searched the current directory {here} and "
+            "sys.path; run from the directory that holds it, or add that directory to PYTHONPATH)"
+        ) from None
+    finally:
+        while here in sys.path:
+            sys.path.remove(here)
+        importlib.invalidate_caches()
+
+
+def _unsafe(directory: str) -> str | None:
+    """Why code in `directory` must not be imported: another user may have put it there."""
+    info = os.stat(directory)
+    if info.st_mode & stat.S_IWOTH:
+        return "anyone may write to it"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return "it belongs to another user"
+    return None
 
 
 def _is_top_of(exc: ModuleNotFoundError, name: str) -> bool:

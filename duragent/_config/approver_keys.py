@@ -35,7 +35,7 @@ def approver_public_keys(settings: Settings) -> dict[str, str]:
             raise ApproverKeyError(f"AGENT_APPROVER_KEYS_FILE: cannot read {where}: {exc.strerror}") from None
         if not parse_public_keys(from_file):
             raise ApproverKeyError(
-                f"AGENT_APPROVER_KEYS_FILE: {where} holds no approver key (`python starter.py approver-key NAME`)"
+                f"AGENT_APPROVER_KEYS_FILE: {where} holds no approver key (`duragent approver-key NAME`)"
             )
         text += "\n" + from_file
     return parse_public_keys(text)

@@ -10,6 +10,13 @@ it gets stays here, on the worker; a run only names one.
   `AGENT_ANTHROPIC_BASE_URL` (default: api.anthropic.com); the `anthropic` extra.
 - `google:<model>` (e.g. `google:gemini-2.5-flash`): when `GOOGLE_API_KEY` (or `GEMINI_API_KEY`) is set, at
   `AGENT_GOOGLE_BASE_URL` (default: the Gemini API); the `google` extra.
+- `bedrock:<model id>` (e.g. `bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0`): when `AWS_ACCESS_KEY_ID` and
+  `AWS_SECRET_ACCESS_KEY` are set (and `AWS_SESSION_TOKEN`), in `AWS_REGION` (default us-east-1), at
+  `AGENT_BEDROCK_BASE_URL` (default: the region's bedrock-runtime endpoint); the `bedrock` extra.
+- `groq:<model>` (e.g. `groq:llama-3.3-70b-versatile`): when `GROQ_API_KEY` is set, at `AGENT_GROQ_BASE_URL`;
+  the `groq` extra.
+- `mistral:<model>` (e.g. `mistral:mistral-large-latest`): when `MISTRAL_API_KEY` is set, at
+  `AGENT_MISTRAL_BASE_URL`; the `mistral` extra.
 
 A declared provider whose extra is missing fails the run that names it with the one line naming the extra.
 """
@@ -47,6 +54,28 @@ def declared_models(settings: Settings, extra: Mapping[str, Model] | None = None
         catalog.add_prefix(
             "google:",
             partial(_provider, "google_model", api_key=settings.google_api_key, base_url=settings.google_base_url),
+        )
+    if settings.aws_access_key_id and settings.aws_secret_access_key:
+        catalog.add_prefix(
+            "bedrock:",
+            partial(
+                _provider,
+                "bedrock_model",
+                access_key_id=settings.aws_access_key_id,
+                secret_access_key=settings.aws_secret_access_key,
+                session_token=settings.aws_session_token,
+                region=settings.aws_region or "us-east-1",
+                base_url=settings.bedrock_base_url,
+            ),
+        )
+    if settings.groq_api_key:
+        catalog.add_prefix(
+            "groq:", partial(_provider, "groq_model", api_key=settings.groq_api_key, base_url=settings.groq_base_url)
+        )
+    if settings.mistral_api_key:
+        catalog.add_prefix(
+            "mistral:",
+            partial(_provider, "mistral_model", api_key=settings.mistral_api_key, base_url=settings.mistral_base_url),
         )
     for name, model in (extra or {}).items():
         catalog.add(name, model)

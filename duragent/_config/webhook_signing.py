@@ -12,12 +12,14 @@ replayed capture), and remembers event ids it has processed. The secret is `AGEN
 file named by `AGENT_WEBHOOK_SECRET_FILE` (at least 16 characters; `openssl rand -hex 32`). Receivers in
 Python can call `verify()`; elsewhere, three lines of HMAC.
 
-Where deliveries may go (review N8): whoever starts a run chooses its URL, and the worker POSTs to it from
+Where deliveries may go: whoever starts a run chooses its URL, and the worker POSTs to it from
 inside the operator's network, retrying for a day. So a URL is https, never to a link-local address (cloud
 metadata), and never to this machine's loopback — unless the operator opts in with
 `AGENT_WEBHOOK_ALLOW_LOOPBACK=1` (a local relay), in which case plain http to loopback is allowed too. The
 host's addresses are checked again just before each delivery (`resolved_problem`): a name that resolves to
-loopback is loopback.
+loopback is loopback. And the delivery connects to the address that was checked (`pinned`), never looking the
+name up again: a DNS answer that changes between the check and the connect (DNS rebinding: public when checked,
+127.0.0.1 when connecting) cannot move the POST onto this machine.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import ipaddress
 import socket
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from duragent._config.loopback import is_loopback
@@ -110,6 +114,32 @@ def host_addresses(url: str) -> list[str]:
     parts = urlsplit(url)
     infos = socket.getaddrinfo(parts.hostname or "", parts.port or 443, type=socket.SOCK_STREAM)
     return sorted({str(info[4][0]) for info in infos})
+
+
+@dataclass(frozen=True)
+class PinnedTarget:
+    """A delivery aimed at one checked address: POST to `url` with `headers` and `extensions` (httpx's)."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    extensions: dict[str, Any] = field(default_factory=dict)
+
+
+def pinned(url: str, address: str) -> PinnedTarget:
+    """`url` aimed at `address` — one its host resolved to, checked with `resolved_problem` — so that the
+    connection goes there and nowhere else: no second lookup whose answer could differ. The server still sees
+    its own name: in the Host header and, over https, in TLS (SNI, and the certificate is checked against it)."""
+    parts = urlsplit(url)
+    ip = _ip(address)
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    userinfo, _, host_and_port = parts.netloc.rpartition("@")
+    port = f":{parts.port}" if parts.port is not None else ""
+    netloc = (f"{userinfo}@" if userinfo else "") + literal + port
+    return PinnedTarget(
+        url=urlunsplit(parts._replace(netloc=netloc)),
+        headers={"host": host_and_port},
+        extensions={"sni_hostname": parts.hostname} if parts.scheme == "https" and parts.hostname else {},
+    )
 
 
 def _literal(host: str, quality: str) -> bool:

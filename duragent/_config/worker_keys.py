@@ -1,6 +1,6 @@
 """The workers' own key: what the agents' workflow code signs everything it schedules with, so that an activity
 acts only for a schedule the agents' own workers made — never for one made by whoever else polls the agents'
-task queue (issue 51, item 4; docs/operations.md, "Trust model").
+task queue (docs/operations.md, "Trust model").
 
 `AGENT_WORKER_KEYS` (or the file `AGENT_WORKER_KEYS_FILE` names): base64 keys of at least 32 bytes, separated
 by commas or newlines. Every worker of a task queue holds the same list. The first signs; every one verifies —
@@ -35,6 +35,7 @@ KEYS_ENV = "AGENT_WORKER_KEYS"
 KEYS_FILE_ENV = "AGENT_WORKER_KEYS_FILE"
 MIN_KEY_BYTES = 32
 VERSION = "v1"
+_SEAL = re.compile(rf"{VERSION}:[0-9a-f]{{64}}")  # what `seal` makes: the version, then a SHA-256 HMAC in hex
 
 
 class WorkerKeyError(ValueError):
@@ -73,11 +74,14 @@ class WorkerKeys:
     def seal(self, text: bytes) -> str:
         return _mac(self.keys[0], text)
 
-    def verifies(self, seal: str | None, text: bytes) -> bool:
-        """Whether `seal` is a seal of `text` under any of the keys (constant-time per key)."""
-        if not seal:
+    def verifies(self, seal: object, text: bytes) -> bool:
+        """Whether `seal` is a seal of `text` under any of the keys (constant-time per key). Anything that is not
+        shaped like a seal (whoever scheduled the task wrote the header: any bytes, any length) is simply not one:
+        False, never an exception that would make the refusal a retried failure."""
+        if not isinstance(seal, str) or not _SEAL.fullmatch(seal) or not isinstance(text, bytes):
             return False
-        return any(hmac.compare_digest(seal, _mac(key, text)) for key in self.keys)
+        given = seal.encode("ascii")
+        return any(hmac.compare_digest(given, _mac(key, text).encode("ascii")) for key in self.keys)
 
 
 def sealed_text(what: str, name: str, workflow_id: str, run_id: str, target: str, args: Sequence[Any]) -> bytes:

@@ -4,10 +4,10 @@ With the codec on, Temporal's database holds only ciphertext — but by referenc
 in our store, so its bodies (messages, claim-checked outputs) are encrypted too, and its references are keyed:
 
 - References are `hmac:<kid>:<HMAC-SHA256>` under a key derived (HKDF) from the codec key, not SHA-256 of the
-  plaintext, so whoever reads the file cannot confirm a guess of a message (review L1). Still deterministic
+  plaintext, so whoever reads the file cannot confirm a guess of a message. Still deterministic
   for a given key: writes stay idempotent, and equal messages still share a row.
 - Each body is `enc2:<kid>:<base64(nonce || ciphertext || tag)>` with the reference as AES-GCM associated
-  data: a body moved under another reference does not decrypt (review L2). A plaintext body under a keyed
+  data: a body moved under another reference does not decrypt. A plaintext body under a keyed
   reference is refused: it can only have been planted.
 - What was written before keeps reading: plaintext bodies and `enc:` bodies (the earlier format, no
   associated data) under `sha256:` references. Those are self-checking — `Transcripts` verifies every body
@@ -37,6 +37,7 @@ from duragent._stores.transcripts import (
     TranscriptIntegrityError,
     TranscriptStore,
     releasable,
+    same_text,
 )
 
 LEGACY_PREFIX = "enc:"
@@ -63,7 +64,7 @@ class KeyedRefs:
         if ref.startswith(SHA256):
             return ContentRefs().matches(ref, text)  # written before the keys (self-checking, unkeyed)
         kid = ref[len(HMAC_PREFIX) :].split(":", 1)[0] if ref.startswith(HMAC_PREFIX) else ""
-        return kid in self._keys and hmac.compare_digest(self._ref(kid, text), ref)
+        return kid in self._keys and same_text(self._ref(kid, text), ref)
 
     def _ref(self, kid: str, text: str) -> str:
         return f"{HMAC_PREFIX}{kid}:{hmac.new(self._keys[kid], text.encode(), hashlib.sha256).hexdigest()}"

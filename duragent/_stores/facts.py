@@ -15,7 +15,7 @@ Design, and why:
   unique within its namespace): a retried, replayed or resumed call finds its version and adds none. What it
   finds is returned only if it is the same fact (namespace, key, value); a different fact under the same key
   — a run id reused after a prune, writing something else — fails loudly (`WriteKeyConflict`), and a write
-  key is never looked up in another namespace (review N6: that returned another customer's fact).
+  key is never looked up in another namespace (that returned another customer's fact).
 - **Forgetting erases, and leaves a tombstone.** The forgotten versions' values are erased and the rows marked
   `forgotten_at`/`forgotten_by`: memory no longer holds what the source taught, and a late retry of the very
   call that wrote it finds its row and cannot bring the value back.
@@ -458,7 +458,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS fact_audit_write_key ON fact_audit (namespace,
 """
 
 
-# Files and databases made before write keys were scoped by namespace (review N6) had them unique across all
+# Files and databases made before write keys were scoped by namespace had them unique across all
 # namespaces, as column and table constraints: `_scope_write_keys` here and in duragent/_stores/postgres/schema.py
 # removes those when the store is opened.
 FACT_TABLES = ("facts", "fact_audit")

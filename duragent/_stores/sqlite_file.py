@@ -7,7 +7,7 @@ milliseconds a run); no connection is shared between threads, no transaction is 
 Writes go through `write_transaction`, which does two things SQLite's busy timeout alone does not:
 - Threads of one process take turns on a per-file lock in Python before `BEGIN IMMEDIATE`. SQLite's busy
   handler is a lottery (every waiter sleeps and polls, up to 100 ms apart), so with hundreds of threads
-  writing one file an unlucky one waited past its timeout and got "database is locked" (issue 20: 4 of
+  writing one file an unlucky one waited past its timeout and got "database is locked" (4 of
   1,000 baseline runs at 1,000 threads, 91 of 1,000 with 10-step runs). A blocked thread on a Python lock
   is woken when the lock is free: no polling, no starvation by timeout.
 - Writers in other processes (workers, a zombie worker, the command line) still meet on SQLite's lock: a

@@ -127,7 +127,13 @@ class ContentRefs:
         return ref_of(text)
 
     def matches(self, ref: str, text: str) -> bool:
-        return ref.startswith(SHA256) and hmac.compare_digest(ref_of(text), ref)
+        return ref.startswith(SHA256) and same_text(ref_of(text), ref)
+
+
+def same_text(expected: str, given: str) -> bool:
+    """Constant-time equality of a reference we computed and one we were handed, whatever characters the handed
+    one holds (compare_digest refuses non-ASCII text with a TypeError; such a reference is simply not ours)."""
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogatepass"))
 
 
 def encode(message: Message) -> str:

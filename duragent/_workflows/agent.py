@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResult,
         ToolSchema,
         ToolStatus,
+        live,
     )
     from agentic.agent import effective_settings
     from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, Decision, Outcome
@@ -48,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
         reserve,
         task_of,
     )
-    from agentic.loop import idempotency_key, initial_messages, trajectory
+    from agentic.loop import idempotency_key, initial_messages, step_of, trajectory
     from agentic.mcp.toolset import schemas_document, schemas_of
     from agentic.messages import Message, ToolCall
     from agentic.saga import (
@@ -82,6 +83,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.decisions import DECISION_BOUNDS_PATCH, read_decision
     from duragent._workflows.delegation import failed_child, run_child
     from duragent._workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
+    from duragent._workflows.live import LiveLog
     from duragent._workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
     from duragent._workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from duragent._workflows.transcript import WorkflowTranscript
@@ -90,8 +92,8 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.webhook import announce
 
 
-# Runs that started before the approval gate was checked end to end (security review 2) replay without the
-# handover and delegation checks and without execution-bound signatures (issue 31).
+# Runs that started before the approval gate was checked end to end replay without the
+# handover and delegation checks and without execution-bound signatures.
 GATE_PATCH = "gate-end-to-end"
 
 # Runs started with `continue_as_new` in their input (before it was the worker's `EngineOptions`) replay handing
@@ -103,7 +105,7 @@ ENGINE_PATCH = "engine-options"
 # workflow at once instead of failing workflow tasks that Temporal would retry forever.
 # Unsandboxed: the sandbox re-imports this module for every run (compiling it from source where no bytecode
 # is cached, as under PYTHONDONTWRITEBYTECODE=1 in our image) and proxies every call, which cost 40 % of the
-# worker's Python CPU per run (docs/benchmarks.md, issue 20). Only our own code runs here (agents' code runs
+# worker's Python CPU per run (docs/benchmarks.md). Only our own code runs here (agents' code runs
 # in activities); tests/temporal/test_replay.py replays recorded and fresh histories inside the sandbox instead, so a
 # non-deterministic call added to this code still fails a test.
 @workflow.defn(name=WORKFLOW_TYPE, failure_exception_types=[ValidationError], sandboxed=False)
@@ -130,6 +132,8 @@ class AgentWorkflow:
         self.label = "starting"
         self.handover_at = ContinueAsNewPolicy()  # the worker's, once the spec is recorded (`_start`)
         self.publish = Publisher(input.search_attributes)
+        # What the people watching see as it happens (duragent/_workflows/live.py): no history of its own.
+        self.live = LiveLog(carry.live if carry is not None else None)
 
     @property
     def run_id(self) -> str:
@@ -144,6 +148,8 @@ class AgentWorkflow:
             status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "failed"
             if isinstance(exc, ApplicationError) and exc.type == "CompensationFailed":
                 status = "compensation_failed"
+            self.live(live.Finished(status=status, stop=self._why_stopped(status)))
+            self.live.detach()
             await announce(input.webhook, self.run_id, status, self._why_stopped(status), error=str(exc) or None)
             raise
         await announce(input.webhook, self.run_id, result.status, result.stop.value, result.output)
@@ -170,9 +176,18 @@ class AgentWorkflow:
             await self._compensate()
         else:
             self._publish_status("completed", f"finished: {stop.value}")
+        if stop is Stop.ANSWERED and self.loop.state.output is not None:
+            self.live(live.Answer(text=self.loop.state.output, stop=stop.value))
+        self.live(live.Finished(status=self.status, stop=stop.value))
         # Handlers may still be writing the audit trail; let them finish before the run closes.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._handlers_finished()
         return self._result()
+
+    async def _handlers_finished(self) -> None:
+        """Wait for the decisions being handled; the live stream's subscribers are released first (they would
+        otherwise wait for news that never comes, and the run with them)."""
+        self.live.detach()
+        await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _start(self) -> None:
         """Ask the worker for the agent's spec (recorded in history) and build the loop from it."""
@@ -329,7 +344,7 @@ class AgentWorkflow:
         here rather than by the SDK, so one that cannot be read at all is audited too instead of dropped
         with only a worker log line."""
         try:
-            decision = read_decision(payload.payload)  # every field bounded (review T3)
+            decision = read_decision(payload.payload)  # every field bounded
         except Exception as exc:
             self.book.unreadable(workflow.now(), f"{type(exc).__name__}: {exc}")
             self._publish_status(self.status, self.label)
@@ -357,6 +372,12 @@ class AgentWorkflow:
 
     def _decide(self, decision: Decision) -> AuditEntry:
         entry = self.book.decide(decision, workflow.now(), self._queued_calls())
+        if entry.event in ("approved", "declined"):
+            self.live(
+                live.ApprovalDecided(
+                    call_id=entry.call_id, outcome=entry.event, approver=entry.approver, reason=entry.reason
+                )
+            )
         self._publish_status(self.status, self.label)
         return entry
 
@@ -381,6 +402,7 @@ class AgentWorkflow:
                 model=self.input.model,
                 settings=self._model_settings,
                 tools_ref=self.mcp_schemas_ref,
+                stream=self.input.stream,
             )
         # Handed over: that agent's own model, settings and system prompt, as recorded when the run started.
         role = self.loop.role
@@ -392,10 +414,12 @@ class AgentWorkflow:
             step=step.step,
             settings=role.model_settings,
             system=role.system,
+            stream=self.input.stream,
         )
 
     async def _call_model(self, step: CallModel) -> None:
         self._publish_status("running", f"model call {step.step}")
+        self.live(live.StepStarted(step=step.step, kind="model", label=self.label))
         timeouts = self.input.timeouts
         try:
             reply = await workflow.execute_activity_method(
@@ -415,6 +439,19 @@ class AgentWorkflow:
             ) from exc
         self.publish.add_work(reply.worked_ms)
         self.transcript.advance(reply.head, self.loop.model_replied(reply.reply))
+        message = reply.reply.message
+        queued = {call.id: call.identity for call in self.loop.state.queue}
+        self.live(
+            live.StepFinished(
+                step=step.step,
+                kind="model",
+                text=message.content,
+                tool_calls=[
+                    live.ToolCallView(call_id=queued.get(c.id, c.id), name=c.name, arguments=c.arguments)
+                    for c in message.tool_calls
+                ],
+            )
+        )
 
     async def _run_tool(self, step: RunTool) -> None:
         call = step.call
@@ -429,6 +466,9 @@ class AgentWorkflow:
             await self._delegate(step)
             return
         self._publish_status("running", call.describe())
+        self.live(
+            live.StepStarted(step=step_of(call.identity) or 0, kind="tool", label=self.label, call_id=call.identity)
+        )
         timeouts = self.input.timeouts
         tool_timeout = step.spec.timeout if step.spec and step.spec.timeout else timeouts.tool_seconds
         try:
@@ -456,7 +496,7 @@ class AgentWorkflow:
             if is_cancelled_exception(exc):
                 # The run is being cancelled: the call stopped, and whether its effect landed is
                 # unknown — the saga plans its undo, which checks the ledger first.
-                self.transcript.add(self.loop.tool_finished(ToolResult.cancelled(call)))
+                self.transcript.add(self._tool_finished(ToolResult.cancelled(call)))
                 raise
             if _failure_type(exc) == NOT_IN_THIS_STORE:
                 # This worker cannot read the run's transcript: no retry, no model can fix that.
@@ -465,10 +505,10 @@ class AgentWorkflow:
                 ) from exc
             # Out of retries: the model hears about it, as it would from the in-process agent.
             failed = ToolResult.of(call, ToolStatus.ERROR, f"Error: {call.name} kept failing: {_cause(exc)}")
-            self.transcript.add(self.loop.tool_finished(failed))
+            self.transcript.add(self._tool_finished(failed))
             return
         self.publish.add_work(done.worked_ms)
-        self.transcript.advance(done.head, self.loop.tool_finished(done.result))
+        self.transcript.advance(done.head, self._tool_finished(done.result))
         self.loop.state.slim_records()  # the output lives in the transcript store, not in state
 
     async def _await_approval(self, step: RunTool) -> tuple[Outcome, float]:
@@ -476,6 +516,15 @@ class AgentWorkflow:
         declared = step.spec.approval_timeout if step.spec else None
         timeout = self.approval_policy.timeout_for(call.name, declared)
         pending = self.book.request(self.run_id, call, workflow.now(), timeout)
+        self.live(
+            live.ApprovalRequested(
+                call_id=pending.call_id,
+                tool=pending.tool,
+                arguments=pending.arguments,
+                arguments_hash=pending.arguments_hash,
+                deadline=pending.deadline,
+            )
+        )
         self._publish_status(
             "awaiting_approval", f"awaiting approval of {call.describe()} until {pending.deadline:%Y-%m-%d %H:%M} UTC"
         )
@@ -492,6 +541,7 @@ class AgentWorkflow:
                 )
             except TimeoutError:
                 self.book.expire(call.identity)
+                self.live(live.ApprovalExpired(call_id=call.identity))
         self._publish_status("running", self.label)
         return self.book.outcomes[call.identity], timeout
 
@@ -513,6 +563,7 @@ class AgentWorkflow:
             return
         child_id = child_run_id(self.run_id, call.identity)
         self._publish_status("running", f"delegated to {ref.agent}: run {child_id}")
+        self.live(live.Delegation(call_id=call.identity, agent=ref.agent, child_run_id=child_id, status="started"))
         child = AgentInput(
             agent=ref.agent,
             task=task,
@@ -534,23 +585,36 @@ class AgentWorkflow:
             self._answer(failed_child(call, child_id, ref.agent, exc))
             return
         outcome = delegated(child_id, ref.agent, result.stop, result.usage, result.undo)
+        self.live(
+            live.Delegation(call_id=call.identity, agent=ref.agent, child_run_id=child_id, status=result.stop.value)
+        )
         self._answer(
             ToolResult.delegated(call, outcome, reply_text(call.name, result.stop, result.output, result.stop_detail))
         )
         self._publish_status("running", f"{ref.agent} ended ({result.stop.value}): run {child_id}", charged=True)
 
+    def _tool_finished(self, result: ToolResult) -> list[Message]:
+        """The loop told of a call's result; the people watching too."""
+        queue = self.loop.state.queue
+        call_id = queue[0].identity if queue and queue[0].id == result.call_id else result.call_id
+        messages = self.loop.tool_finished(result)
+        status = result.status.value if isinstance(result.status, ToolStatus) else str(result.status)
+        content = result.content[:2000]
+        self.live(live.ToolCallFinished(call_id=call_id, name=result.name, status=status, content=content))
+        return messages
+
     def _answer(self, result: ToolResult) -> None:
-        self.transcript.add(self.loop.tool_finished(result))
+        self.transcript.add(self._tool_finished(result))
 
     def _refuse(self, call: ToolCall, outcome: Outcome, waited: float) -> None:
         policy = self.approval_policy
         if outcome is Outcome.DECLINED:
             reason = next((e.reason for e in reversed(self.book.audit) if e.call_id == call.identity), "")
-            self.transcript.add(self.loop.tool_finished(ToolResult.declined(call, reason or None)))
+            self.transcript.add(self._tool_finished(ToolResult.declined(call, reason or None)))
             if policy.on_decline == "abandon":
                 self.transcript.add(self.loop.stop_with(Stop.APPROVAL_DECLINED, f"{call.name} was declined"))
         else:
-            self.transcript.add(self.loop.tool_finished(ToolResult.expired(call, waited)))
+            self.transcript.add(self._tool_finished(ToolResult.expired(call, waited)))
             if policy.on_expire == "abandon":
                 self.transcript.add(self.loop.stop_with(Stop.APPROVAL_EXPIRED, f"approval for {call.name} expired"))
 
@@ -582,10 +646,10 @@ class AgentWorkflow:
         if not due:
             return
         # Handlers still running would be cut off by the handover; let them finish writing the book.
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._handlers_finished()
         assert self.spec is not None
         # The audit trail travels in the handover, under Temporal's 2 MB cap on the new run's input: rejected
-        # entries go cut short and capped, also those a version before the bounds audited whole (review T3).
+        # entries go cut short and capped, also those a version before the bounds audited whole.
         book = self.book.bounded() if workflow.patched(DECISION_BOUNDS_PATCH) else self.book
         carry = Handover(
             spec=self.spec,
@@ -593,6 +657,7 @@ class AgentWorkflow:
             transcript=self.transcript,
             book=book,
             continued=self.continued + 1,
+            live=self.live.handover(),
         )
         # On a versioned worker (duragent/_versioning.py) the new run starts on the deployment's current
         # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this
@@ -621,6 +686,7 @@ class AgentWorkflow:
             self._publish_status(
                 "compensating", f"undo {step.call.describe()}" + (f" of {step.run_id}" if step.run_id else "")
             )
+            self.live(live.Compensation(tool=step.call.name, status="started", detail=self.label))
             try:
                 result = await workflow.execute_activity_method(
                     ToolActivities.compensate,
@@ -640,7 +706,8 @@ class AgentWorkflow:
             except ActivityError as exc:
                 self.compensations.append(_record(step, "failed", _cause(exc)))
                 self._publish_status("compensation_failed", f"could not undo {step.call.name}")
-                await workflow.wait_condition(workflow.all_handlers_finished)
+                self.live(live.Compensation(tool=step.call.name, status="failed", detail=_cause(exc)[:2000]))
+                await self._handlers_finished()
                 raise ApplicationError(
                     f"compensation of {step.call.name} kept failing ({_cause(exc)}); "
                     f"not undone: {[s.call.name for s in self.remaining]}",
@@ -649,6 +716,7 @@ class AgentWorkflow:
                     non_retryable=True,
                 ) from exc
             self.compensations.append(_record(step, "compensated", result.content))
+            self.live(live.Compensation(tool=step.call.name, status="compensated"))
             self.remaining.pop(0)
         undone = ", ".join(c.tool for c in self.compensations)
         self._publish_status("compensated", f"abandoned ({self._why()}); undone, newest first: {undone}")
@@ -701,7 +769,7 @@ class AgentWorkflow:
 def _origin_refusal(input: AgentInput, info: workflow.Info) -> str | None:
     """Why a run may not take what its input claims (a handover, a place in a delegation tree), by what the
     server reports about how it started; None when it may. A client can start a cron or retrying run whose
-    second run has a predecessor (security review 2, N1): only the workflow's own continue-as-new hands over,
+    second run has a predecessor: only the workflow's own continue-as-new hands over,
     and the describe activity checks that predecessor with the server."""
     if input.carry is not None and info.cron_schedule:
         return f"`carry` is handed over only by a run continuing as new, never to a cron run ({info.cron_schedule})"

@@ -312,6 +312,7 @@ class ConversationWorkflow:
             model=model or self.input.model,  # this message's model, else the conversation's
             timeouts=self.input.timeouts,
             search_attributes=self.input.search_attributes,
+            stream=self.input.stream,
         )
 
     async def _await_turn(self, active: ActiveTurn, handle: TurnHandle | None) -> None:

@@ -109,6 +109,7 @@ class ConversationInput(OmitDefaults):
     )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     search_attributes: bool = True
+    stream: bool = Field(True, description="Each turn streams its model's text to its live events (AgentInput.stream).")
     carry: ConversationCarry | None = Field(
         None, description="Set by the conversation itself when it continues as new."
     )

@@ -1,4 +1,4 @@
-"""Reading a `decision` signal's payload, bounded or as runs read it before the bounds (review T3).
+"""Reading a `decision` signal's payload, bounded or as runs read it before the bounds.
 
 `Decision` bounds every field now; a run whose history took a decision before that replays reading it as it
 did then (`workflow.patched(DECISION_BOUNDS_PATCH)`), so a longer reason it accepted then is accepted again.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from temporalio.contrib.workflow_streams import WorkflowStreamState
 
 from agentic import Budget, LoopState, Message, ModelSettings, Usage
 from agentic.approvals import ApprovalBook, ApprovalPolicy, AuditEntry, PendingApproval
@@ -36,6 +37,7 @@ class Handover(OmitDefaults):
     transcript: WorkflowTranscript
     book: ApprovalBook
     continued: int = 0
+    live: WorkflowStreamState | None = None  # the live stream's newest events, and its offsets, carried on
 
 
 class AgentInput(OmitDefaults):
@@ -81,6 +83,12 @@ class AgentInput(OmitDefaults):
     # ENGINE_PATCH) — never serialised, so no client sends it any more.
     legacy_continue_as_new: ContinueAsNewPolicy | None = Field(
         None, validation_alias="continue_as_new", exclude=True, repr=False
+    )
+    stream: bool = Field(
+        False,
+        description="True: the model's text (and tool calls' arguments) go to the run's live stream as they are"
+        " written, in batches — a signal in history per batch (every 0.25 s at most while the model writes);"
+        " False: the live stream has the steps, approvals and answer, and each step's text when it is done.",
     )
     carry: Handover | None = Field(None, description="Set by the run itself when it continues as new.")
     delegation: Delegation | None = Field(
@@ -131,5 +139,5 @@ class ApprovalsView(BaseModel):
     pending: list[PendingApproval]
     audit: list[AuditEntry]
     uncounted: dict[str, int] = Field(
-        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call (review T3)."
+        default_factory=dict, description="Rejected decisions past the number the audit keeps, by call."
     )

@@ -28,7 +28,7 @@ MCP_LIST_RETRY = RetryPolicy(
 )
 
 # The first retry comes soon: when a worker dies mid-call, the call is retried on another worker this long
-# after its heartbeat timeout noticed (issue 36: recovery after a crash, docs/benchmarks.md). The backoff then
+# after its heartbeat timeout noticed (recovery after a crash, docs/benchmarks.md). The backoff then
 # doubles, and the attempts are as many as keep trying for as long as before the first interval was 1 s: about
 # two minutes for a model call (0.25 + 0.5 + ... + 32 + 60 s), 30 s for a tool call (0.25 + ... + 16 s).
 FIRST_RETRY = timedelta(seconds=0.25)

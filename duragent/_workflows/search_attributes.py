@@ -62,8 +62,8 @@ def progress_values(consumed: Usage) -> dict[SearchAttributeKey, object]:  # typ
 
 def at_start(agent: str, consumed: Usage) -> TypedSearchAttributes:
     """What a run shows as it starts, set by the client with the start: exactly what the workflow's first
-    publish would upsert, so that upsert — a history event and a visibility write per run — is not needed
-    (issue 20). A run started without them (an older client, a raw start) upserts them itself."""
+    publish would upsert, so that upsert — a history event and a visibility write per run — is not needed.
+    A run started without them (an older client, a raw start) upserts them itself."""
     values = {**status_values("running", agent, 0, ""), **progress_values(consumed)}
     return TypedSearchAttributes([SearchAttributePair(key, value) for key, value in values.items()])  # type: ignore[misc]
 

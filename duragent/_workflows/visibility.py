@@ -16,24 +16,24 @@ with workflow.unsafe.imports_passed_through():
 
 
 # Step, tokens and cost change every step. They are published when the status changes (the end included),
-# and otherwise once the activities have worked PROGRESS_INTERVAL since they were last published (issue 50): a
+# and otherwise once the activities have worked PROGRESS_INTERVAL since they were last published: a
 # run of fast steps publishes them once, at its end, instead of paying an upsert — a history event and a
 # visibility write that slow the steps around it — every few steps, while a step that works for seconds (a real
 # model) still shows at once. The `progress` query is exact at any time.
 PROGRESS_INTERVAL = timedelta(seconds=2)
 
 # The time counted is what the model and tool activities report they worked (`Worked.worked_ms`), not workflow
-# time. Issue 36 counted workflow time; under load that counts the waits in the server's queues too, so every run
-# of a loaded worker lasted over the interval and published its progress mid-run (~1.8 upserts a run at 1,000
-# concurrent runs), adding visibility writes just when the server had least to spare (issue 50,
-# docs/benchmarks.md). Before issue 36 progress was refreshed every PROGRESS_EVERY steps.
+# time. The rule before counted workflow time; under load that counts the waits in the server's queues too, so
+# every run of a loaded worker lasted over the interval and published its progress mid-run (~1.8 upserts a run at
+# 1,000 concurrent runs), adding visibility writes just when the server had least to spare (docs/benchmarks.md).
+# Before that, progress was refreshed every PROGRESS_EVERY steps.
 #
 # A run follows the rule its start's record names (`DescribedAgent.progress_by_work`, `.progress_by_time`, set
 # by the workers of each change), asking nothing, so replaying any recorded history issues the commands it was
 # recorded with. A run whose record predates both asks `workflow.patched(PROGRESS_BY_TIME)` where the time and
 # step rules would upsert differently (a marker when it runs on; false when replaying a history older than issue
 # 36; true replaying one that recorded the marker) and follows the answer to its end. The records replaced the
-# marker because a marker comes with an upsert of `TemporalChangeVersion`: two events more per run (issue 50).
+# marker because a marker comes with an upsert of `TemporalChangeVersion`: two events more per run.
 PROGRESS_EVERY = 5
 PROGRESS_BY_TIME = "progress-by-time"
 
@@ -47,7 +47,7 @@ PENDING_APPROVALS = "pending_approvals"
 class Publisher:
     """Remembers what it last put in the memo (decoding the memo back on every step would cost more than
     the comparison saves) and when it last published progress. A run `AgentClient` started writes no memo
-    until it waits for an approval (issue 20: one event and one visibility write fewer per run). Rebuilt
+    until it waits for an approval (one event and one visibility write fewer per run). Rebuilt
     identically on replay (workflow time is the history's), so the commands it issues are deterministic."""
 
     def __init__(self, search_attributes: bool = True) -> None:

@@ -198,7 +198,7 @@ def test_idempotency_key_is_run_id_and_the_runners_call_identity() -> None:
 
 
 def test_a_provider_that_repeats_call_ids_gets_a_key_per_call() -> None:
-    """Security review H1: a reused id must not collide with an earlier call's key (or its approval)."""
+    """A reused id must not collide with an earlier call's key (or its approval)."""
     keys: list[tuple[str, str]] = []
 
     @tool(description="Notify.", to="Who.", mutating=True)

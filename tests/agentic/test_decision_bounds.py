@@ -1,4 +1,4 @@
-"""Review T3, the rules: a decision is bounded field by field; a rejected one is audited cut short, at most
+"""The rules: a decision is bounded field by field; a rejected one is audited cut short, at most
 `REJECTED_PER_CALL` per call and `REJECTED_KEPT` in all (the rest counted); and the book a run hands over is
 bounded even when an earlier version audited rejections whole."""
 
@@ -16,6 +16,7 @@ from agentic.approvals import (
     REJECTED_PER_CALL,
     REJECTED_TEXT_MAX,
     UNKNOWN_CALL,
+    UNREADABLE,
     ApprovalBook,
     AuditEntry,
     Decision,
@@ -103,3 +104,24 @@ def test_the_book_handed_over_is_bounded_whatever_an_earlier_version_audited() -
     assert len(handed.audit) == REJECTED_PER_CALL and handed.uncounted == {"1.1": 2}
     assert len(handed.model_dump_json()) < 50_000
     assert handed.pending == book.pending and len(book.audit) == REJECTED_PER_CALL + 2  # a copy
+
+
+def test_rejections_of_many_calls_are_capped_in_all_not_only_per_call() -> None:
+    book = ApprovalBook(run_id="r1")
+    calls = [ToolCall(id=f"c{n}", name="refund", arguments={"order_id": str(n)}, uid=f"{n}.1") for n in range(15)]
+    for call in calls:
+        book.request("r1", call, NOW, 3600)
+    for call in calls:
+        for _ in range(REJECTED_PER_CALL):
+            book.decide(decision(call_id=call.identity), NOW)  # the wrong hash, each call's share
+    rejected = [e for e in book.audit if e.event == "rejected"]
+    assert len(rejected) == REJECTED_KEPT
+    assert sum(book.uncounted.values()) == 15 * REJECTED_PER_CALL - REJECTED_KEPT
+
+
+def test_unreadable_decisions_count_toward_the_caps() -> None:
+    book = waiting()
+    for _ in range(500):
+        book.unreadable(NOW, "not JSON")
+    assert len([e for e in book.audit if e.event == "rejected"]) == REJECTED_PER_CALL
+    assert book.uncounted == {UNREADABLE: 500 - REJECTED_PER_CALL}

@@ -1,4 +1,4 @@
-"""What a hostile MCP server can put in a tool's listing, played as data (security review 3, T1 and T2): a
+"""What a hostile MCP server can put in a tool's listing, played as data: a
 catastrophic pattern is checked in linear time, a pattern only a backtracking engine takes is refused at
 listing, schemas and arguments have named limits, and annotations that contradict take the safe side."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from typing import Any
 
@@ -13,7 +14,14 @@ import pytest
 
 from agentic import ToolCall, ToolStatus
 from agentic.mcp import MCPConfigError, MCPServer, schema_check
-from agentic.mcp.schema_check import MAX_ARGUMENT_BYTES, MAX_SCHEMA_BYTES, argument_errors
+from agentic.mcp.schema_check import (
+    MAX_ARGUMENT_BYTES,
+    MAX_PATTERNS,
+    MAX_PROPERTIES,
+    MAX_SCHEMA_BYTES,
+    argument_errors,
+    schema_problem,
+)
 from agentic.mcp.toolset import checked_off_loop, specs_of
 
 CATASTROPHIC = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(a+)+$"}}, "required": ["q"]}
@@ -157,3 +165,71 @@ def test_with_a_trusted_list_every_other_tool_waits_for_approval_whatever_it_cla
         MCPServer.stdio("evil", ["unused"], trusted_read_only=["read"], requires_confirmation=False)
     with pytest.raises(MCPConfigError, match="trusted_read_only takes a list of tool names"):
         MCPServer.stdio("evil", ["unused"], trusted_read_only="read")  # type: ignore[arg-type]
+
+
+def _patterned(patterns: int) -> dict[str, Any]:
+    """Review 4, U2's shape: no additional properties, and `patterns` patternProperties."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "patternProperties": {f"^z{i}$": {} for i in range(patterns)},
+    }
+
+
+def test_a_listing_over_the_caps_on_patterns_or_properties_is_refused_with_the_cap_named():
+    assert schema_problem(_patterned(MAX_PATTERNS)) is None
+    assert schema_problem(_patterned(3000)) == f"its input schema has over {MAX_PATTERNS} patterns (MAX_PATTERNS)"
+    nested = {
+        "type": "object",
+        "properties": {"a": _patterned(MAX_PATTERNS // 2), "b": _patterned(MAX_PATTERNS // 2 + 1)},
+    }
+    assert schema_problem(nested) == f"its input schema has over {MAX_PATTERNS} patterns (MAX_PATTERNS)"
+    named = {"type": "object", "properties": {f"p{i}": {} for i in range(MAX_PROPERTIES + 1)}}
+    assert schema_problem(named) == f"its input schema names over {MAX_PROPERTIES:,} properties (MAX_PROPERTIES)"
+    with pytest.raises(MCPConfigError, match="tool 'bulk' cannot be used: its input schema has over 256 patterns"):
+        specs_of(MCPServer.stdio("evil", ["unused"]), [tool("bulk", _patterned(3000))])
+
+
+def test_a_check_past_its_deadline_stops_in_its_loops_not_minutes_later(monkeypatch):
+    """patterns times keys searches: the deadline is checked between them, so the thread that was refused ends."""
+    monkeypatch.setattr(schema_check, "CHECK_SECONDS", 0.2)
+    finished: list[str | None] = []
+    many_keys = {f"k{i}": 0 for i in range(8000)}  # under MAX_ARGUMENT_BYTES
+    checking = threading.Thread(target=lambda: finished.append(argument_errors(_patterned(MAX_PATTERNS), many_keys)))
+    checking.start()
+    checking.join(60)  # unbounded, the check would end with the wrong answer: the keys that match no pattern
+    assert finished == ["checking them against the server's schema took over 0.2s (CHECK_SECONDS)"]
+
+
+def test_a_tool_whose_check_still_runs_is_not_checked_again_and_the_checks_have_their_own_threads():
+    [spec] = specs_of(MCPServer.stdio("heavy", ["unused"]), [tool("bulk", _patterned(MAX_PATTERNS))]).values()
+    calls = [ToolCall(id=str(n), name="heavy__bulk", arguments={f"r{n}-{i}": 0 for i in range(2500)}) for n in range(6)]
+
+    async def six_at_once() -> tuple[list[Any], set[str]]:
+        results = await asyncio.gather(*(checked_off_loop(spec, call) for call in calls))
+        return list(results), {t.name.rsplit("_", 1)[0] for t in threading.enumerate() if "argument-check" in t.name}
+
+    results, pools = asyncio.run(six_at_once())
+    assert [r.status for r in results] == [ToolStatus.INVALID_ARGUMENTS] * 6
+    unchecked = [r for r in results if "a check of this tool's arguments" in r.content and "still running" in r.content]
+    assert len(unchecked) == 5  # the first call's check ran; the other five did not queue up behind it
+    assert pools == {"mcp-argument-check"}  # not the loop's default executor
+
+
+def test_a_nested_schema_naming_even_the_roots_own_dialect_is_refused():
+    """jsonschema checks any subschema carrying `$schema` with its stock validator, on `re`: the same dialect
+    as the root's too — and that brings the catastrophic pattern back."""
+    draft = "https://json-schema.org/draft/2020-12/schema"
+    nested = {"$schema": draft, "type": "string", "pattern": "^(a+)+$"}
+    schema = {"$schema": draft, "type": "object", "properties": {"q": nested}}
+    assert schema_problem(schema) == (
+        "a subschema of its input schema names a dialect of its own ($schema): not checkable in bounded time"
+    )
+
+
+def test_pattern_is_an_unanchored_search_as_json_schema_says():
+    schema = {"type": "object", "properties": {"order": {"type": "string", "pattern": "[0-9]{4}"}}}
+    assert argument_errors(schema, {"order": "order 4471"}) is None
+    assert argument_errors(schema, {"order": "order 44"}) == "order: 'order 44' does not match '[0-9]{4}'"
+    keyed = {"type": "object", "patternProperties": {"[0-9]{4}": {"type": "integer"}}, "additionalProperties": False}
+    assert argument_errors(keyed, {"id-4471-x": 1}) is None

@@ -121,7 +121,7 @@ def test_protected_keys_are_refused_and_store_is_unchanged(key: str) -> None:
 
 def test_unprotected_lookalike_keys_are_allowed() -> None:
     # Words that contain a protected word are other words. (A key that holds one as a word of its own, like
-    # `price_currency`, is protected since review N7: tests/agentic/test_protected_keys.py.)
+    # `price_currency`, is protected: tests/agentic/test_protected_keys.py.)
     store = FactStore()
     store.write(Fact("roleplay_style", "pirate", "chat"))
     store.write(Fact("badminton_club", "Pune", "chat"))

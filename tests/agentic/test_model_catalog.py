@@ -1,4 +1,4 @@
-"""The model catalog keeps a bounded number of models made from a prefix (review N10): a run chooses the name,
+"""The model catalog keeps a bounded number of models made from a prefix: a run chooses the name,
 so whoever may start runs could otherwise make the worker build and keep one client per name they invent."""
 
 from __future__ import annotations

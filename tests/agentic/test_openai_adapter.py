@@ -188,7 +188,7 @@ def test_429_is_retryable_with_retry_after(
         make_model(server).complete(USER)
     assert caught.value.status == 429
     assert caught.value.retry_after == expected
-    assert str(caught.value) == "HTTP 429 (fake_error)"  # the provider's words stay out (review T5)
+    assert str(caught.value) == "HTTP 429 (fake_error)"  # the provider's words stay out
     assert len(server.requests) == 1
 
 
@@ -223,7 +223,7 @@ def test_client_errors_are_not_retryable(server: FakeOpenAIServer, status: int, 
     assert not isinstance(error, (RetryableModelError, ModelOutputError))
     assert error.retryable is False
     assert error.status == status
-    # The status and the provider's error type: its message is free text that may quote the request (T5).
+    # The status and the provider's error type: its message is free text that may quote the request.
     assert str(error) == f"HTTP {status} (fake_error)"
     assert len(server.requests) == 1
 
@@ -236,7 +236,7 @@ def test_plain_string_error_body_is_reported_by_its_status_only(server: FakeOpen
 
 
 def test_an_error_quoting_the_key_says_its_code_and_type_never_the_key(server: FakeOpenAIServer) -> None:
-    """Review T5: a gateway's 401 quotes the bearer it got; a prose `code` is left out as well."""
+    """A gateway's 401 quotes the bearer it got; a prose `code` is left out as well."""
     server.queue_key_echo(401)
     server.queue({"error": {"message": "no", "type": "auth", "code": "key {key} is wrong"}}, status=403)
     model = OpenAIChatModel("gpt-4o", base_url=server.base_url, api_key="sk-test-ECHOED-KEY")
@@ -296,7 +296,7 @@ def test_slow_server_times_out_as_retryable(server: FakeOpenAIServer) -> None:
 def test_the_api_key_is_the_one_given_never_the_environments(
     server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Review N4: a key goes only where it was given; the environment's OPENAI_API_KEY is not a default."""
+    """A key goes only where it was given; the environment's OPENAI_API_KEY is not a default."""
     server.queue(chat_completion("a"))
     server.queue(chat_completion("b"))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
@@ -444,7 +444,7 @@ def test_context_overflow_is_not_retryable_and_says_so(
     assert isinstance(error, NonRetryableModelError) and error.retryable is False
     assert (error.status, error.input_tokens, error.context_window) == (400, tokens, window)
     assert f"the transcript ({tokens} tokens) exceeds the model's context window of {window} tokens" in str(error)
-    assert body["message"] not in str(error)  # the numbers are read from it; the words stay out (T5)
+    assert body["message"] not in str(error)  # the numbers are read from it; the words stay out
 
 
 def test_context_overflow_without_numbers_still_reads_clearly(server: FakeOpenAIServer) -> None:
@@ -472,3 +472,13 @@ def test_a_tool_choice_mode_the_server_lacks_is_refused_before_sending(server: F
     ):
         model.complete(USER, [ADD])
     assert server.requests == []
+
+
+def test_a_malformed_answer_quoting_the_key_is_masked_by_the_adapter_itself(server: FakeOpenAIServer) -> None:
+    """The in-process `Agent.run` and the checkpoint runner have no worker masking their errors: the adapter
+    masks its own key in every error it raises, a 200 that is not JSON included."""
+    server.queue_key_echo(200, raw="<html>proxy: upstream refused Bearer {key}</html>")
+    model = OpenAIChatModel("gpt-4o", base_url=server.base_url, api_key="sk-test-ECHOED-KEY-200")
+    with pytest.raises(ModelOutputError) as caught:
+        model.complete(USER)
+    assert "sk-test-ECHOED-KEY-200" not in str(caught.value) and "Bearer ***" in str(caught.value), str(caught.value)

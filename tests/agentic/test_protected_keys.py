@@ -1,4 +1,4 @@
-"""Protected fact keys are recognised however they are spelled (review N7): the exact-match list let a prompt
+"""Protected fact keys are recognised however they are spelled: the exact-match list let a prompt
 injection persist `ro\\u200ble`, `is-admin`, `isAdmin`, `user_role`, `discount_percent`, `refund_limit_usd`... Each
 spelling an attacker tried is refused by the lesson's store and by the durable one (which audits the attempt);
 the `FactStore`/`Fact` API is the seed's."""

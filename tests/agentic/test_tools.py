@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentic import Registry, Tool, ToolContext, ToolSpec, tool, tool_call
+from agentic import Agent, FakeModel, Registry, Tool, ToolContext, ToolSpec, tool, tool_call
 from agentic.errors import ToolDefinitionError
 from agentic.models.base import ToolSchema
 from agentic.results import ToolStatus
@@ -253,3 +253,50 @@ def test_registry_exposes_specs_and_schemas_by_name() -> None:
     assert registry.get("nope") is None
     assert registry.specs() == {"lookup": lookup.spec(), "ping": ping.spec()}
     assert [s.name for s in registry.schemas()] == ["lookup", "ping"]
+
+
+def test_a_ctx_parameter_not_annotated_tool_context_is_refused_at_definition_saying_how() -> None:
+    with pytest.raises(ToolDefinitionError) as refused:
+
+        @tool(description="Look an order up.", order_id="The order id.")
+        def lookup(order_id: str, ctx) -> str:  # type: ignore[no-untyped-def]
+            return order_id
+
+    assert str(refused.value) == (
+        "tool 'lookup': parameter 'ctx' is not annotated `ToolContext`, so the model would have to invent it; "
+        "annotate it (ctx: ToolContext) to have the runner pass the context"
+    )
+    with pytest.raises(ToolDefinitionError, match="'context' is not annotated `ToolContext`"):
+
+        @tool(description="Look an order up.")
+        def lookup_too(order_id: str, context) -> str:  # type: ignore[no-untyped-def]
+            return order_id
+
+
+def test_a_context_the_model_fills_may_keep_its_name_when_its_type_says_so() -> None:
+    @tool(description="Search.", context="Words around the query.")
+    def search(query: str, context: str, ctx: ToolContext) -> str:
+        return query
+
+    assert search.context_param == "ctx"
+    assert set(search.parameters["properties"]) == {"query", "context"}
+
+
+def test_a_bare_tool_decorator_works_described_by_the_docstring() -> None:
+    @tool
+    def lookup(order_id: str, ctx: ToolContext) -> str:
+        """Look an order up."""
+        return order_id
+
+    assert lookup.description == "Look an order up." and lookup.context_param == "ctx"
+    assert Registry([lookup]).names == ["lookup"]
+    run = Agent(FakeModel([tool_call("lookup", {"order_id": "A-1"}), "Done."]), Registry([lookup])).run("Go")
+    assert [r.content for r in run.records] == ["A-1"]
+
+
+def test_a_bare_tool_without_a_docstring_says_to_describe_it() -> None:
+    with pytest.raises(ToolDefinitionError, match=r"tool 'lookup' has no description: give it a docstring"):
+
+        @tool
+        def lookup(order_id: str) -> str:
+            return order_id

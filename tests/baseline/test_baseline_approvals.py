@@ -179,7 +179,7 @@ def test_a_worker_that_died_right_after_withdrawing_is_resumed_as_cancelled(job:
 
 
 def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(job: Job) -> None:
-    """Security review H1 on the checkpoint runner: `pay(s-2)` reuses the provider id of the approved
+    """On the checkpoint runner: `pay(s-2)` reuses the provider id of the approved
     `pay(s-1)`; it is a new request under its own identity, and denying it leaves only s-1's effect."""
     worker = job.spawn(
         "run",
@@ -211,7 +211,7 @@ def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(job: Job) -> 
 
 
 def test_approve_shows_the_arguments_and_needs_the_reviewed_hash_or_yes(job: Job) -> None:
-    """`job approve` approves what a person saw (review L7): it prints the call, and refuses to guess which
+    """`job approve` approves what a person saw: it prints the call, and refuses to guess which
     arguments were reviewed — the hash prefix `job status` showed, or an explicit --yes to what it printed."""
     worker = start_refund(job, "seen", "--approval-timeout", "60")
     [pending] = job.status("seen")["approvals"]

@@ -106,7 +106,7 @@ def test_run_ids_are_never_reused_and_finished_runs_are_not_resumed(job: Job) ->
 
 
 def test_status_says_when_no_live_worker_holds_an_active_run(job: Job, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 23 (review L10): a run whose worker died read as `running` in text; only the JSON said
+    """A run whose worker died read as `running` in text; only the JSON said
     `live: False`. Also: the run id is accepted positionally, as `starter.py` takes it."""
     from duragent._baseline.store import Progress
 

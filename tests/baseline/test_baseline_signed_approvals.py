@@ -1,7 +1,7 @@
-"""The checkpoint engine's approver is authenticated as the Temporal one is (issue 31, item 6): with approver
+"""The checkpoint engine's approver is authenticated as the Temporal one is: with approver
 keys configured (`AGENT_APPROVER_KEYS`), a decision counts only when signed by the approver it names, over this
 run, this call, the verdict and the arguments hash, and over the request it answers: the run's execution (its
-row's own id) and the request's deadline (review N5; agentic/signing.py). `job approve --key-file` signs; `job
+row's own id) and the request's deadline (agentic/signing.py). `job approve --key-file` signs; `job
 serve` signs for its logged-in approvers; and the runner — the process about to refund — verifies the recorded
 decision itself. The tests play the attacker: a name without a key, another person's key, a forged key under
 the approver's name, a process configured without keys, a row written straight into `baseline.db`, and a

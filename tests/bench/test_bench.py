@@ -489,7 +489,7 @@ def test_throughput_goals_are_judged_on_the_interval_of_each_repetitions_ratio()
 
 
 def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
-    """Issue 20's price list: with the floor carrying ours' bytes and ours without search attributes measured
+    """The price list: with the floor carrying ours' bytes and ours without search attributes measured
     beside them, the report prices each feature as the median of the per-repetition differences (CPU per run),
     each repetition's shown; with only ours and the floor there is nothing to split, and no price list."""
     rows = []
@@ -514,7 +514,7 @@ def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
 
 @pytest.mark.system
 def test_report_into_a_new_directory_and_from_a_missing_file(tmp_path: Path):
-    """Issue 23 (review L18): `report --out NEWDIR` made no directory and crashed; a missing `--from` was a
+    """`report --out NEWDIR` made no directory and crashed; a missing `--from` was a
     traceback. Now: the directory is made, and a missing file is one line, exit 2."""
     import json
     import sys

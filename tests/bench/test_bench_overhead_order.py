@@ -1,4 +1,4 @@
-"""The per-step overhead's schedule and the ratio its goal is judged by (issue 36).
+"""The per-step overhead's schedule and the ratio its goal is judged by.
 
 With a fixed rotation each engine always ran right after the same other engine; on the bench's default
 server that alone moved `temporal (default)` from 1.00x to 0.32-0.36x the floor, rep after rep. The order is

@@ -1,4 +1,4 @@
-"""`python -m bench report --readme`: the README's comparison table rendered from one results file (issue 36), so
+"""`python -m bench report --readme`: the README's comparison table rendered from one results file, so
 every row comes from the same `bench all` run. Synthetic results with known figures; each row says what it
 measured and whether its goal was met."""
 

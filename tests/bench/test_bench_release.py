@@ -1,4 +1,4 @@
-"""`python -m bench release`, bounded (issue 36): runs left stepping on a real dev server are released from their
+"""`python -m bench release`, bounded: runs left stepping on a real dev server are released from their
 sticky queues as a starting worker releases them, and the command says how many and at what cost."""
 
 from __future__ import annotations

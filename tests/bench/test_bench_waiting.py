@@ -1,4 +1,4 @@
-"""`python -m bench waiting --quick`, end to end (issue 36): runs parked on an approval on a real dev server with a
+"""`python -m bench waiting --quick`, end to end: runs parked on an approval on a real dev server with a
 worker process of ours, then every one approved — half through `AgentClient`, half through the runs API in its own
 process — on the SQLite stores and, when PostgreSQL's binaries are installed, on the PostgreSQL stores. No speed
 goal is asserted (numbers live in the bench); what is checked is that each figure was measured and that every

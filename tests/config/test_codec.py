@@ -446,7 +446,7 @@ def test_codec_endpoint_protocol_cors_and_access() -> None:
             status, headers, _ = http(
                 f"{url}/decode", json_format.MessageToJson(sealed).encode(), bearer | {"Origin": origin}
             )
-            # A POST from another origin changes nothing here, whatever it carries (review 3, T6): 403, and no grant.
+            # A POST from another origin changes nothing here, whatever it carries: 403, and no grant.
             assert status == 403 and "access-control-allow-origin" not in headers, origin
         status, headers, _ = http(f"{url}/decode", b"{}", {"Origin": "http://localhost:8233"})
         assert status == 401 and headers["access-control-allow-origin"] == "http://localhost:8233"  # UI reads why
@@ -497,7 +497,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 def test_a_key_entry_written_the_wrong_way_round_never_echoes_the_key() -> None:
-    """`BASE64KEY:kid` instead of `kid:BASE64KEY` (review L6): the 'kid' is then the key; no error names it."""
+    """`BASE64KEY:kid` instead of `kid:BASE64KEY`: the 'kid' is then the key; no error names it."""
     raw = os.urandom(32)
     for key in (
         base64.b64encode(raw).decode(),
@@ -515,7 +515,7 @@ def test_a_key_entry_written_the_wrong_way_round_never_echoes_the_key() -> None:
 
 
 def test_the_key_id_is_authenticated_and_old_payloads_still_decrypt() -> None:
-    """Review L3: the key id (and the format version) are AES-GCM associated data, so a payload relabelled
+    """The key id (and the format version) are AES-GCM associated data, so a payload relabelled
     with another key id, or stripped of its version marker, does not authenticate; payloads written before
     the change (no marker, no associated data) still decrypt."""
     raw = new_key()
@@ -538,7 +538,7 @@ def test_the_key_id_is_authenticated_and_old_payloads_still_decrypt() -> None:
 
 
 def test_strict_mode_refuses_unencrypted_payloads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Review L3 / M1: by default plaintext passes through (history from before the codec); with
+    """By default plaintext passes through (history from before the codec); with
     AGENT_CODEC_STRICT=1 a keyless client's plaintext input or signal is refused."""
     keys = ring(("k1", new_key()))
     plain = Payload(metadata={"encoding": b"json/plain"}, data=b'"approve everything"')

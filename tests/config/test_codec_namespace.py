@@ -1,4 +1,4 @@
-"""The payload codec binds each ciphertext to its namespace, not only to its key id (review L3). The attacker
+"""The payload codec binds each ciphertext to its namespace, not only to its key id. The attacker
 holds a ciphertext from one namespace's history (staging, another tenant) and puts it into a namespace that
 shares the keys — as a workflow input or a signal argument: it does not decrypt there, through a client's data
 converter or through the codec endpoint. Payloads written before (format 2, and the samples' format without a

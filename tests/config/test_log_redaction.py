@@ -1,4 +1,4 @@
-"""Secrets in failures stay out of the logs (review M4): a real worker process on the dev server, whose tool
+"""Secrets in failures stay out of the logs: a real worker process on the dev server, whose tool
 fails with a planted card number, whose model call fails with a planted provider reply, and whose second run
 fails for good with a third secret. The worker's whole output (our JSON lines, the SDK's, the core's) holds
 none of them at LOG_LEVEL=INFO — only the exception types — and all of them at LOG_LEVEL=DEBUG. And the HTTP
@@ -67,7 +67,7 @@ async def test_debug_logs_show_the_messages(dev_env: WorkflowEnvironment, tmp_pa
 @pytest.mark.parametrize("client", ["httpx", "httpx2"])
 @pytest.mark.parametrize("level", ["INFO", "DEBUG"])
 def test_http_clients_log_urls_without_their_query_or_credentials(client: str, level: str) -> None:
-    """Review N9: httpx (webhooks) and httpx2 (the OpenAI SDK) log each request's URL at INFO; a token in a
+    """httpx (webhooks) and httpx2 (the OpenAI SDK) log each request's URL at INFO; a token in a
     webhook's query string or user:password in its URL stays out of the log below DEBUG."""
     secret = f"WEBHOOK-SECRET-{uuid.uuid4().hex[:6]}"
     http = importlib.import_module(client)

@@ -1,4 +1,4 @@
-"""A declared model gets only its own credentials (review N4): the worker's `OPENAI_API_KEY` goes to the
+"""A declared model gets only its own credentials: the worker's `OPENAI_API_KEY` goes to the
 endpoint the operator configured for `openai:*`, and never to the local model's URL — which any local user
 can bind when the model server is not running. Real HTTP listeners play both endpoints."""
 
@@ -74,3 +74,48 @@ def test_each_provider_gets_its_own_key_and_only_at_its_own_endpoint() -> None:
     for request in (*anthropic.requests, *google.requests):
         others = [k for p, k in keys.items() if p not in request.path and k not in str(request.headers)]
         assert len(others) == 2  # the two other keys are nowhere in it
+
+
+def test_bedrock_groq_and_mistral_each_get_their_own_credentials_and_no_ambient_aws_ones(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    """The three declared at once, with other AWS credentials lying around the worker's environment (an ambient
+    session token, a profile): Bedrock's requests are signed with the settings' key and secret alone (the server
+    checks each signature), carry no token they did not give, and each key reaches its own endpoint only."""
+    for module in ("pydantic_ai", "boto3", "groq", "mistralai"):
+        pytest.importorskip(module)
+    from tests.support.bedrock_server import MODEL_ID, BedrockServer
+    from tests.support.chat_servers import GroqServer, MistralServer
+
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "AMBIENT-SESSION-TOKEN")
+    monkeypatch.setenv("AWS_PROFILE", "ambient")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path))
+    keys = {"bedrock": "AKIA-BEDROCK-0001", "groq": "gsk-GROQ-KEY-0002", "mistral": "MISTRAL-KEY-0003"}
+    secret = "bedrock-SECRET-0004"
+    with BedrockServer(secret=secret) as bedrock, GroqServer() as groq, MistralServer() as mistral:
+        bedrock.queue_message([{"text": "hi"}])
+        groq.queue_message("hi")
+        mistral.queue_message("hi")
+        catalog = declared_models(
+            Settings(
+                aws_access_key_id=keys["bedrock"],
+                aws_secret_access_key=secret,
+                aws_session_token=None,
+                bedrock_base_url=bedrock.base_url,
+                groq_api_key=keys["groq"],
+                groq_base_url=groq.base_url,
+                mistral_api_key=keys["mistral"],
+                mistral_base_url=mistral.base_url,
+            )
+        )
+        for name in (f"bedrock:{MODEL_ID}", "groq:llama-3.3-70b-versatile", "mistral:mistral-large-latest"):
+            assert catalog.resolve(name).complete(USER).message.content == "hi"
+
+    [to_bedrock] = bedrock.requests
+    assert to_bedrock.headers["authorization"].split("Credential=")[1].startswith(f"{keys['bedrock']}/")
+    assert "x-amz-security-token" not in to_bedrock.headers
+    assert [r.headers["authorization"] for r in groq.requests] == [f"Bearer {keys['groq']}"]
+    assert [r.headers["authorization"] for r in mistral.requests] == [f"Bearer {keys['mistral']}"]
+    for request in (to_bedrock, *groq.requests, *mistral.requests):
+        assert sum(key in str(request.headers) for key in keys.values()) == 1
+        assert secret not in str(request.headers) and secret.encode() not in request.raw_body

@@ -1,4 +1,4 @@
-"""Review T5: a model endpoint's error quotes the key it was sent (gateways and proxies echo the header whole),
+"""A model endpoint's error quotes the key it was sent (gateways and proxies echo the header whole),
 and that text used to become the run's failure: in history, the Web UI, the CLI and a viewer's `error`. Played
 with a real HTTP endpoint that echoes the bearer it receives, and a model of the user's own that copies
 provider text quoting the worker's other secrets; the assertions are on the run's history itself, its raw
@@ -6,19 +6,24 @@ bytes (failure messages and payloads), not on logs."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.api.history.v1 import History
+from temporalio.exceptions import ApplicationError
 
 from agentic import Agent, FakeModel, Message, NonRetryableModelError, Registry
+from agentic.mcp import MCPServer
 from agentic.scrub import MASK, Scrubber
 from duragent._client import AgentClient, RunHandle
-from duragent._config.credentials import worker_credentials
+from duragent._config.credentials import mcp_credentials, worker_credentials
 from duragent._config.settings import Settings
 from duragent._errors import RunFailed
+from duragent._scrubbing import scrubbed_failure
 from duragent._stores.ledger import EffectsLedger
 from tests.conftest import agent_named, new_worker
 from tests.support.fake_openai_server import FakeOpenAIServer
@@ -110,3 +115,84 @@ def test_the_worker_masks_every_secret_it_holds(tmp_path: Path) -> None:
 def test_a_longer_secret_is_masked_whole_and_short_values_are_no_secrets() -> None:
     hide = Scrubber(["sk-abc12345", "sk-abc12345-longer", "short", None, b"bytes-secret-1"])
     assert hide("sk-abc12345-longer sk-abc12345 short bytes-secret-1") == f"{MASK} {MASK} short {MASK}"
+
+
+def test_the_worker_masks_its_agents_mcp_credentials_and_its_own_keys(monkeypatch) -> None:
+    monkeypatch.setenv("CRM_TOKEN", "crm-token-0001-secret")
+    monkeypatch.setenv("CRM_TENANT", "tenant-key-0002-secret")
+    monkeypatch.setenv("FILES_PASSWORD", "files-pass-0003-secret")
+    monkeypatch.setenv("CRM_URL", "https://bot:url-pass-0004-secret@crm.example/mcp?sig=url-sig-0005-secret")
+    servers = [
+        MCPServer.http("crm", url_env="CRM_URL", token_env="CRM_TOKEN", headers_env={"X-Tenant": "CRM_TENANT"}),
+        MCPServer.stdio("files", ["files-server"], env_from=["FILES_PASSWORD"]),
+    ]
+    agent = Agent(FakeModel(["x"]), Registry([]), name="t-mcp-secrets", task="Go.", mcp=servers)
+    held = set(mcp_credentials([agent]))
+    assert held == {f"{w}-000{n}-secret" for n, w in enumerate(["crm-token", "tenant-key", "files-pass"], 1)} | {
+        "url-pass-0004-secret",
+        "url-sig-0005-secret",
+    }
+    key = base64.b64encode(b"k" * 32).decode()
+    assert key in worker_credentials(Settings(worker_keys=f"{key}\n")).secrets
+
+
+def test_a_failure_quoting_a_secret_keeps_its_classification_and_loses_its_causes() -> None:
+    scrub = Scrubber([MODEL_KEY])
+    try:
+        try:
+            raise OSError(f"socket said {MODEL_KEY}")
+        except OSError as cause:
+            raise ApplicationError("quota", type="Quota", non_retryable=True, next_retry_delay=timedelta(3)) from cause
+    except ApplicationError as exc:
+        masked = scrubbed_failure(exc, scrub)
+    assert masked is not None and masked.__cause__ is None
+    assert (masked.message, masked.type, masked.non_retryable, masked.next_retry_delay) == (
+        "quota",
+        "Quota",
+        True,
+        timedelta(3),
+    )
+    plain = scrubbed_failure(RuntimeError(f"GET https://x.example/a?api_key=abc12345678 {MODEL_KEY}"), scrub)
+    assert plain is not None and (plain.type, plain.message) == (
+        "RuntimeError",
+        f"GET https://x.example/a?api_key={MASK} {MASK}",
+    )
+    assert scrubbed_failure(RuntimeError("nothing to hide"), scrub) is None
+
+
+OWN_KEY = "own-MODEL-KEY-7731-not-in-settings"
+
+
+class _KeyedModel(FakeModel):
+    """A model object given its own key (not the worker's settings'): it says so through `credentials`."""
+
+    credentials = (OWN_KEY,)
+
+
+def _quota(messages: Sequence[Message]) -> object:
+    _quota.calls += 1  # type: ignore[attr-defined]
+    raise ApplicationError(f"quota exceeded for {MODEL_KEY}", type="Quota", non_retryable=True)
+
+
+_quota.calls = 0  # type: ignore[attr-defined]
+
+
+def _crashes_with_own_key(messages: Sequence[Message]) -> object:
+    raise RuntimeError(f"client crashed holding {OWN_KEY}")
+
+
+async def test_a_models_own_key_and_a_masked_errors_classification_survive_the_masking(
+    skipping_env, ledger: EffectsLedger, task_queue: str, tmp_path: Path
+) -> None:
+    """A model's own `credentials` are masked though the settings do not hold them; a non-retryable error of
+    the user's model that quotes a secret is masked and stays what it was: type `Quota`, not retried."""
+    own = Agent(_KeyedModel([_crashes_with_own_key]), Registry([]), name="t-own-key", task="Go.")
+    quota = Agent(FakeModel([_quota]), Registry([]), name="t-quota", task="Go.")
+    settings = Settings(openai_api_key=MODEL_KEY, data_dir=tmp_path)
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=[own, quota], settings=settings):
+        client = AgentClient(skipping_env.client, task_queue=task_queue)
+        crashed, crashed_history = await failed_run(client, own.name)
+        refused, refused_history = await failed_run(client, quota.name)
+    assert f"client crashed holding {MASK}" in crashed and OWN_KEY.encode() not in crashed_history
+    assert f"quota exceeded for {MASK}" in refused and MODEL_KEY.encode() not in refused_history
+    assert "Quota" in refused and _quota.calls == 1  # type: ignore[attr-defined]

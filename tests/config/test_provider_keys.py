@@ -16,27 +16,39 @@ from duragent._config.settings import Settings
 from duragent._stores.ledger import EffectsLedger
 from tests.config.test_provider_errors import failed_run
 from tests.conftest import agent_named, new_worker
+from tests.support.bedrock_server import MODEL_ID as BEDROCK_MODEL
+from tests.support.bedrock_server import BedrockServer
+from tests.support.chat_servers import GroqServer, MistralServer
 from tests.support.provider_servers import AnthropicServer, GeminiServer
 
 KEY = "sk-PROVIDER-KEY-echoed-5150"
+SECRET = "bedrock-SECRET-never-on-the-wire"
 CASES = {
     "anthropic": (AnthropicServer, "anthropic:claude-sonnet-4-5", "HTTP 401 (authentication_error)"),
     "google": (GeminiServer, "google:gemini-2.5-flash", "HTTP 401 (UNAUTHENTICATED)"),
+    # Bedrock answers a key it does not know with a 403; the access key id is what its requests carry.
+    "bedrock": (BedrockServer, f"bedrock:{BEDROCK_MODEL}", "HTTP 403 (UnrecognizedClientException)"),
+    "groq": (GroqServer, "groq:llama-3.3-70b-versatile", "HTTP 401 (invalid_request_error, invalid_api_key)"),
+    "mistral": (MistralServer, "mistral:mistral-large-latest", "HTTP 401"),
 }
+SDKS = {"anthropic": "anthropic", "google": "google.genai", "bedrock": "boto3", "groq": "groq", "mistral": "mistralai"}
+
+
+def provider_settings(provider: str, base_url: str) -> dict[str, Any]:
+    if provider == "bedrock":
+        return {"aws_access_key_id": KEY, "aws_secret_access_key": SECRET, "bedrock_base_url": base_url}
+    return {f"{provider}_api_key": KEY, f"{provider}_base_url": base_url}
 
 
 @pytest.mark.parametrize("provider", sorted(CASES))
 async def test_a_key_the_provider_echoes_never_reaches_the_runs_history(
     provider: str, skipping_env: Any, ledger: EffectsLedger, task_queue: str, tmp_path: Path
 ) -> None:
-    pytest.importorskip("anthropic" if provider == "anthropic" else "google.genai")
+    pytest.importorskip(SDKS[provider])
     server_class, model, expected = CASES[provider]
     with server_class() as server:
         server.queue_key_echo()
-        settings = Settings(
-            **{f"{provider}_api_key": KEY, f"{provider}_base_url": server.base_url},  # type: ignore[arg-type]
-            data_dir=tmp_path,
-        )
+        settings = Settings(**provider_settings(provider, server.base_url), data_dir=tmp_path)
         async with new_worker(
             skipping_env.client, task_queue, ledger, agents=[agent_named("billing")], settings=settings
         ):
@@ -48,3 +60,4 @@ async def test_a_key_the_provider_echoes_never_reaches_the_runs_history(
     assert expected in error, error
     assert KEY not in error
     assert KEY.encode() not in history
+    assert SECRET.encode() not in history

@@ -1,4 +1,4 @@
-"""Issue 32 (architecture review 2, change 4): the environment is read once, into `Settings`, at the entry points
+"""The environment is read once, into `Settings`, at the entry points
 — `worker.py`, `starter.py` and `job` through the CLI boundary's `load_settings`, a program through the
 public conveniences that default to `Settings.from_env()` — and passed down. Library code never builds
 `Settings` itself, and reads no variable directly but the few listed here, each for its reason."""
@@ -21,6 +21,7 @@ DEFAULTS_TO_THE_ENVIRONMENT = {
     "duragent/_plugin.py",  # DurableAgentsPlugin(): the README program's one read
     "duragent/_connection.py",  # connect()
     "duragent/_worker.py",  # build_worker on a client connected without the plugin
+    "duragent/_conversations.py",  # a conversation's transcript store, on a client connected without the plugin
     "duragent/replay.py",  # replay()
     "duragent/testing.py",  # agent_server() (its stores then go to a scratch directory)
     "duragent/_stores/configured.py",  # facts_for(): an operator's program reading agents' memory
@@ -32,6 +33,9 @@ READS_THE_ENVIRONMENT = {
         "AGENT_DEBUG: the error boundary needs it when the settings themselves fail to load"
     ),
     "duragent/_ops/devstack/worker_process.py": "hands this process's environment to a worker process it starts",
+    "duragent/_config/credentials.py": (
+        "what the agents' MCP servers read from the worker's environment when they connect, masked as they hold it"
+    ),
     "duragent/_ops/retention/temporal.py": "a crash-injection point of the crash tests, not configuration",
     "duragent/_baseline/crash.py": "a crash-injection point of the crash tests, not configuration",
     "duragent/_config/observability.py": "OTEL_SERVICE_NAME, OpenTelemetry's own: we only avoid overriding it",

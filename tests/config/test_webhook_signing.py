@@ -1,4 +1,4 @@
-"""Signed webhooks (review L11), the one module every engine's deliveries use: HMAC-SHA256 over the
+"""Signed webhooks, the one module every engine's deliveries use: HMAC-SHA256 over the
 timestamp, the event id and the body, under a shared secret; the receiver checks all three and the age."""
 
 from __future__ import annotations

@@ -93,3 +93,52 @@ def test_the_worker_refuses_to_start_with_a_bad_key():
     )
     assert done.returncode == 2
     assert done.stderr.strip() == "error: AGENT_WORKER_KEYS: worker key 1 is 5 bytes; at least 32 are needed"
+
+
+# What a stranger who schedules a task may put in its `agent-seal` header: any bytes.
+MALFORMED = [
+    b"\xff\xfe".decode(errors="replace"),  # non-ASCII, as the header's bytes are read
+    "v1:" + "é" * 64,
+    "\udcff" * 67,  # a lone surrogate
+    "v1:abc",
+    "v2:" + "0" * 64,
+    "v1:" + "A" * 64,  # upper-case hex: not what a worker writes
+    "v1:" + "0" * 64 + "\n",
+    b"v1:" + b"0" * 64,  # bytes, not text
+    12345,
+]
+
+
+@pytest.mark.parametrize("seal", MALFORMED, ids=range(len(MALFORMED)))
+def test_a_malformed_seal_is_refused_never_raised(seal):
+    keys = WorkerKeys((NEW, OLD))
+    assert keys.verifies(seal, TEXT) is False
+    genuine = keys.seal(TEXT)
+    assert keys.verifies(genuine, TEXT) is True and keys.verifies(genuine.upper(), TEXT) is False
+
+
+async def test_an_activity_whose_seal_header_is_not_ascii_is_refused_for_good_not_retried():
+    """The review's case: a schedule whose `agent-seal` header holds non-ASCII bytes made the check raise
+    TypeError, a retryable failure (retried under the stranger's own policy); it is the non-retryable refusal."""
+    from temporalio.api.common.v1 import Payload
+    from temporalio.exceptions import ApplicationError
+    from temporalio.testing import ActivityEnvironment
+    from temporalio.worker import ExecuteActivityInput
+
+    from duragent._sealing import HEADER, Sealing
+
+    acted: list[str] = []
+
+    class Next:
+        async def execute_activity(self, input: ExecuteActivityInput) -> str:
+            acted.append("acted")
+            return "done"
+
+    verifying = Sealing(WorkerKeys((NEW,))).intercept_activity(Next())  # type: ignore[arg-type]
+    forged = {HEADER: Payload(metadata={"encoding": b"binary/plain"}, data=b"v1:\xff\xfe" + b"0" * 62)}
+    task = ExecuteActivityInput(fn=lambda: None, args=[], executor=None, headers=forged)
+
+    with pytest.raises(ApplicationError) as refused:
+        await ActivityEnvironment().run(verifying.execute_activity, task)
+    assert refused.value.type == "CallerRefused" and refused.value.non_retryable
+    assert acted == []

@@ -40,10 +40,10 @@ RECORDINGS = {
     "migration-continued": (AgentInput(agent="migration", options={"records": 8}), OFTEN),
     # A delegation: the billing desk's child workflow, whose refund approval expires (24 h, skipped).
     "support": (AgentInput(agent="support"), None),
-    # Issue 36: nine fast steps, progress published by workflow time — the run records the patch marker
+    # Nine fast steps, progress published by workflow time — the run records the patch marker
     # (`progress-by-time`) where the rule of every 5th step would have upserted.
     "migration-by-time": (AgentInput(agent="migration", options={"records": 8}), None),
-    # Issue 50: progress published by the activities' work — two migrations of 2.1 s each publish it mid-run,
+    # Progress published by the activities' work — two migrations of 2.1 s each publish it mid-run,
     # their `worked_ms` in the tool results; the record says `progress_by_work`.
     "migration-by-work": (AgentInput(agent="migration", options={"records": 2, "step_delay": 2.1}), None),
 }

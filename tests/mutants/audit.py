@@ -5,13 +5,14 @@ the test files that state the rule, the catching file first. A mutant is *caught
 first failing test is named: `-x`), and *survives* when they pass. Nothing is committed: each mutant is applied
 to a scratch copy (tests/mutants/scratch.py), after the same tests passed on the unmutated copy.
 
-    python -m tests.mutants audit                   # every mutant of the latest audit (3), one at a time
+    python -m tests.mutants audit                   # every mutant of the latest audit (4), one at a time
     python -m tests.mutants audit --only M07 --only M08
     python -m tests.mutants audit --audit 2 --only N01
     python -m tests.mutants audit --list            # what each breaks, and its tests
 
-Audit 2's catalogue is below, audit 3's in tests/mutants/audit_3.py. `tests/mutants/test_audit_catalogue.py`
-keeps the catalogues in step with the code: every text still there once, every test file still there.
+Audit 2's catalogue is below, audit 3's in tests/mutants/audit_3.py, audit 4's in tests/mutants/audit_4.py.
+`tests/mutants/test_audit_catalogue.py` keeps the catalogues in step with the code: every text still there once,
+every test file still there.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 from tests.mutants.audit_3 import AUDIT_3
+from tests.mutants.audit_4 import AUDIT_4
 from tests.mutants.mutant import AuditMutant, _t
 from tests.mutants.scratch import copy_repository, preload, replaced, run_tests
 
@@ -351,7 +353,7 @@ AUDIT_2 = [
         _t("temporal/mcp"),
     ),
 ]
-AUDITS = {"2": AUDIT_2, "3": AUDIT_3}
+AUDITS = {"2": AUDIT_2, "3": AUDIT_3, "4": AUDIT_4}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -274,8 +274,8 @@ AUDIT_3 = [
     AuditMutant(
         "M28",
         "duragent/_sticky.py",
-        '" AND (AgentStatus IN ({statuses}) OR AgentStatus IS NULL)"',
-        '" AND AgentStatus IN ({statuses})"',
+        'f" AND ({named} OR AgentStatus IS NULL)" if unlabelled',
+        'f" AND {named}" if unlabelled',
         "runs without our search attributes (no AgentStatus) are released too",
         _t("temporal/sticky_release"),
     ),
@@ -338,8 +338,8 @@ AUDIT_3 = [
     AuditMutant(
         "M36",
         "duragent/_activities/webhook.py",
-        "problem = resolved_problem(await _addresses(input.url), allow_loopback=self.allow_loopback)",
-        "problem = resolved_problem(await _addresses(input.url), allow_loopback=True)",
+        "problem = resolved_problem(addresses, allow_loopback=self.allow_loopback)",
+        "problem = resolved_problem(addresses, allow_loopback=True)",
         "at delivery, a webhook host that RESOLVES to loopback is refused without the operator's opt-in",
         _t("ops/webhook_targets"),
     ),

@@ -12,6 +12,7 @@ import pytest
 
 from tests.mutants.audit import AUDIT_2, AUDITS, AuditMutant
 from tests.mutants.audit_3 import AUDIT_3
+from tests.mutants.audit_4 import AUDIT_4
 from tests.mutants.scratch import ROOT, copy_repository
 from tests.mutants.sweep import TARGETS
 
@@ -26,7 +27,13 @@ def test_audit_3_has_its_40_mutants_once_each_four_of_them_equivalent() -> None:
     assert AUDITS["3"] is AUDIT_3
 
 
-@pytest.mark.parametrize("mutant", AUDIT_2 + AUDIT_3, ids=[m.id for m in AUDIT_2 + AUDIT_3])
+def test_audit_4_has_its_43_mutants_once_each_none_equivalent() -> None:
+    assert [m.id for m in AUDIT_4] == [f"P{n:02d}" for n in range(1, 44)]
+    assert [m.id for m in AUDIT_4 if m.equivalent] == []
+    assert AUDITS["4"] is AUDIT_4
+
+
+@pytest.mark.parametrize("mutant", AUDIT_2 + AUDIT_3 + AUDIT_4, ids=[m.id for m in AUDIT_2 + AUDIT_3 + AUDIT_4])
 def test_each_audit_mutant_still_applies_and_names_its_tests(mutant: AuditMutant) -> None:
     assert (ROOT / mutant.path).read_text().count(mutant.old) == 1, f"{mutant.path} no longer has {mutant.old!r}"
     assert mutant.new != mutant.old and mutant.tests

@@ -1,8 +1,8 @@
-"""Security review 2, E3 (N3) through the runs API, as maria uses it: a stack (dev server, a worker process
-that requires signed decisions, `starter.py serve` holding maria's key), and an attacker with a plain Temporal
-client who starts a decoy whose memo lists a harmless refund under a real run's name and hash. `/approvals` and
-the inbox page show what the runs themselves report; an approval of what is shown is signed, also for a call a
-delegated run waits on (mutation audit 2, N34, over HTTP)."""
+"""What a person approves is what the run reports, through the runs API, as maria uses it: a stack (dev server, a
+worker process that requires signed decisions, `starter.py serve` holding maria's key), and an attacker with a plain
+Temporal client who starts a decoy whose memo lists a harmless refund under a real run's name and hash. `/approvals`
+and the inbox page show what the runs themselves report; an approval of what is shown is signed, also for a call a
+delegated run waits on."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Prune archives hold decoded runs (transcripts, tool results, approvals), so they are owner-only whatever the
-umask (review N13): the file 0600, in a directory created 0700 — as the stores are. Both engines' prunes write
+umask: the file 0600, in a directory created 0700 — as the stores are. Both engines' prunes write
 through `ArchiveWriter`; `job prune` is run as an operator runs it, with `--archive-dir` outside the data
 directory's protection."""
 

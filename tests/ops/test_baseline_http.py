@@ -68,7 +68,7 @@ def test_unknown_runs_are_404_json(api: httpx.Client, job: Job) -> None:
 
 
 def test_every_route_needs_a_token_and_a_viewer_may_only_read(job: Job, api: httpx.Client) -> None:
-    """Review M2: 401 without a token or with an unknown one, 403 for a viewer's POST; the approver's name
+    """401 without a token or with an unknown one, 403 for a viewer's POST; the approver's name
     is what the cancellation records."""
     worker = job.spawn("run", "--id", "x", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("x"), what="the first record")
@@ -98,8 +98,8 @@ def test_every_route_needs_a_token_and_a_viewer_may_only_read(job: Job, api: htt
 
 def test_cross_site_and_rebinding_requests_are_refused(job: Job, api: httpx.Client) -> None:
     """A page the operator opens can send a `text/plain` POST without a preflight, and a rebinding page
-    sends its own Host: neither gets through (review M2). The browser names the page's origin: 403 (review 3,
-    T6); and were it to name none, such a body is still not JSON: 415."""
+    sends its own Host: neither gets through. The browser names the page's origin: 403;
+    and were it to name none, such a body is still not JSON: 415."""
     worker = job.spawn("run", "--id", "y", "--scenario", "migration", "--option", "step_delay=0.5")
     eventually(lambda: job.effects("y"), what="the first record")
     evil = {"Origin": "https://evil.example"}
@@ -244,7 +244,7 @@ def test_webhook_on_terminal_state_is_signed_retried_until_delivered_and_shown_r
 
 
 def test_a_webhook_that_cannot_be_delivered_is_said_when_the_run_ends(job: Job) -> None:
-    """Review L13: the run is done (exit 0), and the person who ran it is told its webhook did not arrive."""
+    """The run is done (exit 0), and the person who ran it is told its webhook did not arrive."""
     job.extra_env |= {"AGENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1"}
     with socket.socket() as probe:  # a loopback port nothing listens on
         probe.bind(("127.0.0.1", 0))

@@ -70,7 +70,7 @@ def test_retention_archives_then_deletes_and_never_touches_active_runs(
 def test_prune_is_a_dry_run_unless_yes_and_refuses_a_negative_or_zero_retention(
     job: Job, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 23 (review M17): `--completed-days -1` archived and deleted every run. A retention must be
+    """`--completed-days -1` archived and deleted every run. A retention must be
     positive (`--all --yes` is the explicit way to take every finished run), and without `--yes` prune only
     lists what it would take."""
     assert job.cli("run", "--id", "recent", "--scenario", "billing") == 0

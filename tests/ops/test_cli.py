@@ -198,7 +198,7 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         found = sorted([w.id async for w in dev_env.client.list_workflows(query)])
         assert found == sorted(ids)
 
-        # Approving needs the hash the approver saw (security review L7): without it, nothing is approved
+        # Approving needs the hash the approver saw: without it, nothing is approved
         # and the call is shown with the hash to confirm; a wrong hash is refused.
         code, _, err = await starter("approve", ids[0], "--by", "maria", settings=settings)
         assert code == 2
@@ -224,7 +224,7 @@ async def test_pending_approve_deny_through_the_cli(dev_env, task_queue, tmp_pat
         assert [(a["event"], a["approver"], a["reason"]) for a in declined["audit"]] == [
             ("declined", "tom", "duplicate")
         ]
-        # A decision for a run that has ended: one line, nothing sent (issue 23: no traceback).
+        # A decision for a run that has ended: one line, nothing sent (no traceback).
         code, _, err = await starter("approve", ids[1], "--by", "late", "--yes", settings=settings)
         assert code == 1
         assert_one_clear_line(err, f"run {ids[1]} has already ended (completed)")

@@ -1,6 +1,6 @@
 """Every command line, every subcommand, with bad input: exactly one line on stderr, the documented non-zero
-exit code, never a traceback (issue 23; the boundary is duragent/_ops/cli/boundary.py). And the same bad flag gets the
-same message in `starter.py` and `job`, which are built of the same arguments (issue 32).
+exit code, never a traceback (the boundary is duragent/_ops/cli/boundary.py). And the same bad flag gets the
+same message in `starter.py` and `job`, which are built of the same arguments.
 
 The cases run in-process through each command line's `main(argv)`, in an environment of their own (Temporal
 pointed at a port where nothing listens, so a command that tried to connect before rejecting its input would

@@ -1,4 +1,4 @@
-"""The newcomer's review (issue 23, ../shared/reviews/newcomer-trial.md), finding by finding, as a user meets
+"""A newcomer's frictions, one by one, as a user meets
 each one: the real commands as subprocesses, against a real Temporal server. Bad input that needs no server
 is in tests/ops/test_cli_bad_input.py."""
 
@@ -39,7 +39,7 @@ async def terminate(env, run_id: str) -> None:
 async def test_waits_without_a_worker_print_the_id_first_say_what_they_wait_for_and_time_out(
     dev_env, task_queue, tmp_path
 ):
-    """M14, L20: with no worker up, `run --wait` and `result` hung in silence and Ctrl-C lost the id."""
+    """With no worker up, `run --wait` and `result` hung in silence and Ctrl-C lost the id."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"nw-{task_queue}"
     code, out, err = await starter("run", "billing", "--id", run_id, "--wait", "--timeout", "6", settings=settings)
@@ -62,7 +62,7 @@ async def test_waits_without_a_worker_print_the_id_first_say_what_they_wait_for_
 
 
 async def test_a_model_that_keeps_failing_is_named_while_waiting(dev_env, task_queue, tmp_path, ledger):
-    """M15: a model endpoint that refuses connections looked like a silent hang (`step 0, model call 1`)."""
+    """A model endpoint that refuses connections looked like a silent hang (`step 0, model call 1`)."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"model-{task_queue}"
     nowhere = Settings(local_model_url=f"http://127.0.0.1:{free_port()}/v1")
@@ -81,7 +81,7 @@ async def test_a_model_that_keeps_failing_is_named_while_waiting(dev_env, task_q
 async def test_conflicting_decisions_with_no_worker_up_the_second_is_told_the_first_is_queued(
     dev_env, task_queue, tmp_path, ledger
 ):
-    """M16 (and H3 for a run that ended): with no worker, approve then deny were both told they "apply when
+    """With no worker (and for a run that ended), approve then deny were both told they "apply when
     a worker picks up" the run; the deny was then rejected without anyone being told."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"refund-{task_queue}"
@@ -112,7 +112,7 @@ async def test_conflicting_decisions_with_no_worker_up_the_second_is_told_the_fi
 
 
 async def test_ended_runs_cancel_alike_in_both_clis_and_a_failed_run_says_why(dev_env, task_queue, tmp_path, ledger):
-    """M6, L1, L3 and the review's section 3: `cancel` of an ended run said "effects will be compensated" and
+    """`cancel` of an ended run said "effects will be compensated" and
     exited 0; `run trip --wait` printed `— None`; `status` of a failed run printed `step None`."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     async with new_worker(dev_env.client, task_queue, type(ledger)(settings.ledger_path)):
@@ -148,7 +148,7 @@ async def test_ended_runs_cancel_alike_in_both_clis_and_a_failed_run_says_why(de
 
 
 async def test_approving_a_run_cancelled_while_it_waited_is_one_line(dev_env, task_queue, tmp_path, ledger):
-    """H3, the review's own sequence: `run refund`, `cancel` while it waits for the approval, then `approve`
+    """The sequence: `run refund`, `cancel` while it waits for the approval, then `approve`
     — once a 3-part traceback (the memo still listed the approval; the update and the signal both failed)."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"refund-zero-{task_queue}"
@@ -171,7 +171,7 @@ async def test_approving_a_run_cancelled_while_it_waited_is_one_line(dev_env, ta
 
 
 async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_queue, tmp_path, ledger):
-    """L8: approving a call already approved, while the run waits on its next one, said only "no pending
+    """Approving a call already approved, while the run waits on its next one, said only "no pending
     approval"; it names the first decision, as `job` does, and changes nothing."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"pay-{task_queue}"
@@ -197,7 +197,7 @@ async def test_a_second_approval_of_a_call_says_who_decided_it(dev_env, task_que
 async def test_a_run_whose_undo_keeps_failing_says_compensation_failed_and_what_is_left(
     dev_env, task_queue, tmp_path, ledger
 ):
-    """L19: `run trip --option compensation_failures=100 --wait` ended `failed: CompensationRetry: ... (attempt 5)`,
+    """`run trip --option compensation_failures=100 --wait` ended `failed: CompensationRetry: ... (attempt 5)`,
     the innermost activity error; it says the run's own state and what remains to undo."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     run_id = f"trip-cf-{task_queue}"
@@ -222,7 +222,7 @@ async def _closed(env, run_id: str) -> bool:
 
 
 async def test_an_unknown_namespace_is_one_line_for_the_commands_and_the_worker(dev_env, task_queue, tmp_path):
-    """M10, M13: tracebacks ending `Namespace nope is not found`, and `status` blaming the run id."""
+    """Tracebacks ending `Namespace nope is not found`, and `status` blaming the run id."""
     settings = dev_settings(dev_env, task_queue, tmp_path)
     nope = Settings(address=settings.address, namespace="nope", task_queue=task_queue, ledger_path=tmp_path / "l.db")
     expected = f"namespace 'nope' does not exist on {settings.address}"
@@ -236,7 +236,7 @@ async def test_an_unknown_namespace_is_one_line_for_the_commands_and_the_worker(
 
 
 async def test_web_ui_links_follow_the_server_in_use(tmp_path):
-    """M1, L4, L6: links always named port 8233; the server's banner ignored --json; ids were not escaped."""
+    """Links always named port 8233; the server's banner ignored --json; ids were not escaped."""
     port, ui_port = free_port(), free_port()
     env = os.environ | {"AGENT_DATA_DIR": str(tmp_path / "data"), "PYTHONUNBUFFERED": "1"}
     env.pop("TEMPORAL_UI_URL", None)
@@ -285,7 +285,7 @@ async def test_web_ui_links_follow_the_server_in_use(tmp_path):
 
 
 async def test_when_the_server_goes_away_watch_says_so_and_the_worker_log_stays_json(tmp_path):
-    """H4, M18: the SDK core's Rust retry warnings were printed over `watch`'s bar, which then blamed the
+    """The SDK core's Rust retry warnings were printed over `watch`'s bar, which then blamed the
     worker and ended in a traceback; the same warnings, coloured, were mixed into the worker's JSON log."""
     server = devserver.start_on_free_ports(tmp_path / "dev.db", log=tmp_path / "server.log")
     settings = Settings(
@@ -331,7 +331,7 @@ async def test_when_the_server_goes_away_watch_says_so_and_the_worker_log_stays_
 
 
 def test_job_takes_run_ids_positionally_prints_them_first_and_serve_says_where(tmp_path: Path):
-    """L9, L11, L14, section 3: `job status --messages` printed no transcript without --json, `job serve`
+    """`job status --messages` printed no transcript without --json, `job serve`
     printed nothing (and exited 3 on a busy port), `job run` never printed the run id it generated."""
     job = [sys.executable, "-m", "duragent._ops.cli.job"]
     common = ["--db", str(tmp_path / "b.db"), "--ledger", str(tmp_path / "l.db")]

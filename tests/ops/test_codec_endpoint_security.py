@@ -1,5 +1,5 @@
-"""The codec endpoint fails closed (review M3), checks the Host header (DNS rebinding), bounds what an
-unauthenticated client can hold (L4), and keeps the token out of the session cookie (L5). Real HTTP over
+"""The codec endpoint fails closed, checks the Host header (DNS rebinding), bounds what an
+unauthenticated client can hold, and keeps the token out of the session cookie. Real HTTP over
 loopback, served as `python starter.py codec-server` serves it (tests/support/serving.py); the server's own
 process for the start-up rules."""
 
@@ -204,7 +204,7 @@ def test_past_the_connection_limit_a_new_connection_is_refused_and_held_ones_are
 
 
 def test_idle_strangers_past_their_share_make_room_for_a_newcomer() -> None:
-    """Review 3, T4: connections without an authenticated request may hold 3 of 4 slots once past their grace
+    """Connections without an authenticated request may hold 3 of 4 slots once past their grace
     (`STRANGER_GRACE`, 1 s to send a request); with a fourth, the one that waited longest is closed without an
     answer when the grace ends. Nobody waits on the read timeout."""
     c = codec()

@@ -3,7 +3,7 @@ pinned images, health checks and the start order they imply, the worker's enviro
 the search attributes the setup job creates against duragent/_workflows/search_attributes.py, the stores every
 worker replica shares (the agents' own database in Temporal's PostgreSQL; the job that creates it is run
 for real against a PostgreSQL, then `starter.py migrate` as the workers' role), and the secrets: every one a
-file `make secrets` generates and compose mounts, none a variable (review L12), approver keys required."""
+file `make secrets` generates and compose mounts, none a variable, approver keys required."""
 
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ def test_worker_environment_matches_settings(
     assert set(approver_public_keys(settings)) == {"maria"}  # only her signed decisions count
     assert settings.openai_api_key is None  # an empty file: no `openai:` models
     assert load_secret(settings) == (mounted / "webhook_secret").read_text().strip().encode()  # deliveries are signed
-    assert load_worker_keys(settings) is not None  # what the workflows schedule is sealed (issue 51, item 4)
+    assert load_worker_keys(settings) is not None  # what the workflows schedule is sealed
     assert settings.database_url == env["AGENT_DATABASE_URL"]
     assert (settings.deployment_name, settings.build_id) == ("durable-agents", "0.1.0")
 
@@ -438,7 +438,7 @@ SECRET_NAME = re.compile(r"PASSWORD|PWD|SECRET|TOKEN|API_KEY|CODEC_KEYS|APPROVER
 def test_secrets_are_mounted_files_never_variables(
     compose: dict[str, Any], services: dict[str, dict[str, Any]]
 ) -> None:
-    """Review L12: no password, token or key is a variable (which `docker inspect` and `docker compose config`
+    """No password, token or key is a variable (which `docker inspect` and `docker compose config`
     show, and `.env` holds in plaintext): each is a file `make secrets` made, declared once, mounted only into
     the services that use it, and read there through a *_FILE variable or the service's own script."""
     declared = compose["secrets"]

@@ -1,4 +1,4 @@
-"""Review 3, T4, played as the attacker on `job serve` (a real server process, real sockets on loopback): a
+"""Played as the attacker on `job serve` (a real server process, real sockets on loopback): a
 viewer holding as many event streams as the server has connections, and a local process without a token
 holding idle sockets (and reopening each one the server closes), keep no approver from listing runs and
 deciding. The server's bounds are its defaults (64 connections, 48 of them for unauthenticated ones, 4
@@ -149,7 +149,7 @@ def test_a_process_without_a_token_holding_idle_sockets_keeps_no_approver_out(st
 
 
 def test_an_approver_gets_in_while_a_process_reopens_every_socket_the_server_closes(stack: ApiStack) -> None:
-    """review 3's e_slots_loop.py: 64 threads, each reopening its socket the moment the server closes it."""
+    """The slot-hogging loop: 64 threads, each reopening its socket the moment the server closes it."""
     run_id = start_refund(stack)
     port = port_of(stack)
     stop = threading.Event()
@@ -190,7 +190,7 @@ def test_an_approver_gets_in_while_a_process_reopens_every_socket_the_server_clo
 
 
 def test_a_client_with_fifty_requests_in_flight_gets_fifty_answers(stack: ApiStack) -> None:
-    """Issue 50 (found by the bench's approvals through the runs API): a client with many requests at once
+    """A client with many requests at once
     opens as many connections in one burst, accepted before any of their requests is read. Judged at accept
     time, everyone past the strangers' share (48) was closed unanswered (`httpx.ReadError`); each now has
     `STRANGER_GRACE` to send its request, and all 50 are answered."""

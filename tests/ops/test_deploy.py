@@ -234,7 +234,7 @@ class Receiver(BaseHTTPRequestHandler):
 
 
 def worker(settings: Settings, log: Path, *args: str, env: dict[str, str] | None = None) -> WorkerProcess:
-    # The receiver listens on loopback: the operator's opt-in lets these workers deliver there (review N8).
+    # The receiver listens on loopback: the operator's opt-in lets these workers deliver there.
     env = {"AGENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "AGENT_WEBHOOK_ALLOW_LOOPBACK": "1"} | (env or {})
     return WorkerProcess(settings, log=log, extra_env=env, command=[sys.executable, *args, *AGENTS]).wait_ready()
 

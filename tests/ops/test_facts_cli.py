@@ -107,7 +107,7 @@ def test_bad_input_is_one_line_and_exit_2_and_forgets_nothing(remembered, capsys
 
 
 def test_a_blank_namespace_is_refused_when_parsed(data_dir, capsys) -> None:
-    assert starter.main(["facts", "--namespace", " "]) == 2  # the boundary returns the exit code (issue 23)
+    assert starter.main(["facts", "--namespace", " "]) == 2  # the boundary returns the exit code
     [line] = capsys.readouterr().err.splitlines()
     assert "namespace must not be blank" in line
 

@@ -1,4 +1,4 @@
-"""What agents remember, over HTTP (issue 21 item 3): the `courier` agent learns a fact in a run started
+"""What agents remember, over HTTP: the `courier` agent learns a fact in a run started
 through the API, the API lists it with its source, an approver forgets that source (recorded as the token's
 identity), and the next run no longer knows — the same on both engines, each serving the workers' fact
 store. Bad input is refused with nothing forgotten."""

@@ -91,7 +91,7 @@ def test_startup_rule_and_hosts() -> None:
         "localhost.evil.example:8765",
         "[::2]:80",
         "127.0.0.1.nip.io",
-        # whatever follows the host must be a port (review 3, (e)): not a userinfo trick, not junk
+        # whatever follows the host must be a port: not a userinfo trick, not junk
         "localhost:80@evil.example",
         "localhost:@evil",
         "[::1]evil",

@@ -1,5 +1,5 @@
 """`job serve` starts a worker process per run, and a refund waiting for approval keeps its process for up to a
-day (about 80 MB): so the server drives at most `--max-runs` at once (review N11). An approver who floods
+day (about 80 MB): so the server drives at most `--max-runs` at once. An approver who floods
 `POST /runs` gets 429 with `Retry-After` past the cap, nothing recorded or started; a slot freed by a run that
 ended is used again. Real server process, real HTTP, real worker processes counted in /proc."""
 

@@ -1,6 +1,6 @@
 """The one login flow (duragent/_ops/http/login.py), as every app we serve has it, played over real HTTP on loopback
 (tests/support/serving.py): a page on another site can neither sign a browser in as the attacker nor sign it
-out (review 3, T6), and the session cookie is `Secure` behind a TLS proxy (mutation audit 3, M35)."""
+out, and the session cookie is `Secure` behind a TLS proxy."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from duragent._ops.http.auth import HttpAuth, TokenTable
 from duragent._ops.http.base import new_app
+from duragent._ops.http.origin import same_origin
 from tests.support.serving import Served, serving
 
 VICTIM = "victim-token-0123456789abcdef"
@@ -101,3 +102,18 @@ def test_the_session_cookie_is_secure_behind_a_tls_proxy_and_only_there(served: 
 
         plain = client.post("/login", data={"token": VICTIM})
         assert plain.status_code == 303 and "secure" not in plain.headers["set-cookie"].lower()
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "same"),
+    [
+        ("https://agents.example:8443", "agents.example", False),  # a Host without a port is the default port only
+        ("http://agents.example:8080", "agents.example", False),
+        ("https://agents.example", "agents.example", True),
+        ("https://agents.example:443", "agents.example", True),
+        ("http://agents.example", "agents.example:80", True),
+        ("https://agents.example:8443", "agents.example:8443", True),
+    ],
+)
+def test_an_origin_is_the_hosts_only_on_the_port_the_host_names(origin: str, host: str, same: bool) -> None:
+    assert same_origin(origin, host) is same

@@ -117,7 +117,7 @@ def test_the_skip_line_names_the_missing_package(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(modelserver.metadata, "version", not_installed)
     reason = modelserver.missing()
-    assert reason is not None and reason.startswith("llama-cpp-python is not installed: make llm")
+    assert reason is not None and reason.startswith('llama-cpp-python is not installed: pip install "duragent[llm]"')
 
 
 def test_no_server_at_the_url_is_a_clear_error() -> None:

@@ -1,4 +1,4 @@
-"""One command-line convention for both engines (issue 32): `starter.py` (Temporal) and `job` (the checkpoint
+"""One command-line convention for both engines: `starter.py` (Temporal) and `job` (the checkpoint
 engine) take the same flags with the same defaults for the same things, look in the same data directory, and
 take an agent and a run id the same two ways. In-process through each `main(argv)`, no server needed. (Each
 bad input's one line and exit code, and the same message in both: tests/ops/test_cli_bad_input.py.)"""
@@ -86,7 +86,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_with_agent_data_dir_set_job_starter_and_worker_use_the_same_ledger(data_dir: Path, capsys) -> None:
-    """Issue 32 (review §3 point 2, newcomer L12): `job`'s --db and --ledger defaulted to `.data/` under the
+    """`job`'s --db and --ledger defaulted to `.data/` under the
     working directory and ignored AGENT_DATA_DIR, so `job run` and `starter.py effects` looked in different
     places. Now both read the one Settings: the run's effect is where `starter.py effects` and the worker look."""
     assert job_cli.main(["run", "billing", "--id", "b-1"]) == 0
@@ -124,7 +124,7 @@ def test_only_the_repositorys_command_lines_fall_back_to_the_demo_agents(monkeyp
     commands (`duragent-job` here): the repository's starter.py and worker.py name the demo agents as their own,
     and AGENT_MODULES or --agents replaces them in all three."""
     monkeypatch.delenv("AGENT_MODULES", raising=False)
-    with pytest.raises(AgentModuleError, match="give --agents MODULE or set AGENT_MODULES"):
+    with pytest.raises(AgentModuleError, match=r"give --agents MODULE \(a module of yours exporting `agents`\)"):
         module_names()
 
     def agents(cli: Any, argv: list[str]) -> list[str]:  # as each entry point resolves them, settings read
@@ -133,7 +133,8 @@ def test_only_the_repositorys_command_lines_fall_back_to_the_demo_agents(monkeyp
         return args.agents
 
     assert agents(starter.parser, ["run", "billing"]) == ["examples"] == agents(worker.parser, [])
-    with pytest.raises(AgentModuleError, match="no agents module named: give --agents MODULE or set AGENT_MODULES"):
+    named = r"no agents module named: give --agents MODULE \(a module of yours exporting `agents`\)"
+    with pytest.raises(AgentModuleError, match=named):
         agents(job_cli.parser, ["status", "x"])
     monkeypatch.setenv("AGENT_MODULES", "my.agents, more.agents")
     assert agents(starter.parser, ["serve"]) == ["my.agents", "more.agents"]
@@ -152,7 +153,7 @@ def test_only_the_repositorys_command_lines_fall_back_to_the_demo_agents(monkeyp
     ],
 )
 def test_a_flag_error_names_the_flag_typed_and_the_commands_help(data_dir: Path, capsys, main, argv, said) -> None:
-    """Newcomer L17: `poll_seconds: Input should be greater than 0` named the internal field, and a parse
+    """`poll_seconds: Input should be greater than 0` named the internal field, and a parse
     error said `(see job --help)` rather than the subcommand's help."""
     capsys.readouterr()
     assert main(argv) == 2

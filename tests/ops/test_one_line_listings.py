@@ -1,4 +1,4 @@
-"""A listing line stays one line whatever the model put in it (review N14): a gated call whose argument ends
+"""A listing line stays one line whatever the model put in it: a gated call whose argument ends
 with a newline and a forged `pending` line for a harmless call is listed as one line, the forgery escaped in
 it — by `starter.py pending`, `approve`, `result`, `watch`, `effects`, and by the checkpoint engine's `job status`
 and `job effects`. The model plays the attacker (tests/support/hostile_agents.py, `t-newline`)."""

@@ -1,5 +1,5 @@
 """Untrusted text (tool arguments, labels, outputs a model chose) reaches a terminal only as printable text:
-C0/C1 control characters and bidi overrides are shown escaped, never interpreted (review L8)."""
+C0/C1 control characters and bidi overrides are shown escaped, never interpreted."""
 
 from __future__ import annotations
 

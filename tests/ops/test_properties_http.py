@@ -571,7 +571,7 @@ def test_every_hostile_value_in_every_field_gets_a_4xx_and_changes_no_run(target
                 answer = send(t.port, request)
                 _check_answer(t, request, answer)
                 statuses[answer.status] = statuses.get(answer.status, 0) + 1
-    # 429: `job serve` already drives --max-runs runs (review N11); the valid starts here outpace their workers.
+    # 429: `job serve` already drives --max-runs runs; the valid starts here outpace their workers.
     assert {s for s in statuses if s >= 300} <= {409, 413, 422, 429}, statuses
     assert {run_id: _state(t, run_id) for run_id in (t.done, t.waits)} == before
     with t.api() as api:

@@ -1,5 +1,5 @@
-"""A cron or retry chain under our workflow type, made by any Temporal client, no longer stops retention
-(review N12): `prune` skips the chain with its reason and archives and deletes every other due run."""
+"""A cron or retry chain under our workflow type, made by any Temporal client, no longer stops retention:
+`prune` skips the chain with its reason and archives and deletes every other due run."""
 
 from __future__ import annotations
 

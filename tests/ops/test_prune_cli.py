@@ -4,15 +4,17 @@ bad flag's one line and exit code: tests/ops/test_cli_bad_input.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 import starter
 from duragent._ops.retention.archive import write_archive
-from duragent._ops.retention.policy import ANSWERED, Policy
+from duragent._ops.retention.policy import ANSWERED, Policy, find_due
 
 RECORDS = [
     {"run_id": "billing-1", "agent": "billing", "status": "completed", "temporal_status": "completed",
@@ -126,3 +128,11 @@ def test_a_run_temporal_did_not_close_as_completed_is_kept_the_longer_time_whate
     answer as far as Temporal knows: it is kept for postmortems like any other failure."""
     policy = Policy(completed_days=30, failed_days=90)
     assert [policy.days_for(temporal_status, status) for status in ANSWERED] == [90] * len(ANSWERED)
+
+
+@pytest.mark.parametrize("queue", ['agents" OR WorkflowType != "x', "agents\\"])
+def test_a_task_queue_that_would_change_the_visibility_query_is_refused(queue: str) -> None:
+    """The queue is spliced into prune's visibility query: a quote or backslash in it would change the query
+    (`TaskQueue = "agents" OR WorkflowType != "x"` lists every workflow of the namespace)."""
+    with pytest.raises(ValueError, match="cannot be put in a visibility query"):
+        asyncio.run(find_due(None, datetime.now(UTC), Policy(), task_queue=queue))  # type: ignore[arg-type]

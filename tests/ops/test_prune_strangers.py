@@ -1,4 +1,4 @@
-"""Review T7: any Temporal client may run a workflow of its own under the name `AgentWorkflow`, on a queue of its
+"""Any Temporal client may run a workflow of its own under the name `AgentWorkflow`, on a queue of its
 own, that returns something else than an `AgentResult`. Every `prune --yes` used to abort on it (`invalid input:
 Input should be an object`), so retention stopped for everybody. Played on a dev server: the stranger's run is
 there, closed and due, next to real runs. Listing every queue, prune archives and deletes the real run and says
@@ -7,6 +7,7 @@ listed."""
 
 from __future__ import annotations
 
+import argparse
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from duragent._client import AgentClient
+from duragent._config.settings import Settings
+from duragent._ops.cli.prune import add_arguments, cmd_prune
 from duragent._ops.retention.archive import read_archive
 from duragent._ops.retention.journal import SqlitePruneJournal
 from duragent._ops.retention.policy import Policy
@@ -65,3 +68,32 @@ async def test_a_strangers_agent_workflow_is_skipped_with_its_reason_and_the_rea
     )
     assert queued.archived == [third] and queued.skipped == []
     assert not await gone(client, stranger)  # not ours: left to an operator
+
+
+async def test_the_prune_command_lists_the_agents_queue_only(
+    prune_env: WorkflowEnvironment, task_queue: str, tmp_path: Path, ledger: EffectsLedger, capsys
+) -> None:
+    """`starter.py prune` itself (not `prune()` called with a queue): a stranger's `AgentWorkflow` on a queue of
+    its own, closed and due, is not listed; the agents' run is."""
+    client = await fresh_namespace(prune_env)
+    batch = uuid.uuid4().hex[:6]
+    stranger, ours = f"rogue-{batch}", f"billing-{batch}"
+    async with Worker(client, task_queue=f"rogue-q-{batch}", workflows=[ForeignResult]):
+        assert await client.execute_workflow("AgentWorkflow", "hello", id=stranger, task_queue=f"rogue-q-{batch}")
+    async with new_worker(client, task_queue, ledger):
+        await (await AgentClient(client, task_queue=task_queue).start("billing", run_id=ours)).result()
+    await eventually(lambda: visible_as_closed(client, {stranger, ours}), what="both runs listed closed")
+    settings = Settings(
+        address=client.service_client.config.target_host,
+        namespace=client.namespace,
+        task_queue=task_queue,
+        data_dir=tmp_path,
+        ledger_path=ledger.path,
+    )
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    parser.add_argument("--json", action="store_true")
+    later = (datetime.now(UTC) + timedelta(days=91)).isoformat()
+    assert await cmd_prune(parser.parse_args(["--now", later, "--json"]), settings) == 0
+    listed = capsys.readouterr().out
+    assert ours in listed and stranger not in listed, listed

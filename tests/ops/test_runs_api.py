@@ -138,7 +138,7 @@ def test_approve_a_refund_once_with_the_caller_as_approver_and_a_second_decision
 
 
 def test_a_delegated_runs_approval_names_its_root_and_path_and_deciding_it_reaches_the_child(stack, api):
-    """Issue 18: `support` hands the refund to `billing-desk`, a child run; its approval is listed with the
+    """`support` hands the refund to `billing-desk`, a child run; its approval is listed with the
     root run and the path down to the child, and approving it on the child's run finishes the whole tree."""
     root = start(api, "support")
     child = f"{root}~2.1"  # the child's id is derived from the parent's call (agentic.delegation.child_run_id)
@@ -255,7 +255,7 @@ def test_every_route_needs_a_token_a_viewer_only_reads_and_the_schema_is_for_cal
 
 
 def test_logout_ends_the_session_on_the_server_not_only_in_the_browser(stack):
-    """Mutation audit 2, N25: a copy of the cookie (taken before the sign-out) must be worth nothing after it."""
+    """A copy of the cookie (taken before the sign-out) must be worth nothing after it."""
     with stack.client(None) as browser:
         signed_in = browser.post("/login", data={"token": APPROVER}, follow_redirects=False)
         assert signed_in.status_code == 303 and signed_in.headers["location"] == "/inbox"
@@ -272,7 +272,7 @@ def test_logout_ends_the_session_on_the_server_not_only_in_the_browser(stack):
 
 
 def test_a_cross_site_page_cannot_decide_cancel_or_start_with_the_session_cookie(stack, api):
-    """Review 3, T6, defence in depth: even were a browser to send the SameSite=Strict cookie with another
+    """Defence in depth: even were a browser to send the SameSite=Strict cookie with another
     site's request, and that request JSON, a change that comes from another site is refused and nothing
     changes; the inbox's own page, same-origin, decides."""
     run_id = start(api, "refund")

@@ -1,4 +1,4 @@
-"""Where a webhook may go (review N8). Whoever starts a run chooses its URL, and the worker POSTs from inside the
+"""Where a webhook may go. Whoever starts a run chooses its URL, and the worker POSTs from inside the
 operator's network for a day: so never to this machine's loopback unless the operator opts in
 (`AGENT_WEBHOOK_ALLOW_LOOPBACK=1`), never to a link-local address, and a name that resolves to loopback is
 loopback. The tests play the attacker — runs started with a loopback URL by a raw client, one behind a name

@@ -4,7 +4,7 @@ user's own worker, beside the user's own workflows, one of which runs an agent a
 The wheel is built from this checkout (`pip wheel --no-deps .`) and installed into fresh venvs outside the repo,
 in a project laid out the way Temporal's samples lay one out: its own `config.py`, `workflows.py`,
 `activities.py` and an `ops/` package at the root, which shadowed our top-level packages in 0.1. There the
-README's own-agent program runs as written against a dev server, and the README's testing-kit example passes
+README's own-agent program runs as written against a dev server, and the testing-kit example of docs/testing.md passes
 under pytest; then the user's own program serves their `GreetWorkflow`, their workflow with an agent step and the
 README's agent on one `Worker` of theirs (`DurableAgentsPlugin(agents=...)`), and their own test has that step
 wait a day for an approval on the time-skipping server. All of it once with the slim core plus only the extras
@@ -17,56 +17,18 @@ so the versions are the ones the suite runs on.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from duragent._config.settings import ROOT
 from tests.support.docs import code_block_after
+from tests.support.wheels import VERSION, isolated_env, new_venv, run
 from tests.temporal.test_own_agent import OrdersService
 
 # Processes of its own (pip, venvs, the user's program, a dev server).
 pytestmark = pytest.mark.system
-
-PIP_TIMEOUT = 600  # a cold pip cache downloads temporalio and pydantic-core
-
-
-def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> str:
-    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, (
-        f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    )
-    return done.stdout
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    run(
-        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-        cwd=out,
-        env=isolated_env(),
-    )
-    [built] = out.glob("duragent-*.whl")
-    return built
-
-
-def constraints(tmp: Path, *, leave_out: tuple[str, ...] = ()) -> Path:
-    """requirements.lock as pip constraints, less the packages a case pins otherwise."""
-    lines = [
-        line
-        for line in (ROOT / "requirements.lock").read_text().splitlines()
-        if line and not line.startswith("#") and line.split("==")[0].lower() not in leave_out
-    ]
-    path = tmp / "constraints.txt"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 # The user's own Temporal code, as they write it: an activity, a workflow of theirs and one with an agent as its
@@ -222,45 +184,23 @@ def user_project(tmp: Path) -> Path:
     (project / "activities.py").write_text(USERS_ACTIVITIES)
     (project / "ops" / "__init__.py").write_text('"""The user\'s own operations package."""\nOWNER = "user"\n')
     (project / "refunds.py").write_text(code_block_after("README.md", "## Your own agent"))
-    (project / "test_refunds.py").write_text(code_block_after("README.md", "## Testing your agent"))
+    (project / "test_refunds.py").write_text(code_block_after("docs/testing.md", "## Testing your agent"))
     (project / "shop_agents.py").write_text(readme_agent())
     (project / "shop.py").write_text(USERS_PROGRAM)
     (project / "test_shop.py").write_text(USERS_TEST)
     return project
 
 
-def new_venv(tmp: Path, wheel: Path, requirement: str, *extra: str, leave_out: tuple[str, ...] = ()) -> Path:
-    """A fresh venv outside the repo with the wheel installed as `requirement` (e.g. `duragent[testing]`)."""
-    where = tmp / "venv"
-    venv.EnvBuilder(with_pip=True, clear=True).create(where)
-    python = where / "bin" / "python"
-    wanted = f"{requirement} @ {wheel.as_uri()}"  # `duragent[testing] @ file:///...whl`
-    pinned = ["-c", str(constraints(tmp, leave_out=leave_out))]
-    run(  # outside the checkout's PYTHONPATH: its duragent.egg-info would read as "already installed" to pip
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", wanted, *extra, *pinned],
-        env=isolated_env(),
-        cwd=tmp,
-        timeout=PIP_TIMEOUT,
-    )
-    return python
-
-
-def isolated_env(**more: str) -> dict[str, str]:
-    """The environment of a user's shell: no PYTHONPATH into this checkout, no settings of the suite's."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "TEMPORAL_", "PYTHON"))}
-    return keep | more
-
-
 def test_the_wheel_adds_the_product_root_and_agentic_and_nothing_else(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as built:
         names = built.namelist()
     tops = {name.split("/")[0] for name in names}
-    assert tops == {"duragent", "agentic", wheel.name.split("-")[0] + "-0.2.0.dist-info"}
+    assert tops == {"duragent", "agentic", f"duragent-{VERSION}.dist-info"}
     assert "duragent/_workflows/agent.py" in names and "duragent/_activities/tools.py" in names  # mapped in
     assert "duragent/py.typed" in names and "agentic/py.typed" in names
     assert not [n for n in names if n.startswith(("duragent/examples", "duragent/bench", "tests/"))]
     with zipfile.ZipFile(wheel) as built:
-        entry_points = built.read(f"{wheel.name.split('-')[0]}-0.2.0.dist-info/entry_points.txt").decode()
+        entry_points = built.read(f"duragent-{VERSION}.dist-info/entry_points.txt").decode()
     assert "duragent = duragent._ops.cli.starter:console" in entry_points
     assert "duragent-job = duragent._ops.cli.job:console" in entry_points
 

@@ -1,5 +1,5 @@
-"""Runs whose SQLite stores sit on a small disk of the test's own that fills up mid-run, then turns read-only
-(issue 51, item 2): the durable run on a worker process with the SQLite ledger and transcript store (its
+"""Runs whose SQLite stores sit on a small disk of the test's own that fills up mid-run, then turns read-only:
+the durable run on a worker process with the SQLite ledger and transcript store (its
 activities retried by Temporal), and the checkpoint runner (`job run`, then `job resume`). Each fault is met
 with one error naming the store's file; nothing is lost or written twice (the rows are counted); the run
 finishes once the disk is writable again. The stores alone: tests/stores/test_disk_faults.py."""

@@ -1,4 +1,4 @@
-"""The SQLite stores on a small disk of the test's own that fills up, then turns read-only (issue 51, item 2):
+"""The SQLite stores on a small disk of the test's own that fills up, then turns read-only:
 every store's error names its file and the fault, nothing is half-written (the rows are counted), and the
 same write succeeds once when space returns. A run over them: tests/stores/test_disk_fault_runs.py."""
 

@@ -1,4 +1,4 @@
-"""The transcript store with the codec keys (review L1, L2): references are keyed hashes (an offline guess of
+"""The transcript store with the codec keys: references are keyed hashes (an offline guess of
 a message cannot be confirmed from the refs), each encrypted body is bound to its reference, plaintext bodies
 are refused, and what was written before encryption (or before this format) still reads."""
 

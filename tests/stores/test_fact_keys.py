@@ -1,5 +1,5 @@
 """A fact's write key (a tool call's idempotency key, `run_id:call`) is unique within its namespace, not across
-them (review N6). A run id reused after a prune — `POST /runs` takes one — once made `remember` answer with
+them. A run id reused after a prune — `POST /runs` takes one — once made `remember` answer with
 whatever row held that key, in any namespace: another customer's fact. Now a write key is looked up only in
 the run's own namespace, and a different fact under the same key there fails loudly. On both backends, and for
 files and databases made before this change (their constraints are migrated away, their rows kept)."""

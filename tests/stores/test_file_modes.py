@@ -1,4 +1,4 @@
-"""Local state is readable by its owner only (review L9): the data directory is created 0700, and every
+"""Local state is readable by its owner only: the data directory is created 0700, and every
 SQLite file (the ledger, the transcript store, the checkpoint store, their -wal/-shm) 0600, whatever the
 umask; files an earlier version left readable are tightened when opened."""
 

@@ -1,4 +1,4 @@
-"""Many writers on one real SQLite file: no "database is locked" escapes (issue 20, item 4).
+"""Many writers on one real SQLite file: no "database is locked" escapes.
 
 Every store here gets a busy timeout of 50 ms, far below what the herd needs, so SQLite's busy handler
 alone would fail these tests; what passes them is the per-file writer lock of a process and the retried

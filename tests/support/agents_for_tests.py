@@ -219,7 +219,7 @@ BIG = _agent(
 
 
 def _reused_ids() -> FakeModel:
-    """A provider that numbers calls per reply: both payments come with the id `dup` (security review H1)."""
+    """A provider that numbers calls per reply: both payments come with the id `dup`."""
 
     def next_payment(messages: Sequence[Message]) -> object:
         done = len(_results(messages))

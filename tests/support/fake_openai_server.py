@@ -24,6 +24,9 @@ class ScriptedResponse:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     echo_key: bool = False  # `{key}` in the body becomes the bearer the request sent
+    pieces: tuple[bytes, ...] = ()  # a streamed body: written one piece at a time, `piece_delay` apart
+    piece_delay: float = 0.0
+    gate: threading.Event | None = None  # a streamed body stops after its second piece until this is set
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,35 @@ def chat_completion(
 def function_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     """One wire-format tool call; `arguments` is the raw string, as providers send it."""
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def stream_events(
+    text: str = "",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    usage: dict[str, int] | None = None,
+    piece: int = 4,
+) -> list[bytes]:
+    """A streamed reply (`stream: true`) as its server-sent events: the text `piece` characters a chunk, then
+    each tool call's id and name and its arguments in pieces, then the usage (if given), then `[DONE]`."""
+
+    def event(delta: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> bytes:
+        chunk: dict[str, Any] = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0}
+        chunk |= {"model": "fake-model", "choices": [] if delta is None else [{"index": 0, "delta": delta}]}
+        return f"data: {json.dumps(chunk | (extra or {}))}\n\n".encode()
+
+    events = [event({"role": "assistant", "content": ""})]
+    events += [event({"content": text[i : i + piece]}) for i in range(0, len(text), piece)]
+    for index, call in enumerate(tool_calls or []):
+        head = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"]}}
+        events.append(event({"tool_calls": [head]}))
+        arguments = call["function"]["arguments"]
+        for i in range(0, len(arguments), piece):
+            part = {"index": index, "function": {"arguments": arguments[i : i + piece]}}
+            events.append(event({"tool_calls": [part]}))
+    if usage is not None:
+        events.append(event(None, {"usage": usage}))
+    return [*events, b"data: [DONE]\n\n"]
 
 
 class FakeOpenAIServer:
@@ -118,14 +150,24 @@ class FakeOpenAIServer:
         with self._lock:
             self._queue.append(ScriptedResponse(status, payload, all_headers, delay))
 
+    def queue_stream(
+        self, events: list[bytes], *, piece_delay: float = 0.0, gate: threading.Event | None = None
+    ) -> None:
+        """Queue a streamed reply (`stream_events(...)`), its events written `piece_delay` apart; with `gate`,
+        the rest waits after the first two events until the gate is set (a test proves a piece arrived early)."""
+        headers = {"Content-Type": "text/event-stream"}
+        response = ScriptedResponse(200, b"", headers, pieces=tuple(events), piece_delay=piece_delay, gate=gate)
+        with self._lock:
+            self._queue.append(response)
+
     def queue_error(self, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
         """Queue an error in OpenAI's shape: `{"error": {"message", "type", "code"}}`."""
         body = {"error": {"message": message, "type": "fake_error", "code": None, "param": None}}
         self.queue(body, status=status, headers=headers)
 
     def queue_key_echo(self, status: int = 401, *, raw: str | None = None) -> None:
-        """Queue a reply quoting the bearer the request sent, as OpenAI-compatible gateways do on a 401
-        (review T5): OpenAI's JSON error shape, or `raw` text with `{key}` in it."""
+        """Queue a reply quoting the bearer the request sent, as OpenAI-compatible gateways do on a 401:
+        OpenAI's JSON error shape, or `raw` text with `{key}` in it."""
         if raw is not None:
             self.queue(raw=raw, status=status)
         else:
@@ -179,6 +221,9 @@ class FakeOpenAIServer:
                 self._send(response)
 
             def _send(self, response: ScriptedResponse) -> None:
+                if response.pieces:
+                    self._send_pieces(response)
+                    return
                 try:
                     self.send_response(response.status)
                     for name, value in response.headers.items():
@@ -188,6 +233,25 @@ class FakeOpenAIServer:
                     self.wfile.write(response.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test); nothing to report
+
+            def _send_pieces(self, response: ScriptedResponse) -> None:
+                try:
+                    self.send_response(response.status)
+                    for name, value in response.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Connection", "close")  # the body ends when the connection does
+                    self.end_headers()
+                    for i, piece in enumerate(response.pieces):
+                        while i == 2 and response.gate is not None and not response.gate.wait(0.05):
+                            if server._closing.is_set():
+                                return
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        if response.piece_delay and server._closing.wait(response.piece_delay):
+                            return
+                    self.close_connection = True
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -19,7 +19,7 @@ class ForeignChain:
 
 @workflow.defn(name="AgentWorkflow")
 class ForeignResult:
-    """A stranger's `AgentWorkflow` that returns a list, not an `AgentResult` (review T7)."""
+    """A stranger's `AgentWorkflow` that returns a list, not an `AgentResult`."""
 
     @workflow.run
     async def run(self, note: str) -> list[str]:

@@ -7,6 +7,10 @@ agents module, so a worker process serves them too (`AGENT_MODULES=tests.support
 - `mcp-wipe` (T2): calls `evil__wipe_everything`, which claims to be read-only and destructive at once;
 - `mcp-trusting` (T2): trusts only `lookup` as read-only; calls it, then `evil__export_all`, which claims
   read-only too.
+- `mcp-bulk` (review 4, U2): its server's `bulk` tool has `MAX_PATTERNS` patternProperties (the most a listing
+  takes) and no additional properties; the model sends it `BULK_CALLS` calls at once, each with `BULK_KEYS`
+  keys — patterns times keys searches per check;
+- `mcp-patterns` (U2): the same server with 3,000 patterns, the review's schema: refused at listing.
 
 Each model's answer is the tool results it read, joined by " | ".
 """
@@ -21,14 +25,31 @@ from typing import Any
 
 from agentic import Agent, Budget, FakeModel, Message, Registry, tool_call
 from agentic.mcp import MCPServer
+from agentic.mcp.schema_check import MAX_PATTERNS
 
 SERVER = str(Path(__file__).with_name("hostile_mcp_server.py"))
+PATTERN_HEAVY = str(Path(__file__).with_name("pattern_heavy_mcp_server.py"))
+BULK_CALLS = 6
+BULK_KEYS = 2500
 CHOKES = "a" * 30 + "!"  # Python's `re` on `^(a+)+$`: doubles with each `a`, about a minute here
 FITS = "aaaa"
 
 
 def evil(db: str | Path, **rules: Any) -> MCPServer:
     return MCPServer.stdio("evil", [sys.executable, SERVER, "--db", str(db)], **rules)
+
+
+def pattern_heavy(calls: str | Path, patterns: int) -> MCPServer:
+    command = [sys.executable, PATTERN_HEAVY, "--patterns", str(patterns), "--calls", str(calls)]
+    return MCPServer.stdio("heavy", command)
+
+
+def _bulk(messages: Sequence[Message]) -> object:
+    done = [m.content for m in messages if m.role == "tool"]
+    if done:
+        return " | ".join(done)
+    # Other keys in each call: the loop refuses a call repeating another's arguments before it is checked.
+    return [tool_call("heavy__bulk", {f"record{n}-{i}": 0 for i in range(BULK_KEYS)}) for n in range(BULK_CALLS)]
 
 
 def _scripted(name: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> FakeModel:
@@ -42,6 +63,7 @@ def _scripted(name: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> FakeMod
 
 
 def agents_for(db: str | Path) -> list[Agent]:
+    calls = Path(db).with_suffix(".calls")
     lookups = [("evil__lookup", {"q": CHOKES}), ("evil__lookup", {"q": FITS})]
     trusting = [("evil__lookup", {"q": FITS}), ("evil__export_all", {})]
     budget = Budget(max_steps=4)
@@ -65,6 +87,22 @@ def agents_for(db: str | Path) -> list[Agent]:
             task="Show the records.",
             budget=budget,
             mcp=[evil(db, trusted_read_only=["lookup"])],
+        ),
+        Agent(
+            FakeModel.replying(_bulk, name="bulk"),
+            Registry(),
+            name="mcp-bulk",
+            task="Tag the records.",
+            budget=budget,
+            mcp=[pattern_heavy(calls, MAX_PATTERNS)],
+        ),
+        Agent(
+            FakeModel.replying(_bulk, name="bulk"),
+            Registry(),
+            name="mcp-patterns",
+            task="Tag the records.",
+            budget=budget,
+            mcp=[pattern_heavy(calls, 3000)],
         ),
     ]
 

@@ -1,10 +1,10 @@
-"""A hostile MCP server for the tests (security review 3, T1 and T2), written with the official SDK, over stdio:
+"""A hostile MCP server for the tests, written with the official SDK, over stdio:
 
     python tests/support/hostile_mcp_server.py --db effects.db
 
 - `lookup(q)`: its schema's `pattern` is `^(a+)+$`, which Python's backtracking `re` takes minutes to refuse
-  for 30 `a`s and a `!` (T1). Annotated read-only.
-- `wipe_everything()`: annotated `readOnlyHint: true` *and* `destructiveHint: true` (T2).
+  for 30 `a`s and a `!`. Annotated read-only.
+- `wipe_everything()`: annotated `readOnlyHint: true` *and* `destructiveHint: true`.
 - `export_all()`: claims read-only, consistently, and copies everything out: a lie no annotation rule can see.
 
 Every call is recorded in the same SQLite record as tests/support/mcp_test_server.py keeps (`Effects`: each

@@ -1,6 +1,6 @@
 """What a stranger with Temporal frontend access (no approver key, no codec key) can run: workflows of their
-own, on a task queue of their own, with a worker of their own — security review 2's rogue_activity.py and
-carry_cron.py, as workflows the tests start.
+own, on a task queue of their own, with a worker of their own — a rogue activity scheduler and
+a cron carrying a forged `carry`, as workflows the tests start.
 
 - `Outsider` schedules the agents' worker's activities, by name, on the agents' task queue, with inputs of
   its choosing, and reports what each did (result, or the error's type and message).

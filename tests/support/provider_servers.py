@@ -93,6 +93,11 @@ class ProviderServer:
     def render(self, request: Received, scripted: Scripted) -> Scripted:
         raise NotImplementedError
 
+    def key_of(self, request: Received) -> str:
+        """The key the request carried, as an echoing gateway would quote it."""
+        key = request.headers.get(self.key_header) or request.headers.get("authorization", "")
+        return key.removeprefix("Bearer ")
+
     def wait_for_requests(self, count: int, timeout: float = 60.0) -> list[Received]:
         with self.arrived:
             if not self.arrived.wait_for(lambda: len(self.requests) >= count, timeout):
@@ -139,8 +144,7 @@ class ProviderServer:
                             return
                 body = scripted.body
                 if scripted.echo_key:
-                    key = received.headers.get(server.key_header) or received.headers.get("authorization", "")
-                    body = body.replace(b"{key}", key.removeprefix("Bearer ").encode())
+                    body = body.replace(b"{key}", server.key_of(received).encode())
                     server.echoed.append(body)
                 try:
                     self.send_response(scripted.status)

@@ -1,5 +1,5 @@
 """A small filesystem of the test's own (a tmpfs with `size=`), mounted under the test's directory and
-unmounted after, that the test fills up, frees, and turns read-only and back — the disk faults of issue 51.
+unmounted after, that the test fills up, frees, and turns read-only and back — the disk faults the stores must survive.
 
 Mounting needs root (CAP_SYS_ADMIN); where it is refused the test is skipped, saying so in one line. Linux
 refuses to remount a filesystem read-only while a file on it is open for writing ("mount point is busy"), so a

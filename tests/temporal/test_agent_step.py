@@ -56,13 +56,14 @@ async def test_the_agent_step_waits_a_day_for_its_approval_then_the_last_step_ru
     client = skipping_env.client
     agents = AgentClient(client, task_queue=task_queue)
     async with users_worker(client, task_queue, ledger):
-        handle = await start(client, task_queue, RefundRequest(order_id="A-1"))
+        order = f"A-{uuid.uuid4().hex[:6]}"  # NOTIFIED is this process's: other tests notify too
+        handle = await start(client, task_queue, RefundRequest(order_id=order))
         [waiting] = await agents.handle(handle.id).wait_for_approval()  # found among the workflow's children
         assert waiting.run_id == f"{handle.id}~refund-1"
         assert (waiting.tool, waiting.arguments) == ("refund", {"order_id": "4471"})
 
         await skipping_env.sleep(timedelta(days=1))
-        assert ledger.effects(waiting.run_id) == [] and not [n for n in NOTIFIED if n.startswith("A-1:")]
+        assert ledger.effects(waiting.run_id) == [] and not [n for n in NOTIFIED if n.startswith(f"{order}:")]
         run = agents.handle(waiting.run_id)
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
         done = await handle.result()
@@ -70,7 +71,7 @@ async def test_the_agent_step_waits_a_day_for_its_approval_then_the_last_step_ru
     assert (done.stop, done.output, done.notified) == ("answered", "Refunded order 4471.", True)
     assert done.agent_run == waiting.run_id
     assert [e.tool for e in ledger.effects(waiting.run_id)] == ["refund"]  # once, under the agent run's keys
-    assert f"A-1: {done.output}" in NOTIFIED
+    assert [n for n in NOTIFIED if n.startswith(f"{order}:")] == [f"{order}: {done.output}"]  # once
     [entry] = (await run.result()).audit
     assert (entry.event, entry.approver) == ("approved", "maria")
 
@@ -85,7 +86,8 @@ async def test_an_expired_approval_undoes_the_agents_booking_and_the_last_step_d
 ):
     client = skipping_env.client
     async with users_worker(client, task_queue, ledger):
-        request = RefundRequest(order_id="B-2", agent="t-book-then-pay", approval_days=1, on_expire="abandon")
+        order = f"B-{uuid.uuid4().hex[:6]}"
+        request = RefundRequest(order_id=order, agent="t-book-then-pay", approval_days=1, on_expire="abandon")
         handle = await start(client, task_queue, request)
         [waiting] = await AgentClient(client, task_queue=task_queue).handle(handle.id).wait_for_approval()
         assert waiting.tool == "pay"
@@ -93,7 +95,7 @@ async def test_an_expired_approval_undoes_the_agents_booking_and_the_last_step_d
         agent_result = await AgentClient(client, task_queue=task_queue).handle(done.agent_run).result()
 
     assert (done.stop, done.notified) == ("approval_expired", False)
-    assert not [n for n in NOTIFIED if n.startswith("B-2:")]
+    assert not [n for n in NOTIFIED if n.startswith(f"{order}:")]
     assert agent_result.status == "compensated"
     assert [c.tool for c in agent_result.compensations] == ["book_flight"]
     assert [e.tool for e in ledger.effects(done.agent_run)] == ["book_flight", "cancel_flight"]

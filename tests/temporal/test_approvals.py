@@ -204,7 +204,7 @@ async def test_policy_abandon_ends_the_run_on_decline_or_expiry(skipping_env, le
 
 
 async def test_a_reused_provider_call_id_asks_again_and_gets_its_own_key(skipping_env, ledger, task_queue):
-    """Security review H1: after `pay(s-1)` (provider id `dup`) was approved, `pay(s-2)` reusing the id is a
+    """After `pay(s-1)` (provider id `dup`) was approved, `pay(s-2)` reusing the id is a
     new request — nobody approved it, so it waits, and denying it leaves only s-1's effect."""
     async with new_worker(skipping_env.client, task_queue, ledger):
         handle = await start(skipping_env, task_queue, AgentInput(agent="t-reused-ids"))

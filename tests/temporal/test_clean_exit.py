@@ -1,4 +1,4 @@
-"""Issue 34: client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
+"""Client scripts exit cleanly. With `asyncio.run` alone a short script that used a Temporal client
 aborts at interpreter exit now and then (exit 134 or 139: sdk-python issue 300; duragent/_clean_exit.py
 says why); the documented patterns end with `duragent.run(main())` instead. Each is run many times in
 a row against a real dev server, and every exit must be 0: the client script of docs/approvals.md (lists pending

@@ -1,4 +1,4 @@
-"""`AgentClient` errors are typed (issue 13): a program tells an unknown run, an agent no worker serves, a
+"""`AgentClient` errors are typed: a program tells an unknown run, an agent no worker serves, a
 rejected approval, a closed run, a taken id and an unreachable server apart by exception class, each with a
 message a person can act on — and none of them changes anything."""
 
@@ -63,7 +63,7 @@ async def test_a_wrong_hash_is_rejected_a_closed_run_is_closed_and_a_taken_id_is
         await run.approve(waiting.call_id, by="maria", arguments_hash=waiting.arguments_hash)
         result = await run.result()
     assert result.status == "completed" and [e.tool for e in ledger.effects(run_id)] == ["refund"]
-    # The audit names the approver and, next to it, the client identity Temporal was told (review finding 3).
+    # The audit names the approver and, next to it, the client identity Temporal was told.
     [entry] = result.audit
     assert (entry.event, entry.approver, entry.client) == ("approved", "maria", skipping_env.client.identity)
     assert entry.client  # the SDK's default identity: pid@host

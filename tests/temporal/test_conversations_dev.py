@@ -64,8 +64,8 @@ async def test_a_worker_killed_mid_turn_the_turn_answers_once_and_its_effect_is_
     ]
 
 
-def test_the_docs_conversation_program_is_short_and_runs_as_written(dev_env, tmp_path):
-    code = code_block_after("docs/conversations.md", "## A conversation in a program")
+def test_the_readmes_conversation_program_is_short_and_runs_as_written(dev_env, tmp_path):
+    code = code_block_after("README.md", "## A conversation that lasts days")
     assert len([line for line in code.splitlines() if line.strip()]) <= 25  # lines of code; blank lines are PEP 8's
     script = tmp_path / "conversation.py"
     script.write_text(code)

@@ -1,4 +1,4 @@
-"""Review T3: any client of the frontend (no approver key) sends a waiting run three rejected decisions with
+"""Any client of the frontend (no approver key) sends a waiting run three rejected decisions with
 1.5 MB reasons and 1,000-character approver names. They used to be audited whole, so the history passed the
 hand-over mark and the run's handover (its audit inside) exceeded Temporal's 2 MB cap on the new run's input:
 every workflow task failed, for good. Played on the time-skipping server: the run continues as new, and a

@@ -2,7 +2,7 @@
 
 `RunHandle.decide` picks the call from what the run published (its history), not from its `approvals` query:
 a query followed at once by the update, both for a run the worker has evicted while its cache is full, can
-wedge the worker in SDK core (docs/benchmarks.md, "A worker wedged on one run"). Counted here by the worker
+wedge the worker in SDK core (docs/benchmarks-history.md, "A worker wedged on one run"). Counted here by the worker
 itself: an interceptor sees every query the workflow answers."""
 
 from __future__ import annotations

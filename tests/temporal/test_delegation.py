@@ -1,4 +1,4 @@
-"""Issue 18: agents that delegate. A desk (root) hands work to accounts (child), which hands an entry to a
+"""Agents that delegate. A desk (root) hands work to accounts (child), which hands an entry to a
 clerk or a payer (grandchild) — tests/support/delegation_agents.py. On Temporal each delegation is a child workflow
 (the real time-skipping server); in-process and in the checkpoint runner it runs inline. The effects ledger
 is the judge of what was done, undone, and in which order."""

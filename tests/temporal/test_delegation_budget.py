@@ -1,4 +1,4 @@
-"""Issue 18, "one budget", at every depth and on every limit: a root whose budget is only input tokens, only
+""" "one budget", at every depth and on every limit: a root whose budget is only input tokens, only
 output tokens or only cost hands reservations down a three-level tree (desk → accounts → clerk, from
 tests/support/delegation_agents.py). Swept over every limit from nothing to more than the tree needs, in-process:
 the tree never spends more than its root's limit plus one model call (the call that crosses it, which no

@@ -1,7 +1,7 @@
-"""The approval gate end to end (issue 31): a tool that requires confirmation acts only on a decision checked
-where the effect happens (security review 2, N2); a signature binds the run's execution and the request, so
-it cannot be replayed onto a new execution under a reused id (N5); and a signed decision routed from a root to
-the delegated run that waits keeps its signature (mutation audit 2, N34)."""
+"""The approval gate end to end: a tool that requires confirmation acts only on a decision checked
+where the effect happens; a signature binds the run's execution and the request, so
+it cannot be replayed onto a new execution under a reused id; and a signed decision routed from a root to
+the delegated run that waits keeps its signature."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_at_the_effect_only_a_signed_approval_of_this_call_in_this_execution_cou
     assert "no execution" in (refusal(unbound) or "")
     # Signed over this execution but over no request: a decision the approval tooling never makes (mutant M22).
     assert refusal(approval(execution="exec-1").signed("r1", MARIA)) is not None
-    # Maria's signature over another execution, the field edited to this one: the signature covers it (M23).
+    # Maria's signature over another execution, the field edited to this one: the signature covers it.
     assert refusal(approval(execution="exec-0", deadline=NOW).signed("r1", MARIA), execution="exec-0") is None
     moved = approval(execution="exec-0", deadline=NOW).signed("r1", MARIA).model_copy(update={"execution": "exec-1"})
     assert refusal(moved) is not None

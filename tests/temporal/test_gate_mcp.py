@@ -1,4 +1,4 @@
-"""The approval gate for a tool of an MCP server (issue 31): the MCP server's `close_account` needs a human's
+"""The approval gate for a tool of an MCP server: the MCP server's `close_account` needs a human's
 approval, and with approver keys it takes maria's signature, as the agent's own tools do. A stranger's
 workflow that schedules the MCP call itself — with the tool's spec rewritten to say it needs no approval —
 is refused before the server is called: the flags of an MCP tool are the run's record, believed only from

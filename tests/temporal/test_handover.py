@@ -1,4 +1,4 @@
-"""Security review 2, N1: a forged `carry` (the refund agent's spec without approver keys, a refund queued,
+"""A forged `carry` (the refund agent's spec without approver keys, a refund queued,
 a book that says it was approved) must never be taken as a continuation. The guard looked only at
 `continued_run_id`, which the server also sets on a cron run, a retry, and the run a workflow of someone
 else's continues as new into `AgentWorkflow` on the agents' queue. Each route is played here as

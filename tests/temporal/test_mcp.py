@@ -1,4 +1,4 @@
-"""Issue 19's proof: tools from MCP servers with the guarantees of an agent's own tools, against a real MCP
+"""Tools from MCP servers with the guarantees of an agent's own tools, against a real MCP
 server written with the official SDK (tests/support/mcp_test_server.py) over stdio and streamable HTTP on loopback.
 
 The server keeps its own durable record (SQLite): every call as it arrives, and each effect once per

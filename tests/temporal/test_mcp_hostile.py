@@ -1,4 +1,4 @@
-"""A hostile MCP server against durable runs (security review 3, T1 and T2), played with a real server
+"""A hostile MCP server against durable runs, played with a real server
 (tests/support/hostile_mcp_server.py, over stdio) on the dev server. The server records every call that reaches
 it: that record is how these tests see what the server could do.
 
@@ -14,20 +14,22 @@ agent did not list waits too, whatever it claims.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from agentic.mcp import client as mcp_client
-from duragent import AgentClient
+from duragent import AgentClient, RunFailed
 from duragent._ops.devstack.worker_process import WorkerProcess
 from duragent._workflows.inputs import Timeouts
 from tests.conftest import dev_settings, eventually, new_worker
 from tests.support import hostile_mcp_agents
-from tests.support.hostile_mcp_agents import CHOKES, FITS
+from tests.support.hostile_mcp_agents import BULK_CALLS, CHOKES, FITS
 from tests.temporal.test_mcp import _last_attempt, effects
 
 
@@ -139,3 +141,42 @@ async def _tool_call_spans(handle: WorkflowHandle) -> list[float]:
             if scheduled in tools:
                 spans.append(at - began[scheduled])
     return spans
+
+
+async def test_a_schema_slow_to_check_holds_no_thread_another_run_needs_and_sigterm_still_stops_the_worker(
+    dev_env, task_queue, tmp_path
+) -> None:
+    """Review 4, U2: `additionalProperties: false` and thousands of patternProperties, and calls with thousands
+    of keys. The review's schema (3,000 patterns) is refused when the tools are listed; one at the cap (256) is
+    listed, and each of six calls at once is refused as invalid arguments — its check stopped at the deadline,
+    in the checks' own threads, or refused unchecked while another check of the tool runs — while another run
+    on the same worker completes, and SIGTERM stops the worker (the checks do not outlive their deadline)."""
+    db = tmp_path / "evil.db"
+    settings = dev_settings(dev_env, task_queue, tmp_path)
+    env = {"AGENT_MODULES": "tests.support.hostile_mcp_agents", "HOSTILE_MCP_DB": str(db)}
+    worker = WorkerProcess(settings, extra_env=env)
+    worker.wait_ready()
+    try:
+        agents = AgentClient(dev_env.client, task_queue=task_queue)
+        with pytest.raises(RunFailed, match=r"tool 'bulk' cannot be used: its input schema has over 256 patterns"):
+            await asyncio.wait_for((await agents.start("mcp-patterns")).result(), 60)
+        bulk = await agents.start("mcp-bulk", timeouts=Timeouts(heartbeat_seconds=2.0))
+        handle = dev_env.client.get_workflow_handle(bulk.run_id)
+        await eventually(lambda: _tool_call_began(handle), what="the slow checks on the worker")
+        probe = await agents.start("mcp-probe")  # the same worker, while the checks run
+        assert (await asyncio.wait_for(probe.result(), 60)).output == "alive"
+        result = await asyncio.wait_for(bulk.result(), 120)
+        assert worker.stop(timeout=60) != -signal.SIGKILL  # SIGTERM was enough
+    finally:
+        worker.kill()
+        mcp_client.STDIO.close_all()
+    assert result.output is not None, result
+    answers = result.output.split(" | ")
+    assert len(answers) == BULK_CALLS
+    overtime = "checking them against the server's schema took over 2s (CHECK_SECONDS)"
+    still_running = "a check of this tool's arguments against the server's schema is still running"
+    for answer in answers:
+        assert answer.startswith("Error: invalid arguments for heavy__bulk: "), answer
+        assert overtime in answer or still_running in answer, answer
+    assert not db.with_suffix(".calls").exists()  # no call reached the server
+    assert await _last_attempt(dev_env.client, bulk.run_id) == 1  # refusals, never retried

@@ -1,4 +1,4 @@
-"""Security review H2: model endpoints and their keys are worker configuration. A run may name a model the
+"""Model endpoints and their keys are worker configuration. A run may name a model the
 worker declares, never supply a URL that would receive the worker's key: a run naming anything else fails
 at once with a clear message, and no request leaves the worker."""
 

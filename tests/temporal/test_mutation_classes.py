@@ -1,5 +1,5 @@
-"""Tests that can fail: one for each class of single-line change to the core rules that the mutation audit of
-issue 17 found no test noticing. Each names the change it catches. (Two `EffectsLedger.apply` calls on one
+"""Tests that can fail: one for each class of single-line change to the core rules that a mutation audit
+found no test noticing. Each names the change it catches. (Two `EffectsLedger.apply` calls on one
 key at once: tests/stores/test_ledger.py, on SQLite and PostgreSQL, with a control that shows the race is real.)
 """
 

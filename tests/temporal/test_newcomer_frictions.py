@@ -1,4 +1,4 @@
-"""Issue 34's smaller frictions, each as a newcomer meets it: `worker.py --agents` with a module in the
+"""A newcomer's smaller frictions, each as they meet it: `worker.py --agents` with a module in the
 current directory; one `FakeModel` serving many runs of a long-lived worker; a refused decision that says what
 was refused and why — through `RunHandle` and through Temporal's own command line."""
 

@@ -1,4 +1,4 @@
-"""Issue 32, one way each (architecture review 2, changes 2, 4 and 8): a program's configuration is read once and
+"""One way each: a program's configuration is read once and
 passed down — the README program reads the environment in `DurableAgentsPlugin()` and nowhere else, and the
 worker and client built from that client use what the plugin read, even once the environment has changed;
 settings a caller passes win. The plugin is the one path that wires workflows and interceptors, whether the
@@ -17,6 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from agentic.signing import ApproverKey
 from duragent import AgentClient, ApprovalRejected, DurableAgentsPlugin, RunHandle, Settings, build_worker
+from duragent._scrubbing import Scrubbing
 from duragent._workflows.versioned import VERSIONED_WORKFLOWS
 from tests.conftest import TEST_AGENTS, new_worker
 
@@ -85,11 +86,12 @@ async def test_the_plugin_is_the_one_path_that_wires_workflows_and_interceptors(
     plain = await Client.connect(
         address, namespace=skipping_env.client.namespace, data_converter=pydantic_data_converter
     )
-    ours = [type(i) for i in DurableAgentsPlugin(Settings.from_env()).interceptors or []]
+    # A worker's own: the masking of every secret it holds in what its activities answer, then the plugin's.
+    ours = [Scrubbing, *(type(i) for i in DurableAgentsPlugin(Settings.from_env()).interceptors or [])]
     for client in (skipping_env.client, plain):
         config: Any = build_worker(client, task_queue=task_queue, agents=TEST_AGENTS).config(active_config=True)
         assert [type(i) for i in config["interceptors"]] == ours
-        assert [w.__name__ for w in config["workflows"]] == ["AgentWorkflow", "WebhookWorkflow"]
+        assert [w.__name__ for w in config["workflows"]] == ["AgentWorkflow", "ConversationWorkflow", "WebhookWorkflow"]
         versioned: Any = build_worker(
             client, task_queue=task_queue, agents=TEST_AGENTS, deployment="agents", build_id="v1"
         ).config(active_config=True)

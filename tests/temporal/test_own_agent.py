@@ -1,4 +1,4 @@
-"""Issue 13's proof, written as a user would: an agent of your own (`examples/orders.py`) whose tools call
+"""Written as a user would: an agent of your own (`examples/orders.py`) whose tools call
 a real HTTP service on loopback that honours `Idempotency-Key`. The same `Agent` object runs in-process and
 durably; the durable run survives two SIGKILLed workers, is approved through `RunHandle` while no worker
 runs, and the service sees each effect exactly once. And the README's snippet runs as written."""
@@ -79,7 +79,7 @@ def slow_service(tmp_path: Path) -> Iterator[OrdersService]:
 
 def test_the_users_agent_is_one_file_under_80_lines_and_the_readme_says_how_long():
     lines = len((ROOT / "examples" / "orders.py").read_text().splitlines())
-    assert lines < 80  # issue 13: an agent of your own, as a user writes it, in one short file
+    assert lines < 80  # an agent of your own, as a user writes it, in one short file
     assert f"`examples/orders.py` is a complete one ({lines} lines)" in (ROOT / "README.md").read_text()
 
 

@@ -1,4 +1,4 @@
-"""Security review 2, N3: what a person decides on is the call as the run itself reports it. Memos and search
+"""What a person decides on is the call as the run itself reports it. Memos and search
 attributes are written by whoever starts a workflow: decoy.py started a decoy `AgentWorkflow` on a task queue
 nobody polls, whose memo lists a harmless refund under the real run's name and the real call's hash, and
 hid the real run from visibility. `AgentClient.pending()` (what `starter.py pending`, the inbox and the runs

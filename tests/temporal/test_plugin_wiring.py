@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 from duragent import AgentClient, DurableAgentsPlugin, UnknownAgent, build_worker
 from duragent._one_worker import SecondWorker
 from duragent._run_logging import LoggingInterceptor
+from duragent._scrubbing import Scrubbing
 from examples.options import DemoDeps
 from tests.conftest import TEST_AGENTS, transcripts_next_to
 from tests.support.user_workflows import Refunded, RefundRequest, RefundThenNotify, look_up_order, notify_customer
@@ -27,6 +28,7 @@ AGENT_ACTIVITIES = [
     "compensate",
     "list_mcp_tools",
     "attach_delegate",
+    "attach_turn",
     "deliver_webhook",
 ]
 
@@ -50,10 +52,15 @@ async def test_the_plugin_on_the_users_worker_adds_the_agents_next_to_the_users_
 ):
     serving = DurableAgentsPlugin(agents=TEST_AGENTS, deps=DemoDeps(ledger=ledger))
     config: Any = users_worker(skipping_env.client, task_queue, ledger, serving).config(active_config=True)
-    assert [w.__name__ for w in config["workflows"]] == ["RefundThenNotify", "AgentWorkflow", "WebhookWorkflow"]
+    assert [w.__name__ for w in config["workflows"]] == [
+        "RefundThenNotify",
+        "AgentWorkflow",
+        "ConversationWorkflow",
+        "WebhookWorkflow",
+    ]
     assert activity_names(config) == ["look_up_order", "notify_customer", *AGENT_ACTIVITIES]
-    # The client's plugin (skipping_env's) stood aside: one logging interceptor, the worker's.
-    assert [type(i) for i in config["interceptors"]] == [LoggingInterceptor]
+    # The client's plugin (skipping_env's) stood aside: the worker's masking of its secrets, one logging interceptor.
+    assert [type(i) for i in config["interceptors"]] == [Scrubbing, LoggingInterceptor]
     assert serving.settings is skipping_env.client.config()["plugins"][0].settings  # read once, by the client's
 
 

@@ -1,13 +1,15 @@
 """Each provider extra through the whole durable path, on the real dev server with real worker processes: a run
-that names `anthropic:...`, `google:...` or `openai:...` (the worker's catalog; the run carries no endpoint and no
-key) meets a 429 with `Retry-After`, calls a gated tool, waits for an approval, loses its worker to SIGKILL in the
-middle of the next model call, meets a 5xx on the new worker, and answers. The provider is a loopback server
-speaking its wire format (tests/support/provider_servers.py).
+that names `openai:...`, `anthropic:...`, `google:...`, `bedrock:...`, `groq:...` or `mistral:...` (the worker's
+catalog; the run carries no endpoint and no key) meets a 429 with `Retry-After`, calls a gated tool, waits for an
+approval, loses its worker to SIGKILL in the middle of the next model call, meets a 5xx on the new worker, and
+answers. The provider is a loopback server speaking its wire format (tests/support/provider_servers.py,
+bedrock_server.py, chat_servers.py).
 
 What is asserted is what the server saw: the retry after the 429 came no sooner than its `Retry-After` said (the
 server's timestamps; the policy's own first retry is 0.25 s), and the provider's opaque part (Anthropic's thinking
-block with its signature, Gemini's thought signature) came back verbatim on every later call — across the
-activity boundary, the transcript store, and a worker that never saw it made."""
+block with its signature, Gemini's thought signature, Bedrock's reasoning block with its signature; for the
+chat-completions dialects the tool call whose id pairs its result) came back verbatim on every later call —
+across the activity boundary, the transcript store, and a worker that never saw it made."""
 
 from __future__ import annotations
 
@@ -26,6 +28,10 @@ from duragent._stores.ledger import EffectsLedger
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.inputs import AgentInput, Timeouts
 from tests.conftest import dev_settings, eventually
+from tests.support.bedrock_server import MODEL_ID as BEDROCK_MODEL
+from tests.support.bedrock_server import BedrockServer, reasoning
+from tests.support.bedrock_server import tool_use as bedrock_tool_use
+from tests.support.chat_servers import GroqServer, MistralServer, chat_call
 from tests.support.provider_servers import (
     AnthropicServer,
     GeminiServer,
@@ -42,11 +48,9 @@ from tests.support.provider_servers import (
 )
 
 RETRY_AFTER = 2  # seconds, in the 429's header
+BEDROCK_SECRET = "bedrock-test-SECRET-0001"  # the server checks every request's SigV4 signature with it
 
-pytestmark = pytest.mark.skipif(
-    not all(__import__("importlib").util.find_spec(m) for m in ("pydantic_ai", "anthropic", "google.genai")),
-    reason="the anthropic and google extras are not installed",
-)
+SDKS = {"anthropic": "anthropic", "google": "google.genai", "bedrock": "boto3", "groq": "groq", "mistral": "mistralai"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,19 @@ def _openai_sent_back(request: Received) -> bool:
     turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
     results = [m for m in request.json["messages"] if m["role"] == "tool"]
     return bool(turns) and turns[0]["tool_calls"][0]["id"] == "call_01" and results[0]["tool_call_id"] == "call_01"
+
+
+def _bedrock_sent_back(request: Received) -> bool:
+    turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
+    block = {"reasoningContent": {"reasoningText": {"text": "Order 4471 qualifies.", "signature": "sig-B1"}}}
+    return bool(turns) and block in turns[0]["content"]
+
+
+def _chat_sent_back(request: Received) -> bool:
+    # Groq's and Mistral's chat completions: the call, its id pairing the result (Mistral's ids are 9 characters).
+    turns = [m for m in request.json["messages"] if m["role"] == "assistant"]
+    results = [m for m in request.json["messages"] if m["role"] == "tool"]
+    return bool(turns) and turns[0]["tool_calls"][0]["id"] == "call4471a" and results[0]["tool_call_id"] == "call4471a"
 
 
 def _gemini_sent_back(request: Received) -> bool:
@@ -122,6 +139,49 @@ PROVIDERS = {
         script_answer=lambda s: s.queue_content([{"text": "Refunded order 4471."}]),
         sent_back=_gemini_sent_back,
     ),
+    "bedrock": Provider(
+        model=f"bedrock:{BEDROCK_MODEL}",
+        server=lambda: BedrockServer(secret=BEDROCK_SECRET),
+        env=lambda url: {
+            "AWS_ACCESS_KEY_ID": "AKIA-test-KEY-0001",
+            "AWS_SECRET_ACCESS_KEY": BEDROCK_SECRET,
+            "AWS_REGION": "eu-west-1",
+            "AGENT_BEDROCK_BASE_URL": url,
+        },
+        script_tool_turn=lambda s: s.queue_message(
+            [reasoning("Order 4471 qualifies.", "sig-B1"), bedrock_tool_use("toolu_01", "refund", {"order_id": "4471"})]
+        ),
+        script_rate_limit=lambda s: s.queue_error(
+            429, "ThrottlingException", "Too many requests", headers={"retry-after": str(RETRY_AFTER)}
+        ),
+        script_server_error=lambda s: s.queue_error(500, "InternalServerException", "Internal server error"),
+        script_answer=lambda s: s.queue_message([{"text": "Refunded order 4471."}]),
+        sent_back=_bedrock_sent_back,
+    ),
+    "groq": Provider(
+        model="groq:llama-3.3-70b-versatile",
+        server=GroqServer,
+        env=lambda url: {"GROQ_API_KEY": "gsk-test-KEY-0001", "AGENT_GROQ_BASE_URL": url},
+        script_tool_turn=lambda s: s.queue_message(None, [chat_call("call4471a", "refund", {"order_id": "4471"})]),
+        script_rate_limit=lambda s: s.queue_error(
+            429, "tokens", "Rate limit reached", code="rate_limit_exceeded", headers={"retry-after": str(RETRY_AFTER)}
+        ),
+        script_server_error=lambda s: s.queue_error(500, "internal_server_error", "Internal server error"),
+        script_answer=lambda s: s.queue_message("Refunded order 4471."),
+        sent_back=_chat_sent_back,
+    ),
+    "mistral": Provider(
+        model="mistral:mistral-large-latest",
+        server=MistralServer,
+        env=lambda url: {"MISTRAL_API_KEY": "mistral-test-KEY-0001", "AGENT_MISTRAL_BASE_URL": url},
+        script_tool_turn=lambda s: s.queue_message(None, [chat_call("call4471a", "refund", {"order_id": "4471"})]),
+        script_rate_limit=lambda s: s.queue_error(
+            429, "rate_limited", "Requests rate limit exceeded", code="1300", headers={"retry-after": str(RETRY_AFTER)}
+        ),
+        script_server_error=lambda s: s.queue_error(500, "internal_server_error", "Internal server error"),
+        script_answer=lambda s: s.queue_message("Refunded order 4471."),
+        sent_back=_chat_sent_back,
+    ),
 }
 
 
@@ -138,6 +198,9 @@ async def pending_row(handle: Any) -> dict[str, Any]:
 async def test_a_provider_run_survives_a_rate_limit_an_approval_a_sigkill_and_a_5xx(
     name: str, dev_env: Any, task_queue: str, tmp_path: Any
 ) -> None:
+    if name != "openai":
+        pytest.importorskip("pydantic_ai")
+        pytest.importorskip(SDKS[name], reason=f"the {name} extra is not installed")
     provider = PROVIDERS[name]
     settings = dev_settings(dev_env, task_queue, tmp_path)
     ledger = EffectsLedger(settings.ledger_path)

@@ -52,7 +52,7 @@ async def test_recorded_history_replays(path: Path):
     assert len(history.events) > 10
 
 
-# AgentWorkflow runs unsandboxed (issue 20: the sandbox's per-run re-import was 40 % of the worker's Python CPU).
+# AgentWorkflow runs unsandboxed (the sandbox's per-run re-import was 40 % of the worker's Python CPU).
 # The sandbox's guard moves here: every history is also replayed inside it, where a non-deterministic call
 # (the clock, randomness, I/O) or an import the sandbox restricts, added to the workflow's code, fails the replay.
 def _sandboxed_replayer() -> Replayer:

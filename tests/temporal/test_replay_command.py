@@ -1,4 +1,4 @@
-"""Issue 34: replaying a user's own histories against today's code before a deploy (`starter.py replay`,
+"""Replaying a user's own histories against today's code before a deploy (`starter.py replay`,
 `duragent.replay`). It passes on today's recorded histories; it fails when the engine changes what a
 run does without a patch (the approval gate dropped: a tool activity where the history has a timer); an
 agent edit replays, because the run recorded its agent's spec; and for a run still open it names an agent

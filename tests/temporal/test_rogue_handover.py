@@ -1,4 +1,4 @@
-"""Issue 51, item 4: what a rogue worker's own `AgentWorkflow`, polling the agents' task queue, can hand a run
+"""What a rogue worker's own `AgentWorkflow`, polling the agents' task queue, can hand a run
 of the agents' at its start — a forged `carry` by continuing as new into it, a forged place in a delegation
 tree by starting it as a child. The server vouches for both (the predecessor is an `AgentWorkflow` on this queue
 that continued as new; the parent link names the claimed parent), so without worker keys both are taken. With

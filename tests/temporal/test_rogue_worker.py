@@ -1,4 +1,4 @@
-"""Issue 51, item 4, played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
+"""Played as the rogue worker: someone who can poll the agents' own task queue (no worker key)
 serves it with their own `AgentWorkflow` — the same type name, so every check the activities make of the calling
 run (`duragent._activities.caller`: an `AgentWorkflow` on this task queue, the run and keys from `activity.info()`, the
 call in its own history) passes. Its run schedules a gated tool with an approval it wrote itself, an ungated
@@ -10,6 +10,7 @@ on the same queue still act and undo. The ledger is the judge. No approver keys 
 
 from __future__ import annotations
 
+import base64
 import os
 import uuid
 from typing import Any
@@ -20,6 +21,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from duragent._client import AgentClient
+from duragent._config.settings import Settings
 from duragent._config.worker_keys import WorkerKeys
 from duragent._sealing import Sealing
 from duragent._stores.ledger import EffectsLedger
@@ -129,3 +131,17 @@ async def test_with_worker_keys_a_rogue_worker_makes_no_effect(skipping_env, led
         "cancel_hotel",
         "cancel_flight",
     ]
+
+
+async def test_worker_keys_a_program_gives_in_its_settings_are_the_workers_keys(
+    skipping_env, ledger, task_queue, tmp_path
+) -> None:
+    """`build_worker(settings=...)` with AGENT_WORKER_KEYS in them, no `worker_keys=`: a program's own worker
+    (not the CLI's, which passes its keys itself) seals and verifies too."""
+    client = skipping_env.client
+    key = base64.b64encode(os.urandom(32)).decode()
+    rogue = await rogue_worker(client, task_queue, "no-key")
+    settings = Settings(worker_keys=key, data_dir=tmp_path)
+    me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue, settings=settings)
+    assert ledger.effects(me) == []
+    assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "CallerRefused")] * 3

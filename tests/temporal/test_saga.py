@@ -156,7 +156,7 @@ async def test_cancel_during_a_long_tool_call_stops_it_then_compensates(skipping
 
 
 def test_not_compensable_names_each_tool_once_however_many_calls_it_made() -> None:
-    """Issue 23 (review M19): a migration cancelled during its 4th call listed `migrate_record` four times
+    """A migration cancelled during its 4th call listed `migrate_record` four times
     for three effects — the interrupted call had made none. A tool without an inverse is named once; the
     ledger says which calls made an effect."""
     from agentic.loop import ToolRecord

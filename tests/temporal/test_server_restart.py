@@ -1,5 +1,5 @@
-"""A dev server stopped and started again on the same database file while runs wait for approvals (issue 51,
-item 5; the runbook: docs/operations.md, "Operator actions with the temporal CLI"): the runs still wait, with
+"""A dev server stopped and started again on the same database file while runs wait for approvals (the
+runbook: docs/operations.md, "Operator actions with the temporal CLI"): the runs still wait, with
 the same requests and deadlines; an approval sent after the restart is honoured once; a deadline that falls
 after the restart expires when it was due. The worker process keeps running throughout and reconnects by
 itself."""

@@ -1,4 +1,4 @@
-"""Signed decisions (security review M1): where workers configure approver keys, a decision counts only when
+"""Signed decisions: where workers configure approver keys, a decision counts only when
 signed by the approver it names, over exactly this run, call, yes/no, reason and arguments hash. Anyone who
 can signal the workflow can still send a decision — it just changes nothing, and the audit says why."""
 

@@ -1,4 +1,4 @@
-"""Issue 36: after a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
+"""After a worker is SIGKILLed mid-step, the worker started in its place first moves the stepping runs
 off the dead worker's sticky queue (duragent/_sticky.py), so the run's next workflow task is not left
 waiting out the sticky timeout there. A real dev server and real worker processes; what is checked is in the
 run's history (workflow tasks that timed out after the kill) and in the ledger (every effect exactly once)."""

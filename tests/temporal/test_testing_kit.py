@@ -1,4 +1,4 @@
-"""Issue 34: the testing kit (`duragent.testing`) a user tests their agent with. The README's example
+"""The testing kit (`duragent.testing`) a user tests their agent with. The example of docs/testing.md
 test runs as written, as a user's own test file; the fixture plugin works from a user's conftest.py; the kit
 never falls back to downloading a server; a server without our search attributes is its own error, naming
 both fixes; and the dev-server kit holds a kill test (a worker process SIGKILLed while its run waits)."""
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.system
 
 
 def readme_testing_example() -> str:
-    return code_block_after("README.md", "## Testing your agent")
+    return code_block_after("docs/testing.md", "## Testing your agent")
 
 
 def run_pytest(directory: Path, *, with_examples: bool = False) -> subprocess.CompletedProcess[str]:
@@ -104,7 +104,7 @@ async def test_a_server_without_our_search_attributes_is_its_own_error_naming_bo
                 await agents.start(refund_agent)
             assert not isinstance(raised.value, TemporalUnavailable)
             message = str(raised.value)
-            assert "starter.py search-attributes" in message and "search_attributes=False" in message
+            assert "duragent search-attributes" in message and "search_attributes=False" in message
             assert re.search(r"search attribute Agent\w+ is not defined", message)  # the server's words, kept
 
             run = await agents.start(refund_agent, search_attributes=False)  # the second fix works

@@ -1,15 +1,16 @@
-"""What a run writes to show itself (issue 20): `AgentClient` starts a run with the search attributes its
+"""What a run writes to show itself: `AgentClient` starts a run with the search attributes its
 first publish would write, so that publish writes nothing, and such a run writes no empty approvals memo (a
 missing one reads as none) — two history events (and two visibility writes) fewer per run — while what
 visibility shows stays the same. A run started without them (a raw start, an older client) still publishes
-them itself. Issue 36: progress (step, tokens, cost) is published by time, not every 5th step — a fast run shows
-it at its end only, a slow step at once. Issue 50: the time is what the activities worked, not workflow time (a
+them itself. Progress (step, tokens, cost) is published by time, not every 5th step — a fast run shows
+it at its end only, a slow step at once; the time is what the activities worked, not workflow time (a
 run slowed by waits publishes no more than a fast one), and a run follows the rule its start's record names;
 one whose record names none asks a patch where the old rules would differ."""
 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from agentic import Stop
+from agentic import Agent, FakeModel, Registry, Stop, tool, tool_call
 from duragent._activities import describe
 from duragent._activities.inputs import DescribedAgent
 from duragent._client import AgentClient
@@ -102,7 +103,7 @@ async def test_a_run_started_without_search_attributes_writes_none(skipping_env,
 async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, ledger, task_queue):
     """Nine fast steps: the rule of every 5th step would have upserted step 5 on the way; by time, the progress
     is shown once, at the end, with the status. The run follows the new rule because its start's record says so
-    (`progress_by_work`): no patch marker, no `TemporalChangeVersion` upsert (issue 50)."""
+    (`progress_by_work`): no patch marker, no `TemporalChangeVersion` upsert."""
     async with new_worker(skipping_env.client, task_queue, ledger):
         run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
             agent_named("migration"), options={"records": 8}
@@ -126,7 +127,7 @@ async def test_a_fast_run_publishes_its_progress_once_at_its_end(skipping_env, l
 
 
 async def test_a_run_described_before_the_record_asks_the_patch(skipping_env, ledger, task_queue, monkeypatch):
-    """A run whose start record names no rule (described by a worker before issue 50, and still in flight at
+    """A run whose start record names no rule (described by a worker before the by-work rule, and still in flight at
     the deploy) asks `workflow.patched` where the rules first differ, as it did: by time, with the marker and the
     SDK's `TemporalChangeVersion` — the same commands its history was recorded with."""
     recorded_by(monkeypatch, progress_by_time=False, progress_by_work=False)
@@ -163,7 +164,7 @@ WAITING = {"flaky_attempts": 1}
 
 
 async def test_a_run_slowed_by_waits_publishes_its_progress_at_its_end(skipping_env, ledger, task_queue, monkeypatch):
-    """Issue 50: each step lasts longer than the interval in workflow time (its retry's backoff), but the
+    """Each step lasts longer than the interval in workflow time (its retry's backoff), but the
     activities work only milliseconds: by work, nothing is published mid-run, as for a fast run — a loaded
     server's queues stretch workflow time the same way, and publishing there added a visibility write per step
     where the server had least to spare."""
@@ -180,7 +181,7 @@ async def test_a_run_slowed_by_waits_publishes_its_progress_at_its_end(skipping_
 
 
 async def test_a_run_recorded_by_time_keeps_publishing_by_time(skipping_env, ledger, task_queue, monkeypatch):
-    """The same run, described by a worker of issue 36 (its record says by time, not by work), still in flight
+    """The same run, described by a worker of the by-time rule (its record says by time, not by work), still in flight
     at the deploy: it publishes as it did, mid-run after each wait, so its history replays with the same commands."""
     monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.2))
     recorded_by(monkeypatch, progress_by_time=True, progress_by_work=False)
@@ -230,3 +231,43 @@ async def test_a_run_without_search_attributes_records_no_marker(skipping_env, l
         await run.result()
         history = await run.workflow.fetch_history()
     assert not upserts(history.events) and not patch_markers(history.events)
+
+
+@tool("Note a line.")
+def note(line: str) -> str:
+    return f"noted {line}"
+
+
+def _slow_thinker(messages: Any) -> object:
+    time.sleep(0.5)  # the model's work: longer than the interval below
+    done = [m for m in messages if m.role == "tool"]
+    return tool_call("note", {"line": f"line {len(done)}"}) if len(done) < 2 else "done"
+
+
+async def test_a_slow_model_step_publishes_its_progress_at_once(skipping_env, ledger, task_queue, monkeypatch):
+    """The model's work counts like a tool's: a run whose model calls take longer than the interval shows its
+    progress mid-run, though its tools take no time."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.3))
+    agent = Agent(FakeModel.replying(_slow_thinker, name="slow"), Registry([note]), name="t-slow-model", task="Go.")
+    async with new_worker(skipping_env.client, task_queue, ledger, agents=[agent]):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(agent)
+        assert (await run.result()).output == "done"
+        history = await run.workflow.fetch_history()
+    assert running_steps(history.events) != []
+
+
+async def test_a_run_described_before_both_rules_follows_time_when_it_waits(
+    skipping_env, ledger, task_queue, monkeypatch
+):
+    """A record naming neither rule (described before issue 36) asks the patch between the time rule and the old
+    step rule — never the work rule: its waits, not its work, publish mid-run, with the patch's marker."""
+    monkeypatch.setattr(visibility, "PROGRESS_INTERVAL", timedelta(seconds=0.2))
+    recorded_by(monkeypatch, progress_by_time=False, progress_by_work=False)
+    async with new_worker(skipping_env.client, task_queue, ledger):
+        run = await AgentClient(skipping_env.client, task_queue=task_queue).start(
+            agent_named("billing"), options=WAITING
+        )
+        await run.result()
+        history = await run.workflow.fetch_history()
+    assert running_steps(history.events) != []
+    assert len(patch_markers(history.events)) == 1

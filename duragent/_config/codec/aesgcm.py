@@ -5,7 +5,7 @@ messages are ciphertext in Temporal's database and history.
 Wire format: the encoded payload has metadata `encoding: binary/encrypted`, `encryption-key-id: <kid>` and
 `encryption-format: 3`, and data `nonce (12 random bytes) || ciphertext || tag`, where the plaintext is the
 original payload, protobuf-serialised (its metadata included). The associated data binds everything the label
-says plus where the payload lives: `binary/encrypted|3|["<kid>","<namespace>"]` (review L3). Relabelling a
+says plus where the payload lives: `binary/encrypted|3|["<kid>","<namespace>"]`. Relabelling a
 payload with another key id or format fails to authenticate, and so does a ciphertext copied into another
 namespace that shares the keys (staging into production, one tenant's history into another's): the codec of a
 client (duragent/_config/connection.py) is bound to that client's namespace, the codec endpoint to the namespace each

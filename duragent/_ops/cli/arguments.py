@@ -160,7 +160,7 @@ def add_agents_modules(parser: argparse.ArgumentParser) -> None:
         "--agents",
         action="append",
         metavar="MODULE",
-        help="a module exporting `agents` (repeatable; default: AGENT_MODULES, else the demo agents)",
+        help="a module exporting `agents` (repeatable; default: AGENT_MODULES)",
     )
 
 

@@ -18,10 +18,12 @@ import uuid
 from agentic.approvals import PendingApproval
 from duragent._config.agent_modules import find, load_agents
 from duragent._config.settings import Settings
+from duragent._conversation_live import turn_events
 from duragent._conversations import ConversationHandle
 from duragent._errors import MessageRefused
 from duragent._ops.cli.arguments import add_agents_modules
 from duragent._ops.cli.connection import agent_client
+from duragent._ops.cli.live_text import LiveText
 from duragent._ops.cli.output import emit
 from duragent._workflows.conversation_inputs import TurnResult
 
@@ -49,18 +51,22 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
         except MessageRefused as exc:
             emit(args.json, {"refused": exc.kind, "reason": exc.reason}, f"({exc.kind}: {exc.reason})")
             continue
-        answer = await _answer(conv, turn, by, args.json)
+        answer, streamed = await _answer(conv, turn, by, args.json)
         shown = (
             answer.output if answer.output is not None else f"({answer.status}: {answer.stop_detail or answer.error})"
         )
-        emit(args.json, answer.model_dump(mode="json"), shown)
+        if not streamed or answer.output is None:  # a streamed answer was printed as it was written
+            emit(args.json, answer.model_dump(mode="json"), shown)
         sys.stdout.flush()
     return 0
 
 
-async def _answer(conv: ConversationHandle, turn: int, by: str, as_json: bool) -> TurnResult:
-    """The turn's answer, asking here for each approval it waits for meanwhile."""
+async def _answer(conv: ConversationHandle, turn: int, by: str, as_json: bool) -> tuple[TurnResult, bool]:
+    """The turn's answer, asking here for each approval it waits for meanwhile; on a terminal, its text and tool
+    calls printed as they happen (and whether any text was)."""
     waiting = asyncio.ensure_future(conv.wait(turn))
+    printer = LiveText(sys.stdout)
+    printing = None if as_json else asyncio.ensure_future(printer.follow(turn_events(conv, turn)))
     asked: set[str] = set()
     try:
         while not waiting.done():
@@ -69,9 +75,13 @@ async def _answer(conv: ConversationHandle, turn: int, by: str, as_json: bool) -
                     asked.add(pending.call_id)
                     await _decide(conv, pending, by, as_json)
             await asyncio.wait({waiting}, timeout=POLL)
-        return waiting.result()
+        if printing is not None:  # the turn has ended: its last events are on their way
+            await asyncio.wait({printing}, timeout=5)
+        return waiting.result(), any(printer.written.values())
     finally:
         waiting.cancel()
+        if printing is not None:
+            printing.cancel()
 
 
 async def _decide(conv: ConversationHandle, pending: PendingApproval, by: str, as_json: bool) -> None:

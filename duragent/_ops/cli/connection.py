@@ -10,7 +10,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from duragent._client import AgentClient
 from duragent._config.settings import Settings
 from duragent._errors import TemporalUnavailable
-from duragent._ops.cli.output import CliError
+from duragent._ops.cli.output import CliError, command
 
 
 async def agent_client(settings: Settings) -> AgentClient:
@@ -18,7 +18,7 @@ async def agent_client(settings: Settings) -> AgentClient:
         agents = await AgentClient.connect(settings)
     except TemporalUnavailable as exc:
         nothing_there = "refused" in str(exc).lower()  # not a TLS or name problem: no server at that address
-        hint = ". Start one with `python starter.py server` or set TEMPORAL_ADDRESS." if nothing_there else ""
+        hint = f". Start one with `{command('server')}` or set TEMPORAL_ADDRESS." if nothing_there else ""
         raise CliError(f"{exc}{hint}") from None
     await require_namespace(agents.client, settings)
     return agents

@@ -274,7 +274,7 @@ def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     )  # `--key-file` (or AGENT_APPROVER_KEY_FILE) and `--by`, as starter.py takes them
     store = _existing(args.db, args.run_id)
     approve = args.command == "approve"
-    decision = approvals.decision_on(  # bound to this run's execution and the request's deadline (N5)
+    decision = approvals.decision_on(  # bound to this run's execution and the request's deadline
         store,
         args.run_id,
         approve=approve,

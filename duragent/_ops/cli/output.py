@@ -14,6 +14,21 @@ _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\
 _UNPRINTABLE_ONE_LINE = re.compile(_UNPRINTABLE.pattern.replace("\x00-\x08\x0b-\x1f", "\x00-\x1f"))
 
 
+# The name of the command line running, as its user typed it: the installed `duragent`, or the repository's
+# `starter.py`. Messages that suggest a next command name it (`command`); set once by the entry point's `main`.
+_invoked_as = "duragent"
+
+
+def invoked_as(prog: str) -> None:
+    global _invoked_as
+    _invoked_as = prog
+
+
+def command(rest: str) -> str:
+    """`rest` as a command to type: `duragent result RUN`, or `python starter.py result RUN` in the repository."""
+    return f"python {_invoked_as} {rest}" if _invoked_as.endswith(".py") else f"{_invoked_as} {rest}"
+
+
 class CliError(Exception):
     """A failure the user can act on: printed as one line, no traceback, non-zero exit."""
 

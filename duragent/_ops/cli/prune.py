@@ -20,7 +20,7 @@ from typing import Any
 from duragent._config.settings import Settings
 from duragent._ops.cli.arguments import positive_float
 from duragent._ops.cli.connection import agent_client
-from duragent._ops.cli.output import CliError, emit, printable
+from duragent._ops.cli.output import CliError, command, emit, printable
 from duragent._ops.cli.retention_flags import add_prune_arguments, prune_request
 from duragent._ops.retention.archive import ArchiveUnreadable, iter_archive
 from duragent._ops.retention.journal import open_prune_journal
@@ -53,7 +53,7 @@ async def cmd_prune(args: argparse.Namespace, settings: Settings) -> int:
             dry_run=request.dry_run,
             wait_seconds=args.wait,
             # The agents' queue only: an `AgentWorkflow` of a stranger's on a queue of its own is not ours to
-            # archive, nor to stop the prune (review T7).
+            # archive, nor to stop the prune.
             task_queue=settings.task_queue,
         )
     except StoreUnavailable as exc:
@@ -134,7 +134,7 @@ def add_archive_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_archive(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "show" and not args.run_id:
-        raise CliError("archive show needs the run id: starter.py archive show FILE RUN_ID", code=2)
+        raise CliError(f"archive show needs the run id: {command('archive show FILE RUN_ID')}", code=2)
     if args.action == "list" and args.run_id:
         raise CliError("archive list takes only the file", code=2)
     if not args.file.is_file():

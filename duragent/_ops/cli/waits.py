@@ -21,7 +21,7 @@ from duragent._activities.inputs import AgentResult
 from duragent._client import RunHandle
 from duragent._errors import AgentClientError
 from duragent._ops.cli.arguments import positive_float
-from duragent._ops.cli.output import CliError, printable
+from duragent._ops.cli.output import CliError, command, printable
 
 STALL_AFTER = 3.0  # seconds a task may wait for a worker before we say that none has taken it
 CHECK_EVERY = 2.0  # seconds between looks at what the run waits for
@@ -99,5 +99,5 @@ def timed_out(run_id: str, timeout: float, why: str | None) -> str:
     return (
         f"timed out after {timeout:g} s waiting for run {run_id}"
         + (f" ({why})" if why else "")
-        + f"; the run goes on: `python starter.py result {run_id}` waits again"
+        + f"; the run goes on: `{command(f'result {run_id}')}` waits again"
     )

@@ -32,7 +32,8 @@ from duragent._ops.cli import waits
 from duragent._ops.cli.approvals import HASH_SHOWN
 from duragent._ops.cli.arguments import add_run_id, positive_float
 from duragent._ops.cli.connection import agent_client
-from duragent._ops.cli.output import CliError, printable
+from duragent._ops.cli.live_text import LiveText
+from duragent._ops.cli.output import CliError, command, printable
 from duragent._ops.cli.runs import FINISHED, result_line, result_summary
 from duragent._workflows.inputs import Progress
 
@@ -43,6 +44,11 @@ TERMINAL = FINISHED
 def add_watch_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_id(parser)
     parser.add_argument("--interval", type=positive_float, default=0.5, help="seconds between progress queries")
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="print the model's text as it is written (runs started with stream) and each tool call, then the end",
+    )
     waits.add_timeout(parser)
 
 
@@ -58,10 +64,14 @@ async def cmd_watch(args: argparse.Namespace, settings: Settings) -> int:
         view = Lines(out)
     try:
         async with asyncio.timeout(args.timeout):
-            async for progress, why in with_reasons(handle, args.interval):
-                view.show(
-                    progress.model_dump(mode="json", exclude={"worker_answered", "error"}) | _waiting(progress, why)
-                )
+            if args.text and not args.json:  # the run's live events, as they come (duragent/_ops/cli/live_text.py)
+                await LiveText(out).follow(handle.events())
+                view = Lines(out)
+            else:
+                async for progress, why in with_reasons(handle, args.interval):
+                    view.show(
+                        progress.model_dump(mode="json", exclude={"worker_answered", "error"}) | _waiting(progress, why)
+                    )
             view.finish(result_summary(await handle.result()))  # a run that failed raises RunFailed: one line
     except TimeoutError:
         view.close()
@@ -164,7 +174,8 @@ def decide_hint(progress: dict[str, Any], pending: dict[str, Any]) -> str:
     if not (progress.get("run_id") and pending.get("call_id") and pending.get("arguments_hash")):
         return ""
     call, hash = pending["call_id"], pending["arguments_hash"][:HASH_SHOWN]
-    return f" — starter.py approve {progress['run_id']} --call {call} --by NAME --hash {hash} (or deny)"
+    run_id = progress["run_id"]
+    return f" — {command(f'approve {run_id} --call {call} --by NAME --hash {hash}')} (or deny)"
 
 
 def bar(done: int | None, total: int | None, finished: bool = False) -> str:

@@ -31,7 +31,7 @@ from duragent._connection import connect
 from duragent._ops.cli.arguments import add_agents_modules
 from duragent._ops.cli.boundary import Parser, exit_now, load_settings, run_command
 from duragent._ops.cli.connection import require_namespace
-from duragent._ops.cli.output import CliError
+from duragent._ops.cli.output import CliError, invoked_as
 from duragent._ops.devstack.signals import serve_until_stopped
 from duragent._stores import configured as stores
 from duragent._stores.configured import transcripts_for
@@ -113,6 +113,7 @@ def main(
     (duragent/_ops/cli/boundary.py); `--debug` shows the traceback. `default_agents`: the agents modules served
     when neither `--agents` nor AGENT_MODULES names one (the installed command has none)."""
     try:
+        invoked_as("starter.py" if prog.endswith(".py") else "duragent")  # the command its messages suggest
         args = parser(prog, default_agents).parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)

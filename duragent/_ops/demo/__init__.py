@@ -8,17 +8,21 @@ import asyncio
 import dataclasses
 import sys
 
-from duragent._config.settings import DEFAULT_UI_URL, Settings
-from duragent._ops.cli.output import emit
-from duragent._ops.demo.local_model import LocalModelDemo
+from duragent._config.settings import CHECKOUT, DEFAULT_UI_URL, Settings
+from duragent._ops.cli.output import CliError, emit
 from duragent._ops.demo.scripted import Demo, say
 from duragent._ops.devstack import devserver
 from duragent._ops.devstack.signals import stops_on_signals
 
 
 def demo_for(args: argparse.Namespace) -> type[Demo]:
-    """`--model local`: the same server and worker, runs answered by the real local model."""
-    return Demo if getattr(args, "model", None) is None else LocalModelDemo
+    """`--model local`: the same server and worker, runs answered by the real local model (its client needs the
+    `openai` extra: imported only then)."""
+    if getattr(args, "model", None) is None:
+        return Demo
+    from duragent._ops.demo.local_model import LocalModelDemo
+
+    return LocalModelDemo
 
 
 def _embedded_server(port: int, settings: Settings) -> devserver.DevServer:
@@ -36,6 +40,12 @@ def _embedded_server(port: int, settings: Settings) -> devserver.DevServer:
 
 @stops_on_signals  # SIGTERM/SIGHUP stop the server and worker it started, as Ctrl-C does
 async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    if CHECKOUT is None:  # the demo agents (examples/) are the repository's: the wheel ships none
+        raise CliError(
+            "`demo` runs the repository's demo agents (examples/), which an install does not have: "
+            "run `make demo` in a clone of the repository",
+            code=2,
+        )
     host, port = devserver.split_address(settings.address)
     server = None
     if not devserver.port_open(host, port):

@@ -187,7 +187,7 @@ def start(
         raise PortInUse(f"port {port} is already in use on 127.0.0.1 (another Temporal server?)")
     if ui_port and not port_free(ui_port):
         raise PortInUse(f"Web UI port {ui_port} is already in use on 127.0.0.1")
-    private_dir(db.parent)  # the dev server's database holds every payload: owner-only (review L9)
+    private_dir(db.parent)  # the dev server's database holds every payload: owner-only
     if log:
         private_dir(log.parent)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child process

@@ -33,7 +33,7 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The llama-cpp-python chat handler that renders tools into the prompt and constrains a named tool's
 # arguments with a grammar built from its JSON schema.
 CHAT_FORMAT = "chatml-function-calling"
-INSTALL_HINT = "make llm (pip install -r requirements-llm.lock; about 8 minutes: it compiles llama.cpp)"
+INSTALL_HINT = 'pip install "duragent[llm]" (about 8 minutes: it compiles llama.cpp; in the repo: make llm)'
 # One thread, for generation and for reading the prompt. llama.cpp's own default (half the CPUs to generate, all
 # of them for prompts) spins its threads waiting for each other; beside other busy processes — a worker, a dev
 # server, a test suite — a thread that lost its CPU keeps the others spinning. Measured on 2 cores beside two

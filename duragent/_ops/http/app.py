@@ -3,7 +3,7 @@
     GET  /runs?status=&agent=&limit=             runs, newest first                       viewer
     POST /runs                                   {"agent", "task", "run_id", ...} -> 201 approver
     GET  /runs/{id}                              status, percent, steps, approvals, audit viewer
-    GET  /runs/{id}/events                       SSE: progress {step,total,label}, end    viewer (4 each, 5 min)
+    GET  /runs/{id}/events                       SSE: progress, live events (id: offset), end viewer (4 each, 5 min)
     POST /runs/{id}/cancel                       -> 202                                   approver
     POST /runs/{id}/approvals/{call_id}          {"approve", "reason", "arguments_hash"}  approver
     GET  /approvals                              every pending approval, across runs      viewer
@@ -12,6 +12,8 @@
     GET|POST /login, POST /logout                a browser's session (duragent/_ops/http/login.py)
     GET  /facts..., POST /facts/{ns}/forget      what agents remember (duragent/_ops/http/facts.py)
     POST /conversations/{id}/messages, GET /conversations[/{id}]  conversations (duragent/_ops/http/conversations.py)
+    GET  /conversations/{id}/events              SSE: each turn's live events (id: TURN:OFFSET)  viewer
+    POST /agui/{agent}                           AG-UI: a turn of conversation threadId (SSE)  approver
 
 Access (duragent/_ops/http/auth.py): `Authorization: Bearer <token>` (or the session cookie of /login); no or an unknown
 token → 401, a viewer changing something → 403. The approver in an audit entry is the caller's token
@@ -29,15 +31,19 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI, Query
+from fastapi import Depends, FastAPI, Header, Query
 from starlette.responses import JSONResponse, Response
 
+from duragent._ops.http.agui import add_agui
 from duragent._ops.http.auth import ANONYMOUS, HttpAuth, Principal
 from duragent._ops.http.base import new_app
+from duragent._ops.http.conversation_events import add_conversation_events
+from duragent._ops.http.conversation_page import add_conversation_page
 from duragent._ops.http.conversations import add_conversations
 from duragent._ops.http.engine import Engine
 from duragent._ops.http.errors import InvalidRequest
 from duragent._ops.http.facts import add_facts
+from duragent._ops.http.in_flight import InFlightCaps, RequestSlots
 from duragent._ops.http.inbox import add_inbox
 from duragent._ops.http.limits import MAX_BODY_BYTES, require_json
 from duragent._ops.http.sse import with_keepalives
@@ -68,10 +74,12 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
     secure_cookie: bool = False,
     facts: Callable[[], DurableFactStore] | None = None,
+    request_slots: RequestSlots | None = None,
 ) -> FastAPI:
     """`facts` opens the workers' fact store: with it, the `/facts` routes are served too. `stream_seconds`,
     `streams_per_principal`: how long an event stream lasts, and how many one token identity may hold."""
     streams = StreamSlots(streams_per_principal)
+    requests = request_slots or RequestSlots()
     lifetime = STREAM_SECONDS if stream_seconds is None else stream_seconds
 
     @asynccontextmanager
@@ -89,6 +97,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.engine = engine
+    # Requests in flight per token identity, and a reserve for approvers (duragent/_ops/http/in_flight.py).
+    app.add_middleware(InFlightCaps, auth=auth, slots=requests)
     viewer = Depends(auth.require("viewer"))
     approver = Depends(auth.require("approver"))
     json_only = Depends(require_json)
@@ -111,11 +121,17 @@ def create_app(
         return shown_to(await engine.get_run(run_id), who)
 
     @app.get("/runs/{run_id}/events")
-    async def run_events(run_id: str, who: Principal = viewer) -> Response:
+    async def run_events(
+        run_id: str,
+        who: Principal = viewer,
+        last_event_id: int | None = Header(
+            None, ge=0, le=2**62, description="The id (offset) of the last live event the client has: resume after it."
+        ),
+    ) -> Response:
         await engine.require(run_id)
         give_back = streams.take(who)  # 429 past the caller's share (duragent/_ops/http/streams.py)
         return SlotStream(
-            with_keepalives(engine.events(run_id), keepalive_seconds, lifetime, RECONNECT_MS),
+            with_keepalives(engine.events(run_id, last_event_id), keepalive_seconds, lifetime, RECONNECT_MS),
             give_back,
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
@@ -152,6 +168,9 @@ def create_app(
     add_inbox(app, engine, auth)
     if (conversations := getattr(engine, "conversations", None)) is not None:  # the Temporal engine's
         add_conversations(app, conversations, auth)
+        add_conversation_events(app, conversations, auth, streams, keepalive_seconds, lifetime)
+        add_agui(app, engine, conversations, auth, streams)
+        add_conversation_page(app, conversations, auth)
     if facts is not None:
         add_facts(app, auth, facts)
     return app
@@ -160,7 +179,7 @@ def create_app(
 def shown_to(view: RunView, who: Principal) -> RunView:
     """To a viewer, and to a caller nobody authenticated (--insecure-no-auth), a webhook's attempts say only
     that they failed, not why: the error per attempt (`HTTP 401`, `ConnectError`) would map which internal
-    hosts and ports answer (review N8). An approver, who may set webhooks, sees why. URLs are always shown
+    hosts and ports answer. An approver, who may set webhooks, sees why. URLs are always shown
     without credentials or query (the engines redact them)."""
     if who is not ANONYMOUS and who.may("approver"):
         return view

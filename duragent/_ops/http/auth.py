@@ -148,7 +148,7 @@ _PORT = re.compile(r"^(?::[0-9]{0,5})?$")  # what may follow the host in a Host 
 
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
     """Whether a Host header names an allowed host (any port). Whatever follows the host must be a port:
-    `localhost:80@evil` or `[::1]evil` is not localhost (review 3, (e))."""
+    `localhost:80@evil` or `[::1]evil` is not localhost."""
     if not header:
         return False
     header = header.strip().lower()

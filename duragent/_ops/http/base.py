@@ -66,7 +66,7 @@ def new_app(
             allow_headers=list(cors_headers),
             max_age=600,
         )
-    # Cross-site POSTs refused before anything else reads them (T6): login and logout CSRF, and every other
+    # Cross-site POSTs refused before anything else reads them: login and logout CSRF, and every other
     # change, as defence in depth. After the Host check (a rebinding page's Origin would match its Host).
     app.add_middleware(SameOrigin, allowed_origins=origins)
     auth.install(app)  # added last, so it runs first: the Host check, and the 401/403 bodies

@@ -7,7 +7,7 @@ releases its lease) when the server stops; `job recover` resumes their runs.
 
 A worker process lives as long as its run, a day if it waits for an approval, at about 80 MB: so this server
 runs at most `max_runs` at once (`job serve --max-runs`), and past that answers 429 with `Retry-After`,
-having recorded and started nothing (review N11).
+having recorded and started nothing.
 """
 
 from __future__ import annotations
@@ -145,8 +145,9 @@ class CheckpointEngine:
             for r in rows
         ]
 
-    async def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
-        """`progress` whenever the stored progress changes (one local SQLite read per poll), then `end`."""
+    async def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """`progress` whenever the stored progress changes (one local SQLite read per poll), then `end`. (The
+        checkpoint runner has no live stream: `after` means nothing here.)"""
         last: dict[str, Any] | None = None
         while True:
             run = await asyncio.to_thread(self.store.run, run_id)
@@ -227,7 +228,7 @@ class CheckpointEngine:
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         await self.require(run_id)
         try:
-            decision = await asyncio.to_thread(  # bound to this run's execution and the request's deadline (N5)
+            decision = await asyncio.to_thread(  # bound to this run's execution and the request's deadline
                 approvals.decision_on,
                 self.store,
                 run_id,

@@ -98,7 +98,7 @@ def codec_router(codec: AesGcmCodec, auth: HttpAuth) -> APIRouter:
 
 
 def _for_request(codec: AesGcmCodec, request: Request) -> AesGcmCodec:
-    """The codec bound to the namespace the request names (review L3): `X-Namespace`, else the prefix of
+    """The codec bound to the namespace the request names: `X-Namespace`, else the prefix of
     `/{namespace}/decode` (its last segment, as the CLI's templating puts it), else the server's own."""
     named = request.headers.get("X-Namespace", "").strip()
     if not named:

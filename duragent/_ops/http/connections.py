@@ -9,7 +9,7 @@ protocol with its own two knobs applied at the connection, not only around a req
   arms its timer only after a response, so an idle or slow client could otherwise hold a connection forever.
   Nothing is timed while the app works or streams (an SSE feed), only while the client owes bytes.
 
-Who may hold the slots (review 3, T4). At accept time nobody is known: an approver's connection and a
+Who may hold the slots. At accept time nobody is known: an approver's connection and a
 local process's idle socket look alike until a request arrives with a token. So a connection that waits
 on its client holds nothing another needs:
 
@@ -17,7 +17,7 @@ on its client holds nothing another needs:
   duragent/_ops/http/auth.py). A new connection has `STRANGER_GRACE` (1 s) to send its request: every real
   client sends it at once, but a burst of them is accepted before any head is read (a client with 50
   requests in flight opens 50 connections in one go), so judging a newcomer at its accept closed honest
-  connections unanswered (issue 50: the bench's approvals through the runs API failed so). Past its grace, an
+  connections unanswered (the bench's approvals through the runs API failed so). Past its grace, an
   unauthenticated connection counts in `UNAUTHENTICATED_SHARE` of the slots (48 of 64): over it, the ones
   that have waited longest on their client (their first request, or the rest of one) are closed. The other
   quarter stays for token holders.

@@ -96,6 +96,10 @@ class Conversations:
             view = await conv.describe()
         return ConversationPage(conversation=view, transcript=page)
 
+    async def describe(self, conversation_id: str) -> ConversationView:
+        with _translated(conversation_id):
+            return await self._handle(conversation_id).describe()
+
     async def turn(self, conversation_id: str, turn: int) -> TurnResult:
         with _translated(conversation_id):
             return await self._handle(conversation_id).wait(turn)

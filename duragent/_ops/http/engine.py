@@ -21,8 +21,9 @@ from duragent._ops.http.views import (
 )
 
 # A stream event: ("progress", {step, total, label}) on every change, then ("end", {run_id, status, stop,
-# output, error}) once.
-StreamEvent = tuple[str, dict[str, Any]]
+# output, error}) once; between them, under Temporal, the run's live events (agentic/live.py) as (type, data,
+# offset): the offset is the SSE id a client resumes after.
+StreamEvent = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int | str]
 
 
 class Engine(Protocol):
@@ -36,7 +37,9 @@ class Engine(Protocol):
         """RunNotFound unless the run exists (before a stream starts: a 404 is not an event)."""
         ...
 
-    def events(self, run_id: str) -> AsyncIterator[StreamEvent]: ...
+    def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """`after`: the offset of the last live event the client has (its `Last-Event-ID`)."""
+        ...
 
     async def start(self, request: StartRequest) -> str: ...
 

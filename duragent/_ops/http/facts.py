@@ -1,4 +1,4 @@
-"""What agents remember, over HTTP (issue 21, "purge and inspect ... and the HTTP API"): the same reads and
+"""What agents remember, over HTTP ("purge and inspect ... and the HTTP API"): the same reads and
 the same purge as `starter.py facts`, on the workers' fact store (`AGENT_DATABASE_URL`, else
 `AGENT_DATA_DIR/facts.db`) — not Temporal's, so both engines serve the same routes.
 

@@ -1,4 +1,4 @@
-"""Cross-site requests that change something are refused (review 3, T6): `POST /login`, `POST /logout`, and, as
+"""Cross-site requests that change something are refused: `POST /login`, `POST /logout`, and, as
 defence in depth, every other POST of an app we serve.
 
 A page on another site can make a browser POST a form to us (login CSRF: the victim signed in as the

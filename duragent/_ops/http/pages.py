@@ -22,6 +22,10 @@ button.approve{background:#1f7a3a;color:#fff;border-color:#1f7a3a} button.deny{b
 input[name=reason]{width:11rem;padding:.25rem} .outcome.ok{color:#1f7a3a;font-weight:600}
 .outcome.rejected{color:#a4262c;font-weight:600} .left{white-space:nowrap} .empty{color:#555;padding:1rem 0}
 form.inline{display:inline}
+#chat{max-width:48rem} .msg{margin:.4rem 0;padding:.45rem .7rem;border-radius:8px;white-space:pre-wrap}
+.msg.user{background:#e8f0fe;margin-left:6rem} .msg.assistant{background:#f3f4f6;margin-right:6rem}
+.msg.streaming{border-left:3px solid #1f7a3a} .msg.tool{color:#555;font-size:13px;padding:.1rem .7rem}
+.msg.approval{background:#fff8e1;border:1px solid #e0b400} #send input{width:30rem;padding:.3rem}
 """
 
 

@@ -14,8 +14,9 @@ from duragent._ops.http.engine import StreamEvent
 KEEPALIVE = ": keep-alive\n\n"
 
 
-def frame(name: str, data: dict[str, Any]) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, sort_keys=True)}\n\n"
+def frame(name: str, data: dict[str, Any], id: int | str | None = None) -> str:
+    head = f"id: {id}\n" if id is not None else ""
+    return f"{head}event: {name}\ndata: {json.dumps(data, sort_keys=True)}\n\n"
 
 
 async def with_keepalives(
@@ -44,10 +45,11 @@ async def with_keepalives(
                     yield KEEPALIVE
                 continue
             try:
-                name, data = pending.result()
+                event = pending.result()
             except StopAsyncIteration:
                 return
-            yield frame(name, data)
+            name, data = event[0], event[1]
+            yield frame(name, data, event[2] if len(event) > 2 else None)
             if name == "end":
                 return
             pending = asyncio.ensure_future(anext(iterator))

@@ -1,4 +1,4 @@
-"""What one principal may hold of the runs API's event streams (`GET /runs/{id}/events`, review 3, T4).
+"""What one principal may hold of the runs API's event streams (`GET /runs/{id}/events`).
 
 A stream holds a connection for as long as its run lasts, and the server has 64 (duragent/_ops/http/serve.py). So:
 

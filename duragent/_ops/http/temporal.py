@@ -9,13 +9,16 @@ the workflow's rejection ("not signed"), 409.
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from agentic import Agent
@@ -42,6 +45,7 @@ from duragent._ops.http.engine import StreamEvent
 from duragent._ops.http.errors import Conflict, EngineUnavailable, InvalidRequest, RunNotFound
 from duragent._ops.http.feeds import Feeds
 from duragent._ops.http.history import StepLog
+from duragent._ops.http.live import merged
 from duragent._ops.http.views import (
     AuditView,
     CompensationView,
@@ -56,6 +60,15 @@ from duragent._ops.http.views import (
     WebhookView,
 )
 from duragent._workflows.inputs import Progress
+from duragent._workflows.names import WORKFLOW_TYPE
+
+# `GET /runs/{id}` of an open run asks its worker once (the `progress` query; the `approvals` query only once that
+# answered), and waits this long for an answer: a worker answers in milliseconds (review 4, U6).
+LIVE_QUERY_TIMEOUT = timedelta(seconds=2)
+# After no worker answered a run, its next reads within this long do not ask again: they show what the server
+# knows (the history, what the run last published), at once.
+SILENT_SECONDS = 15.0
+_SILENT_KEPT = 1024  # runs remembered as silent, at most
 
 TERMINAL = ("completed", "abandoned", "compensated", "compensation_failed", "failed", "terminated", "timed_out")
 
@@ -79,6 +92,7 @@ class TemporalEngine:
         self.signing_keys = dict(signing_keys or {})
         self.feeds = Feeds(agents, self._end_of)
         self.conversations = Conversations(agents, served)  # served at /conversations (duragent/_ops/http/app.py)
+        self._silent: OrderedDict[str, float] = OrderedDict()  # run id -> when no worker last answered it
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -106,9 +120,8 @@ class TemporalEngine:
         await self._handle(run_id)
 
     async def get_run(self, run_id: str) -> RunView:
-        handle = await self._handle(run_id)
+        handle, description = await self._described(run_id)
         with _translated(run_id):
-            description = await handle.describe()
             log = StepLog(self.agents.client.data_converter)
             for history in await handle.histories():
                 for event in history.events:
@@ -126,7 +139,7 @@ class TemporalEngine:
             "webhooks": await self._webhooks(run_id, started.get("webhook")),
         }
         if description.status == WorkflowExecutionStatus.RUNNING:
-            view |= await self._live(handle, log)
+            view |= await self._live(handle, log, description)
         elif description.status == WorkflowExecutionStatus.COMPLETED:
             view |= _finished(await handle.result(), log)
         else:
@@ -135,13 +148,17 @@ class TemporalEngine:
             view |= _ended(ended, log)
         return RunView(**view)
 
-    async def _live(self, handle: RunHandle, log: StepLog) -> dict[str, Any]:
+    async def _live(self, handle: RunHandle, log: StepLog, description: WorkflowExecutionDescription) -> dict[str, Any]:
         with _translated(handle.run_id):
             try:
-                progress = await handle.live()
-                audit = (await handle.approvals()).audit
+                if (silent := self._silent_since(handle.run_id)) is not None:
+                    raise WorkerUnavailable(f"no worker answered this run {time.monotonic() - silent:.0f}s ago")
+                progress = await handle.live(LIVE_QUERY_TIMEOUT)
+                audit = (await handle.queried_approvals(LIVE_QUERY_TIMEOUT)).audit
             except WorkerUnavailable as exc:  # the steps (history) and what the run last published are known
-                progress, audit = await handle.last_known(str(exc.__cause__ or exc)), []
+                self._went_silent(handle.run_id)
+                progress = await handle.last_known(str(exc.__cause__ or exc), description, ask=False)
+                audit = []
         answered = progress.worker_answered
         in_flight = log.in_flight
         return {
@@ -203,8 +220,8 @@ class TemporalEngine:
             agents = {r.run_id: r.agent for r in await self.agents.list(status="awaiting_approval", limit=1000)}
         return [_inbox_item(p.in_tree(), agents.get(p.run_id)) for p in waiting]
 
-    def events(self, run_id: str) -> AsyncIterator[StreamEvent]:
-        return self.feeds.stream(run_id)
+    def events(self, run_id: str, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        return merged(self.feeds.stream(run_id), self.agents.client, run_id, after, self._end_of)
 
     async def _end_of(self, run_id: str) -> dict[str, Any]:
         handle = self.agents.handle(run_id)
@@ -240,6 +257,7 @@ class TemporalEngine:
                     options=request.options,
                     model=request.model,
                     webhook=request.webhook,
+                    stream=request.stream,
                 )
             except RunAlreadyExists as exc:
                 raise Conflict(str(exc)) from None
@@ -257,7 +275,7 @@ class TemporalEngine:
 
     async def decide(self, run_id: str, call_id: str, request: DecisionRequest, by: Principal) -> AuditView:
         # Not `_handle`: `decide` describes the run itself (UnknownRun when there is none), and a second
-        # describe per decision is a server call each of thousands of decisions pays for nothing (issue 36).
+        # describe per decision is a server call each of thousands of decisions pays for nothing.
         handle = self.agents.handle(run_id)
         with _translated(run_id):
             try:
@@ -291,8 +309,32 @@ class TemporalEngine:
         return f"call {call_id} was already {entry.event}{by}; nothing was changed"
 
     async def _handle(self, run_id: str) -> RunHandle:
+        return (await self._described(run_id))[0]
+
+    async def _described(self, run_id: str) -> tuple[RunHandle, WorkflowExecutionDescription]:
+        """The run and the server's description of it (one call), if it is an agents' run on this API's task
+        queue: anything else — a stranger's `AgentWorkflow` on a queue no worker of ours polls — is not found,
+        before anything is asked of a worker."""
+        handle = self.agents.handle(run_id)
         with _translated(run_id):
-            return await self.agents.get(run_id)
+            description = await handle.describe()
+        info = description.raw_description.workflow_execution_info
+        if info.type.name != WORKFLOW_TYPE or info.task_queue != self.agents.task_queue:
+            raise RunNotFound(run_id)
+        return handle, description
+
+    def _silent_since(self, run_id: str) -> float | None:
+        since = self._silent.get(run_id)
+        if since is not None and time.monotonic() - since > SILENT_SECONDS:
+            del self._silent[run_id]
+            return None
+        return since
+
+    def _went_silent(self, run_id: str) -> None:
+        self._silent.setdefault(run_id, time.monotonic())
+        self._silent.move_to_end(run_id)
+        while len(self._silent) > _SILENT_KEPT:
+            self._silent.popitem(last=False)
 
     async def close(self) -> None:
         await self.feeds.close()

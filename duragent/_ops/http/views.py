@@ -130,7 +130,7 @@ class InboxItem(PendingView):
 
     run_id: str
     agent: str | None
-    # Where the run sits in a delegation tree (issue 18): a run nobody delegated is its own root, path [run_id].
+    # Where the run sits in a delegation tree: a run nobody delegated is its own root, path [run_id].
     # Deciding is done on `run_id` itself; the root says which top-level run waits on it.
     root_run_id: str
     path: list[str] = Field(description="Run ids from the root down to `run_id`.")
@@ -168,6 +168,9 @@ class StartRequest(_Request):
     model: StrictStr | None = Field(None, description="A model the workers declare, by name.")
     webhook: StrictStr | None = Field(
         None, max_length=2000, description="POSTed once, signed, when the run ends: https, or http to loopback."
+    )
+    stream: StrictBool = Field(
+        False, description="The model's text on the run's event stream as it is written (Temporal engine)."
     )
 
 

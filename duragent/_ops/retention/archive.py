@@ -7,7 +7,7 @@ caller, which deletes only after `write_archive` returned, has deleted nothing y
 they come (an iterable, not a list), so archiving many large runs does not hold them all in memory.
 
 An archive holds decoded runs (transcripts, tool results, approvals), so it is created owner-only: the file
-`0600` whatever the umask, in a directory created `0700` (review N13), as the stores are.
+`0600` whatever the umask, in a directory created `0700`, as the stores are.
 
 Read one back with `read_archive`/`iter_archive`, or `zcat FILE | jq`.
 """

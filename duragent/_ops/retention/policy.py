@@ -114,7 +114,7 @@ async def find_due(
 ) -> tuple[list[ClosedRun], list[Skipped]]:
     """The closed runs due for pruning as of `now`, oldest first, and the due ones left alone (with why).
     With `task_queue`, only the runs on it: a workflow type is a name anybody may give their own workflow, the
-    agents' queue is where only the agents' workers poll (review T7)."""
+    agents' queue is where only the agents' workers poll."""
     cut = now - timedelta(days=min(policy.completed_days, policy.failed_days))
     # ContinuedAsNew executions are links of a chain whose last execution decides; Running ones are never due.
     query = (

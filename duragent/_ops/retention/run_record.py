@@ -50,7 +50,7 @@ class TranscriptMissing(Exception):
 
 class ServerChain(Exception):
     """The run id holds a chain the *server* continues — a cron schedule or a retry policy, which no client of
-    ours sets, but any Temporal client may (review N12). Its executions are not one run's continue-as-new
+    ours sets, but any Temporal client may. Its executions are not one run's continue-as-new
     chain, so they are left to an operator (`temporal workflow delete`), said with this reason, and the prune
     goes on with every other run."""
 
@@ -63,7 +63,7 @@ class ServerChain(Exception):
 
 class NotOurs(Exception):
     """The run's result or failure cannot be read as an `AgentResult`: a workflow of someone else's under our
-    type's name, on a queue of its own, returned something else (review T7) — or a payload the keys here cannot
+    type's name, on a queue of its own, returned something else — or a payload the keys here cannot
     decode. Prune skips it with this reason and goes on with every other run: one such run must not stop
     retention for everybody."""
 

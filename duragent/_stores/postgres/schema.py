@@ -88,7 +88,7 @@ def create(db: psycopg.Connection) -> list[str]:
 
 
 def _scope_write_keys(db: psycopg.Connection) -> None:
-    """Tables made before write keys were scoped by namespace (review N6) had them unique across namespaces, as
+    """Tables made before write keys were scoped by namespace had them unique across namespaces, as
     constraints; now unique indexes per namespace replace them (duragent/_stores/facts.py). Idempotent."""
     legacy = db.execute(
         "SELECT conrelid::regclass::text, conname FROM pg_constraint"
