@@ -8,15 +8,17 @@ ours in its own process (`bench-chat`: 3 no-op tool calls per message, then an a
 - **a run per message, the history re-sent** (`--resent-turns`, the way without a conversation: each message a
   new run started with the whole transcript so far as `history=`): the bytes of the last turn's run history,
   against a conversation turn's, which stays the same however long the conversation;
-- **idle conversations**: `--idle N` conversations of one message each, left waiting: the worker's memory (RSS)
-  before and after, and with how many runs in its cache (`max_cached_workflows`, 1,000) — an idle conversation
-  beyond it is evicted and costs the worker nothing until its next message;
+- **the peers' way** (`--peer-turns`, bench/peer_chat.py: the message history carried in the user's workflow, as
+  pydantic-ai's Temporal docs and the OpenAI Agents samples write a chat): bytes and events of its one execution,
+  and whether it finishes under Temporal's limits, side by side with ours at the same turns;
+- **idle conversations** (`--idle N`, bench/conversation_idle.py): the worker's memory (RSS) and the server's
+  storage (its SQLite file's growth, rows) at N/2 and N conversations parked — the memory must level off once
+  N passes the worker's cache (`max_cached_workflows`, `--idle-cache`);
 - **the first answer after a worker restart**: the worker SIGKILLed while the conversation waits for its next
   message, a new worker started (ready), then one message sent: ms until its answer — with the waiting runs
   released from the dead worker's sticky queue (duragent/_sticky.py) and without (`AGENT_RELEASE_STICKY_RUNS`).
 
-Not measured here (yet): the server's storage per idle conversation (the embedded dev server here keeps it in
-memory); the peers' way (the message history carried in the user's workflow).
+The dev server keeps its state in a SQLite file here (`--db-filename`), so the storage figures are a real store's.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from typing import Any
 from agentic import Message
 from bench.cli import Command, register
 from bench.conversation_agents import agent as chat_agent
-from bench.conversation_agents import echo
+from bench.conversation_idle import measure_idle
+from bench.conversation_peers import measure_peers
 from bench.stats import judged, ratio_interval
 from duragent._client import AgentClient
 from duragent._config.settings import Settings
@@ -44,19 +47,29 @@ from duragent._stores.transcripts import SqliteTranscriptStore, Transcripts
 from duragent.testing import start_dev_server
 
 MODULES = "bench.conversation_agents,bench.agents"
-AT_ONCE = 10  # first messages in flight while parking idle conversations (50 overloaded the embedded server)
 
 
 def configure(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--turns", type=int, default=100, help="turns of the measured conversation (default 100)")
+    sub.add_argument(
+        "--turns", type=int, nargs="+", default=[100, 1000], help="turns of each measured conversation (100 1000)"
+    )
+    sub.add_argument(
+        "--peer-turns", type=int, nargs="*", default=None, help="turns of the peers' way (default: --turns)"
+    )
     sub.add_argument("--restarts", type=int, default=5, help="worker restarts measured each way (default 5)")
     sub.add_argument("--resent-turns", type=int, default=50, help="turns of the run-per-message way (default 50)")
-    sub.add_argument("--idle", type=int, default=500, help="idle conversations to park (default 500)")
+    sub.add_argument("--idle", type=int, default=10_000, help="idle conversations to park (default 10,000)")
+    sub.add_argument(
+        "--idle-cache", type=int, default=None, help="the worker's max_cached_workflows (default: the worker's, 1,000)"
+    )
     sub.add_argument("--out", type=Path, default=Path("results"), help="where conversations.json goes")
 
 
 def run(args: argparse.Namespace) -> int:
-    results = asyncio.run(measure(args.turns, args.restarts, args.idle, args.resent_turns))
+    peer_turns = args.turns if args.peer_turns is None else args.peer_turns
+    results = asyncio.run(
+        measure(args.turns, args.restarts, args.idle, args.resent_turns, peer_turns=peer_turns, cache=args.idle_cache)
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "conversations.json").write_text(json.dumps(results, indent=2))
     return 0
@@ -66,18 +79,27 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-async def measure(turns: int, restarts: int, idle: int, resent: int = 0) -> dict[str, Any]:
+async def measure(
+    turns: list[int],
+    restarts: int,
+    idle: int,
+    resent: int = 0,
+    *,
+    peer_turns: list[int] | None = None,
+    cache: int | None = None,
+) -> dict[str, Any]:
     results: dict[str, Any] = {"turns": turns}
     in_process = chat_agent.conversation()
     started = time.perf_counter()
-    for n in range(turns):
+    for n in range(turns[0]):
         in_process.send(f"message {n}")
-    results["in_process_ms_per_turn"] = 1000 * (time.perf_counter() - started) / turns
+    results["in_process_ms_per_turn"] = 1000 * (time.perf_counter() - started) / turns[0]
     say(f"in-process: {results['in_process_ms_per_turn']:.2f} ms per turn")
 
-    env = await start_dev_server()
     with tempfile.TemporaryDirectory(prefix="bench-conversations-") as scratch:
         tmp = Path(scratch)
+        database = tmp / "temporal.db"
+        env = await start_dev_server(extra_args=["--db-filename", str(database)])
         settings = Settings(
             address=env.client.service_client.config.target_host,
             task_queue=f"conv-{uuid.uuid4().hex[:8]}",
@@ -86,28 +108,61 @@ async def measure(turns: int, restarts: int, idle: int, resent: int = 0) -> dict
         )
         agents = AgentClient(env.client, task_queue=settings.task_queue)
         try:
-            worker = _worker(settings, tmp, "first", release=True)
+            worker = _worker(settings, tmp, "first", release=True, cache=cache)
             try:
-                results |= await _turns(agents, turns)
+                results["ours"] = {str(n): await _turns(agents, n) for n in turns}
+                if peer_turns:
+                    results |= await measure_peers(settings.address, peer_turns)
                 if resent:
                     results |= await _resent(agents, Transcripts(SqliteTranscriptStore(tmp / TRANSCRIPTS_FILE)), resent)
-                results |= await _idle(agents, worker, idle)
+                if idle:
+                    cached = cache or settings.max_cached_workflows
+                    results |= await measure_idle(agents, worker.pid, database, idle, cached)
             finally:
                 worker.stop()
-            for release in (False, True):
+            for release in (False, True) if restarts else ():
                 key = "first_answer_after_restart_ms" + ("" if release else "_not_released")
                 results[key] = await _restarts(agents, settings, tmp, restarts, release)
                 say(f"first answer after a restart ({'released' if release else 'not released'}): {results[key]}")
         finally:
             await env.shutdown()
     say(json.dumps(results, indent=2))
+    say(side_by_side(results))
     return results
 
 
-def _worker(settings: Settings, tmp: Path, name: str, *, release: bool, waiting: bool = False) -> WorkerProcess:
+def side_by_side(results: dict[str, Any]) -> str:
+    """Ours and the peers' way at the same turns: history per execution and per turn, and whether it finished."""
+    lines = ["turns | ours: executions, largest, per turn (+ a turn's run) | the peers' way: one execution, per turn"]
+    peers = results.get("peers", {})
+    for turns in sorted({*results.get("ours", {}), *peers}, key=int):
+        ours, peer = results.get("ours", {}).get(turns), peers.get(turns)
+        left = (
+            f"{ours['conversation_executions']} executions, largest {ours['largest_execution_bytes'] / 1024:.0f} KB"
+            f" / {ours['largest_execution_events']} events, {ours['conversation_bytes_per_turn'] / 1024:.1f} KB a turn"
+            f" (+ {ours['turn_run_bytes'] / 1024:.1f} KB a turn's run)"
+            if ours
+            else "-"
+        )
+        right = (
+            f"{peer['bytes'] / 1024 / 1024:.1f} MB / {peer['events']} events, {peer['bytes_per_turn'] / 1024:.1f} KB a"
+            f" turn, largest payload {peer['largest_payload_bytes'] / 1024:.0f} KB; "
+            + ("finished" if peer["finished"] else f"stopped after {peer['answered']} turns: {peer['stopped']}")
+            if peer
+            else "-"
+        )
+        lines.append(f"{turns} | {left} | {right}")
+    return "\n".join(lines)
+
+
+def _worker(
+    settings: Settings, tmp: Path, name: str, *, release: bool, waiting: bool = False, cache: int | None = None
+) -> WorkerProcess:
     """A worker process, ready; with `release` and `waiting` (conversations wait for a message), once it has
     released them (its log says so: `worker ready` comes as it starts, the release a few ms later)."""
     env = {"AGENT_MODULES": MODULES, "LOG_LEVEL": "INFO", "AGENT_RELEASE_STICKY_RUNS": str(release).lower()}
+    if cache is not None:
+        env["AGENT_MAX_CACHED_WORKFLOWS"] = str(cache)
     worker = WorkerProcess(settings, log=tmp / f"worker-{name}.log", extra_env=env).wait_ready()
     deadline = time.monotonic() + 30
     while release and waiting and not any(" waiting runs on " in line for line in worker.output):
@@ -129,12 +184,14 @@ async def _turns(agents: AgentClient, turns: int) -> dict[str, Any]:
     executions = await _histories(agents, conv.conversation_id)
     events = [len(h.events) for h in executions]
     sizes = [sum(e.ByteSize() for e in h.events) for h in executions]
-    turn = await _histories(agents, f"{conv.conversation_id}~turn-{turns // 2}")
+    turn = await _histories(agents, f"{conv.conversation_id}~turn-{max(1, turns // 2)}")
     out = {
         "durable_ms_per_turn": durable,
         "conversation_executions": len(executions),
         "conversation_events": sum(events),
+        "conversation_bytes": sum(sizes),
         "conversation_bytes_per_turn": sum(sizes) / (turns + 1),
+        "conversation_bytes_per_execution": sum(sizes) / len(sizes),
         "largest_execution_events": max(events),
         "largest_execution_bytes": max(sizes),
         "turn_run_events": sum(len(h.events) for h in turn),
@@ -164,34 +221,6 @@ async def _resent(agents: AgentClient, transcripts: Transcripts, turns: int) -> 
     }
     say(f"a run per message, history re-sent: {out}")
     return out
-
-
-async def _idle(agents: AgentClient, worker: WorkerProcess, count: int) -> dict[str, Any]:
-    """`count` conversations of one message each, sent `AT_ONCE` at a time, then left waiting."""
-    before = _rss_mb(worker.pid)
-    batch = f"idle-{uuid.uuid4().hex[:6]}"
-    started = time.perf_counter()
-    for first in range(0, count, AT_ONCE):
-        names = [f"{batch}-{n}" for n in range(first, min(first + AT_ONCE, count))]
-        await asyncio.gather(*(agents.conversation(echo, name).send("hello") for name in names))
-    took = time.perf_counter() - started
-    after = _rss_mb(worker.pid)
-    out = {
-        "idle_conversations": count,
-        "idle_worker_rss_mb_before": before,
-        "idle_worker_rss_mb_after": after,
-        "idle_worker_kb_per_conversation": 1024 * (after - before) / count if count else 0.0,
-        "idle_first_turns_per_s": count / took if took else 0.0,
-    }
-    say(f"idle: {out}")
-    return out
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def _restarts(

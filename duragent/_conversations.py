@@ -98,10 +98,13 @@ class ConversationHandle:
 
     # -- messages ---------------------------------------------------------------------------------------
 
-    async def send(self, text: str, *, wait: bool = True, expect_turn: int | None = None) -> Any:
+    async def send(
+        self, text: str, *, wait: bool = True, expect_turn: int | None = None, model: str | None = None
+    ) -> Any:
         """Send one message: the next turn. `wait` (default): its `TurnResult` once the turn ends; else its
-        number at once. Raises MessageRefused (`.kind`: EmptyMessage, MessageTooLong, ConversationClosed,
-        StaleTurn, ConversationBusy, OverBudget), nothing sent."""
+        number at once. `model` switches the model for this turn: a name the workers' catalog declares (never an
+        endpoint); None, the conversation's. Raises MessageRefused (`.kind`: EmptyMessage, MessageTooLong,
+        ConversationClosed, StaleTurn, ConversationBusy, OverBudget, UnknownModel), nothing sent."""
         start = WithStartWorkflowOperation(
             ConversationWorkflow.run,
             self.input,
@@ -119,7 +122,7 @@ class ConversationHandle:
                 ConversationWorkflow.send,
                 # Its own id: a retry of this send (the SDK retries one the server aborted at a handover) gets
                 # the turn the first attempt got, never a second one.
-                SendMessage(text=text, expect_turn=expect_turn, message_id=uuid.uuid4().hex),
+                SendMessage(text=text, expect_turn=expect_turn, message_id=uuid.uuid4().hex, model=model),
                 start_workflow_operation=start,
             )
         except WorkflowUpdateFailedError as exc:

@@ -84,7 +84,7 @@ class ApprovalRejected(AgentClientError):
 
 class MessageRefused(AgentClientError, ValueError):
     """A conversation refused a message, nothing sent: `kind` names why (EmptyMessage, MessageTooLong,
-    ConversationClosed, StaleTurn, ConversationBusy, OverBudget, UnknownTurn), the message says it."""
+    ConversationClosed, StaleTurn, ConversationBusy, OverBudget, UnknownTurn, UnknownModel), the message says it."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from agentic.errors import AgenticError
 from agentic.models.base import Model
@@ -22,6 +22,17 @@ PREFIX_CACHE_SIZE = 32
 
 class UnknownModel(AgenticError, LookupError):
     """A run named a model this worker does not declare: bad input, never worth retrying."""
+
+
+def undeclared(name: str, models: Iterable[str], prefixes: Iterable[str]) -> str | None:
+    """Why `name` is not a model of a catalog declaring `models` and `prefixes` (None: it is one) — the catalog's
+    own rule, also applied where only the names are known (a conversation refusing a message that names a model
+    its worker does not declare, from the names the worker recorded)."""
+    models, prefixes = set(models), sorted(prefixes)
+    if name in models or any(name.startswith(p) and len(name) > len(p) for p in prefixes):
+        return None
+    declared = ", ".join([*sorted(models), *(f"{p}<model>" for p in prefixes)]) or "none"
+    return f"model {name!r} is not declared by this worker; it declares: {declared}"
 
 
 class ModelCatalog:
@@ -63,6 +74,10 @@ class ModelCatalog:
     def names(self) -> list[str]:
         return sorted({*self._models, *self._lazy}) + [f"{prefix}<model>" for prefix in sorted(self._prefixes)]
 
+    def declared(self) -> tuple[list[str], list[str]]:
+        """The names declared one by one, and the prefixes (`undeclared` tells whether a name is among them)."""
+        return sorted({*self._models, *self._lazy}), sorted(self._prefixes)
+
     def resolve(self, name: str) -> Model:
         with self._lock:
             return self._resolve(name)
@@ -83,5 +98,4 @@ class ModelCatalog:
                 while len(self._made) > self.prefix_cache_size:
                     self._made.popitem(last=False)
                 return model
-        declared = ", ".join(self.names()) or "none"
-        raise UnknownModel(f"model {name!r} is not declared by this worker; it declares: {declared}")
+        raise UnknownModel(undeclared(name, *self.declared()))

@@ -19,7 +19,7 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 
 from duragent._activities.caller import agent_run_execution, describe, refused
-from duragent._activities.inputs import DescribedAgent, DescribeInput, EngineOptions
+from duragent._activities.inputs import DeclaredModels, DescribedAgent, DescribeInput, EngineOptions
 from duragent._activities.served import ServedAgents
 
 
@@ -45,6 +45,9 @@ class DescribeActivities:
             "progress_by_time": True,
             "progress_by_work": True,
         }
+        if input.with_models:
+            names, prefixes = self.served.agents.models.declared()
+            recorded["models"] = DeclaredModels(names=names, prefixes=prefixes)
         return DescribedAgent(**dict(spec) | recorded)
 
 

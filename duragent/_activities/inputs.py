@@ -89,6 +89,16 @@ class DescribedAgent(AgentSpec):
     # upserts a run, each an event and a visibility write) just when the server had least to spare. Absent
     # (False) from the records of runs described before: those keep the rule they started with.
     progress_by_work: bool = False
+    # The models the worker declares (asked by a conversation, whose `send` validator refuses a message naming
+    # another); None in runs' records, which never need them, and in those made before.
+    models: DeclaredModels | None = None
+
+
+class DeclaredModels(OmitDefaults):
+    """The worker's model catalog by name: `agentic.models.catalog.undeclared` judges a name against it."""
+
+    names: list[str] = Field(default_factory=list)
+    prefixes: list[str] = Field(default_factory=list)
 
 
 class TranscriptPart(OmitDefaults):
@@ -137,6 +147,7 @@ class DescribeInput(OmitDefaults):
     continued_from: str | None = Field(
         None, description="A continuation: the run it continues (checked with the server)."
     )
+    with_models: bool = Field(False, description="Answer with the models the worker declares (a conversation asks).")
 
 
 class ModelCallInput(OmitDefaults):

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
 
     from agentic import Budget, Usage
     from agentic.conversation import over_budget, refusal, turn_budget
+    from agentic.models.catalog import undeclared
     from duragent._activities.describe import DescribeActivities
     from duragent._activities.inputs import AgentResult, ContinueAsNewPolicy, DescribedAgent, DescribeInput
     from duragent._activities.turns import AttachTurnInput, TurnActivities
@@ -149,7 +150,9 @@ class ConversationWorkflow:
         try:
             self.spec = await workflow.execute_local_activity_method(
                 DescribeActivities.describe_agent,
-                DescribeInput(agent=self.input.agent, model=self.input.model, options=self.input.options),
+                DescribeInput(
+                    agent=self.input.agent, model=self.input.model, options=self.input.options, with_models=True
+                ),
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=DESCRIBE_RETRY,
                 summary=f"describe agent {self.input.agent}",
@@ -170,7 +173,7 @@ class ConversationWorkflow:
             return self.accepted[message.message_id]
         self.turns += 1
         now = workflow.now()
-        self.queue.append(QueuedMessage(turn=self.turns, text=message.text, sent_at=now))
+        self.queue.append(QueuedMessage(turn=self.turns, text=message.text, sent_at=now, model=message.model))
         if message.message_id is not None:
             self.accepted[message.message_id] = self.turns
             for old in list(self.accepted)[:-ACCEPTED_KEPT]:
@@ -195,6 +198,16 @@ class ConversationWorkflow:
         if why is not None:
             # Named, non-retryable, with the reason alone as its details: the client raises MessageRefused.
             raise ApplicationError(why.reason, why.kind, type=why.kind, non_retryable=True)
+        if message.model is not None and (unknown := self._undeclared(message.model)) is not None:
+            raise ApplicationError(unknown, "UnknownModel", type="UnknownModel", non_retryable=True)
+
+    def _undeclared(self, model: str) -> str | None:
+        """Why the worker cannot answer with `model` (None: it can, or it has not said yet). The models it declares
+        come with its spec, at the start of each run: a message that arrives with the conversation's start is
+        accepted before that, and its turn is refused instead, with the same reason (`_run_turn`)."""
+        if self.spec is None or self.spec.models is None:
+            return None
+        return undeclared(model, self.spec.models.names, self.spec.models.prefixes)
 
     @workflow.update(
         name=WAIT_TURN_UPDATE, description="A turn's answer once it has one; None while the conversation hands over."
@@ -251,13 +264,16 @@ class ConversationWorkflow:
     async def _run_turn(self, message: QueuedMessage) -> None:
         assert self.spec is not None
         budget = turn_budget(self.input.budget, self.consumed, self.input.turn_budget or self.spec.budget)
-        if isinstance(budget, str):
+        why = f"the conversation's budget is spent: {budget}" if isinstance(budget, str) else None
+        if why is None and message.model is not None:
+            why = self._undeclared(message.model)
+        if why is not None or isinstance(budget, str):  # (the second only tells the type checker)
             self._ended(
                 TurnResult(
                     conversation_id=self.conversation_id,
                     turn=message.turn,
                     status="refused",
-                    stop_detail=f"the conversation's budget is spent: {budget}",
+                    stop_detail=why,
                     consumed=self.consumed,
                 )
             )
@@ -266,7 +282,7 @@ class ConversationWorkflow:
         active = ActiveTurn(turn=message.turn, text=message.text, run_id=run_id, started_at=workflow.now())
         self.active = active
         self._publish()
-        turn = self._turn_input(message.text, budget)
+        turn = self._turn_input(message.text, budget, message.model)
         try:
             handle = await workflow.start_child_workflow(
                 WORKFLOW_TYPE,
@@ -285,7 +301,7 @@ class ConversationWorkflow:
             handle = None  # a replayed start, or an id someone else took: only this conversation's child is adopted
         await self._await_turn(active, handle)
 
-    def _turn_input(self, text: str, budget: Budget) -> AgentInput:
+    def _turn_input(self, text: str, budget: Budget, model: str | None = None) -> AgentInput:
         has_transcript = self.transcript.head != EMPTY or bool(self.transcript.unsaved)
         return AgentInput(
             agent=self.input.agent,
@@ -293,7 +309,7 @@ class ConversationWorkflow:
             budget=budget,
             history_ref=self.transcript if has_transcript else None,
             options=self.input.options,
-            model=self.input.model,
+            model=model or self.input.model,  # this message's model, else the conversation's
             timeouts=self.input.timeouts,
             search_attributes=self.input.search_attributes,
             stream=self.input.stream,

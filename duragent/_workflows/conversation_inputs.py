@@ -37,12 +37,19 @@ class SendMessage(OmitDefaults):
     expect_turn: PositiveInt | None = Field(
         None, description="The turn this message should be; refused (StaleTurn) when another message got there first."
     )
+    model: str | None = Field(
+        None,
+        max_length=200,
+        description="The model that answers this turn, by the name the worker's catalog declares (never an endpoint);"
+        " None: the conversation's.",
+    )
 
 
 class QueuedMessage(OmitDefaults):
     turn: PositiveInt
     text: str
     sent_at: datetime
+    model: str | None = None
 
 
 class TurnResult(OmitDefaults):

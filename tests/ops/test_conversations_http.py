@@ -79,4 +79,6 @@ def test_each_refusal_over_http_is_one_status_and_nothing_is_sent(stack: ApiStac
         assert api.post(send, json={"agent": "t-chat", "text": "hi", "wait": True}).status_code == 200
         stale = api.post(send, json={"agent": "t-chat", "text": "again", "expect_turn": 1})
         assert stale.status_code == 409 and "StaleTurn" in stale.text
+        endpoint = api.post(send, json={"agent": "t-chat", "text": "again", "model": "http://127.0.0.1:9/v1"})
+        assert endpoint.status_code == 422 and "is not declared by this worker" in endpoint.text
         assert api.get(f"/conversations/{conversation}").json()["conversation"]["turns"] == 1

@@ -1,14 +1,14 @@
 """Conversations over HTTP (Temporal engine), under the runs API's tokens and roles:
 
-    POST /conversations/{id}/messages   {"agent", "text", "expect_turn", "wait"} -> 202 {turn} | 200 turn  approver
+    POST /conversations/{id}/messages   {"agent", "text", "expect_turn", "wait", "model"} -> 202 | 200    approver
     GET  /conversations/{id}            status, turns, consumption, a transcript page, pending approvals   viewer
     GET  /conversations/{id}/turns/{n}  the turn's answer (waits for it)                                   viewer
     GET  /conversations                 conversations, newest first                                        viewer
 
 A message is one update-with-start (`ConversationHandle.send`): the handler never asks whether the conversation
 exists. Approvals of a turn are decided at `POST /runs/{turn run}/approvals/{call_id}` like any run's, and show in
-`GET /approvals` and the inbox. A refused message is 422 (empty, too long) or 409 (closed, stale turn, busy, over
-budget), nothing sent; an unknown conversation 404.
+`GET /approvals` and the inbox. A refused message is 422 (empty, too long, a model the workers do not declare) or 409
+(closed, stale turn, busy, over budget), nothing sent; an unknown conversation 404.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ class MessageRequest(BaseModel):
     expect_turn: int | None = Field(None, ge=1, description="Refused (409) unless this message is that turn.")
     wait: bool = Field(False, description="Answer with the turn's result (200) instead of its number (202).")
     options: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = Field(
+        None, max_length=200, description="The model for this turn, by the name the workers declare; None: the usual."
+    )
 
 
 class MessageAccepted(BaseModel):
@@ -79,7 +82,9 @@ class Conversations:
                 raise InvalidRequest(str(exc), "options") from None
             except ValueError as exc:
                 raise InvalidRequest(str(exc), "conversation_id") from None
-            answer = await conv.send(request.text, wait=request.wait, expect_turn=request.expect_turn)
+            answer = await conv.send(
+                request.text, wait=request.wait, expect_turn=request.expect_turn, model=request.model
+            )
         return (
             answer if isinstance(answer, TurnResult) else MessageAccepted(conversation_id=conversation_id, turn=answer)
         )
@@ -169,6 +174,8 @@ def _translated(conversation_id: str = "") -> Iterator[None]:
     except MessageRefused as exc:
         if exc.kind in INPUT_REFUSALS:
             raise InvalidRequest(exc.reason, "text") from None
+        if exc.kind == "UnknownModel":
+            raise InvalidRequest(exc.reason, "model") from None
         if exc.kind == "UnknownTurn":
             raise ConversationNotFound(conversation_id) from None
         raise Conflict(f"{exc.kind}: {exc.reason}") from None
