@@ -83,7 +83,7 @@ with workflow.unsafe.imports_passed_through():
     from duragent._workflows.decisions import DECISION_BOUNDS_PATCH, read_decision
     from duragent._workflows.delegation import failed_child, run_child
     from duragent._workflows.inputs import AgentInput, ApprovalsView, Handover, Progress
-    from duragent._workflows.live import LiveLog
+    from duragent._workflows.live import LIVE_CARRY_BYTES, LiveLog
     from duragent._workflows.names import APPROVALS_QUERY, DECIDE_UPDATE, DECISION_SIGNAL, PROGRESS_QUERY, WORKFLOW_TYPE
     from duragent._workflows.policies import DESCRIBE_RETRY, MCP_LIST_RETRY, MODEL_RETRY, TOOL_RETRY, compensation_retry
     from duragent._workflows.transcript import WorkflowTranscript
@@ -657,7 +657,7 @@ class AgentWorkflow:
             transcript=self.transcript,
             book=book,
             continued=self.continued + 1,
-            live=self.live.handover(),
+            live=self.live.handover(LIVE_CARRY_BYTES if self.input.stream else 0),
         )
         # On a versioned worker (duragent/_versioning.py) the new run starts on the deployment's current
         # build, not on this run's (AUTO_UPGRADE for its first task; pinned there after). It replays nothing of this

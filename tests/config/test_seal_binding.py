@@ -56,7 +56,9 @@ def attempt(headers: dict[str, Payload], args: list[Any], *, execution: str = EX
         )
 
     try:
-        return asyncio.run(env.run(run_tool)), acts.acted
+        outcome = asyncio.run(env.run(run_tool))
+        # With keys, what the activity answers comes back sealed in turn: what it encodes is the activity's answer.
+        return getattr(outcome, "value", outcome), acts.acted
     except (ApplicationError, TypeError) as refused:  # TypeError: a non-ASCII seal, before it was refused plainly
         return refused, acts.acted
 

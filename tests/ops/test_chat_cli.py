@@ -39,8 +39,12 @@ async def test_a_terminal_conversation_asks_the_approver_inline_and_is_listed(de
     try:
         done = await typed([*chat, "--conversation", conversation, "--by", "maria"], "hello\npay s-4\ny\nbye\n\n", env)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.splitlines()[1:] == [
+        assert done.stdout.splitlines()[1:] == [  # each turn's text as it comes, a line per approval and tool call
             "You said 'hello' (turn 1, 2 messages)",
+            'waiting for approval: pay {"supplier": "s-4"} (call 1.1)',
+            "approved by maria",
+            "-> pay(supplier=s-4)",
+            "<- pay: ok",
             "Done: paid s-4 (turn 2)",
             "You said 'bye' (turn 3, 8 messages)",
         ]

@@ -27,6 +27,7 @@ from duragent._ops.http.engine import StreamEvent
 log = logging.getLogger(__name__)
 
 _DONE = object()
+PROGRESS_GRACE_SECONDS = 5.0
 
 
 async def merged(
@@ -66,11 +67,14 @@ async def merged(
     running = len(tasks)
     try:
         while running:
-            item = await queue.get()
+            try:
+                # Once every live event is out the run has ended; its progress follower may still be catching up
+                # on the last steps (each is a frame a watcher counts): a short grace, not an open-ended wait.
+                item = await (asyncio.wait_for(queue.get(), PROGRESS_GRACE_SECONDS) if live_read else queue.get())
+            except TimeoutError:
+                break
             if item is _DONE:
                 running -= 1
-                if live_read:  # the run has ended and every live event is out: the progress has no more news
-                    break
             elif item[0] == "end":
                 end = item  # held until the live events are all out
             else:
