@@ -10,7 +10,7 @@ to a scratch copy (tests/mutants/scratch.py), after the same tests passed on the
     python -m tests.mutants audit --audit 2 --only N01
     python -m tests.mutants audit --list            # what each breaks, and its tests
 
-Audit 2's catalogue is below, audit 3's in tests/mutants/audit_3.py, audit 4's in tests/mutants/audit_4.py.
+Audit 2's catalogue is below; audits 3, 4 and 5 are in tests/mutants/audit_3.py, audit_4.py, audit_5.py.
 `tests/mutants/test_audit_catalogue.py` keeps the catalogues in step with the code: every text still there once,
 every test file still there.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tests.mutants.audit_3 import AUDIT_3
 from tests.mutants.audit_4 import AUDIT_4
+from tests.mutants.audit_5 import AUDIT_5
 from tests.mutants.mutant import AuditMutant, _t
 from tests.mutants.scratch import copy_repository, preload, replaced, run_tests
 
@@ -353,7 +354,7 @@ AUDIT_2 = [
         _t("temporal/mcp"),
     ),
 ]
-AUDITS = {"2": AUDIT_2, "3": AUDIT_3, "4": AUDIT_4}
+AUDITS = {"2": AUDIT_2, "3": AUDIT_3, "4": AUDIT_4, "5": AUDIT_5}
 
 
 def run(args: argparse.Namespace) -> int:

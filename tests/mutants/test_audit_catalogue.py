@@ -13,6 +13,7 @@ import pytest
 from tests.mutants.audit import AUDIT_2, AUDITS, AuditMutant
 from tests.mutants.audit_3 import AUDIT_3
 from tests.mutants.audit_4 import AUDIT_4
+from tests.mutants.audit_5 import AUDIT_5
 from tests.mutants.scratch import ROOT, copy_repository
 from tests.mutants.sweep import TARGETS
 
@@ -33,7 +34,16 @@ def test_audit_4_has_its_43_mutants_once_each_none_equivalent() -> None:
     assert AUDITS["4"] is AUDIT_4
 
 
-@pytest.mark.parametrize("mutant", AUDIT_2 + AUDIT_3 + AUDIT_4, ids=[m.id for m in AUDIT_2 + AUDIT_3 + AUDIT_4])
+def test_audit_5_has_its_10_mutants_once_each_none_equivalent() -> None:
+    assert [m.id for m in AUDIT_5] == [f"Q{n:02d}" for n in range(1, 11)]
+    assert [m.id for m in AUDIT_5 if m.equivalent] == []
+    assert AUDITS["5"] is AUDIT_5
+
+
+ALL = AUDIT_2 + AUDIT_3 + AUDIT_4 + AUDIT_5
+
+
+@pytest.mark.parametrize("mutant", ALL, ids=[m.id for m in ALL])
 def test_each_audit_mutant_still_applies_and_names_its_tests(mutant: AuditMutant) -> None:
     assert (ROOT / mutant.path).read_text().count(mutant.old) == 1, f"{mutant.path} no longer has {mutant.old!r}"
     assert mutant.new != mutant.old and mutant.tests

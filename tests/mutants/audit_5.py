@@ -1,0 +1,92 @@
+"""Mutation audit 5: the rules this round added — results sealed and gates taken only from the worker's own
+records (run_tool, compensate), the masking's place among the interceptors, the live stream's batches and what a
+run carries across continue-as-new, the merged event stream's last progress frames, and the throughput goals
+judged on an interval. Each mutant was seen caught before it was catalogued."""
+
+from __future__ import annotations
+
+from tests.mutants.mutant import AuditMutant, _t
+
+AUDIT_5 = [
+    AuditMutant(
+        "Q01",
+        "duragent/_activities/tools.py",
+        "        if not any(_proposes(message.tool_calls, call) for message in messages if message.role == "
+        '"assistant"):',
+        "        if False:",
+        "a tool call acts only if a model reply the agents' workers stored proposed it (keys or not)",
+        _t("temporal/rogue_handover", "temporal/rogue_worker"),
+    ),
+    AuditMutant(
+        "Q02",
+        "duragent/_activities/tools.py",
+        "            if not self.transcripts.holds(receipt(step.original_key, step.result, step.result_ref)):",
+        "            if False:",
+        "an undo acts only on a result the worker receipted for that call",
+        _t("temporal/rogue_worker"),
+    ),
+    AuditMutant(
+        "Q03",
+        "duragent/_activities/tools.py",
+        "        if not listed or tool.name != call.name:",
+        "        if tool.name != call.name:",
+        "an MCP call runs only under the flags this worker listed for the run",
+        _t("temporal/mcp_listing_records"),
+    ),
+    AuditMutant(
+        "Q04",
+        "duragent/_activities/tools.py",
+        "        gated = tool.requires_confirmation or server.needs_confirmation(tool.mcp.tool, destructive=False)",
+        "        gated = tool.requires_confirmation",
+        "the agent's own rule for a server gates a listed tool, whatever the listing said",
+        _t("temporal/mcp_listing_records"),
+    ),
+    AuditMutant(
+        "Q05",
+        "duragent/_sealed_results.py",
+        "        return None if self.keys.verifies(seal, text) else \"its seal is not the agents' workers'\"",
+        "        return None",
+        "a result counts only under a seal of the agents' workers' keys",
+        _t("temporal/worker_key_rotation", "temporal/rogue_answers"),
+    ),
+    AuditMutant(
+        "Q06",
+        "duragent/_sealed_results.py",
+        '            return None if unsealed_allowed() else "it carries no seal"',
+        "            return None",
+        "an unsealed result counts only where the run's own history says it predates sealing",
+        _t("temporal/rogue_answers"),
+    ),
+    AuditMutant(
+        "Q07",
+        "duragent/_plugin.py",
+        "        return [*sealing, *own, *missing, *scrubbing]",
+        "        return [*sealing, *scrubbing, *own, *missing]",
+        "the masking of secrets is innermost: no interceptor (tracing's spans) sees a secret before it",
+        _t("temporal/secret_spans"),
+    ),
+    AuditMutant(
+        "Q08",
+        "duragent/_activities/live.py",
+        "            due = now - self._sent_at >= self._wait or self._chars >= self.batch_chars",
+        "            due = True",
+        "a model's deltas go to the live stream in batches by the schedule, never one per delta",
+        _t("temporal/live_stream"),
+    ),
+    AuditMutant(
+        "Q09",
+        "duragent/_workflows/agent.py",
+        "            live=self.live.handover(LIVE_CARRY_BYTES if self.input.stream else 0),",
+        "            live=self.live.handover(LIVE_CARRY_BYTES),",
+        "a run that does not stream carries only its live offsets across continue-as-new (its history stays bounded)",
+        _t("bench/bench_history"),
+    ),
+    AuditMutant(
+        "Q10",
+        "bench/stats.py",
+        "        return True if low >= goal else False if high < goal else None",
+        "        return True if (low + high) / 2 >= goal else False",
+        "a goal is met only when its whole interval is, and undecided while the interval straddles it",
+        _t("bench/stats"),
+    ),
+]
