@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 from temporalio.api.common.v1 import Payload, WorkflowExecution
 from temporalio.api.enums.v1 import EventType
@@ -29,6 +30,10 @@ from agentic.live import LIVE_TOPIC, Finished, LiveEvent
 
 POLL_QUERY = "__temporal_workflow_stream_poll"  # the stream's read-only poll (its query, not its update)
 RETRY_SECONDS = 1.0  # after a query no worker answered, or a server that went away for a moment
+# A query whose task is lost (a worker that stopped polling the queue it was routed to) is never answered: without
+# a deadline the reader would wait for ever, and its watcher with it.
+QUERY_TIMEOUT = timedelta(seconds=10)
+REST_TRIES = 5  # the closed run's last events: asked again this many times before the reader gives up, saying so
 # Where the history long poll does not wake a subscriber (a server without it), it asks again after IDLE_FIRST,
 # the wait doubling up to IDLE_MAX while nothing comes: an idle subscriber costs a query every 2 s at most.
 IDLE_FIRST = 0.05
@@ -101,13 +106,20 @@ async def live_events(client: Client, run_id: str, after: int | None = None) -> 
             growing.cancel()
 
 
-async def _read(client: Client, run_id: str, execution: str, offset: int) -> PollResult:
+async def _poll(client: Client, run_id: str, execution: str, offset: int) -> PollResult:
     handle = client.get_workflow_handle(run_id, run_id=execution or None)
+    result: PollResult = await handle.query(
+        POLL_QUERY,
+        PollInput(topics=[LIVE_TOPIC], from_offset=offset),
+        result_type=PollResult,
+        rpc_timeout=QUERY_TIMEOUT,
+    )
+    return result
+
+
+async def _read(client: Client, run_id: str, execution: str, offset: int) -> PollResult:
     try:
-        result: PollResult = await handle.query(
-            POLL_QUERY, PollInput(topics=[LIVE_TOPIC], from_offset=offset), result_type=PollResult
-        )
-        return result
+        return await _poll(client, run_id, execution, offset)
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
             raise
@@ -159,13 +171,18 @@ async def _grown(client: Client, run_id: str, execution: str, token: bytes) -> t
 
 
 async def _rest(client: Client, run_id: str, execution: str, offset: int) -> AsyncIterator[tuple[int, LiveEvent]]:
-    """What the closed run's stream holds after `offset` (asked of the closed run itself)."""
+    """What the closed run's stream holds after `offset` (asked of the closed run itself: a worker replays it)."""
     converter = client.data_converter.payload_converter
-    handle = client.get_workflow_handle(run_id, run_id=execution or None)
+    failures = 0
     while True:
-        result: PollResult = await handle.query(
-            POLL_QUERY, PollInput(topics=[LIVE_TOPIC], from_offset=offset), result_type=PollResult
-        )
+        try:
+            result = await _poll(client, run_id, execution, offset)
+        except RPCError as exc:
+            failures += 1
+            if exc.status == RPCStatusCode.NOT_FOUND or failures == REST_TRIES:
+                raise
+            await asyncio.sleep(RETRY_SECONDS)
+            continue
         for item in result.items:
             payload = Payload.FromString(base64.b64decode(item.data))
             yield item.offset, converter.from_payload(payload, LiveEvent)  # type: ignore[arg-type]

@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 _DONE = object()
 PROGRESS_GRACE_SECONDS = 5.0
+# Once the live events are all read the run has ended (or is ending: its last event comes just before it closes),
+# so its result is a moment away; a result that does not come ends the stream with the reason, not a hang.
+END_SECONDS = 30.0
 
 
 async def merged(
@@ -80,7 +83,7 @@ async def merged(
             else:
                 yield item
         if live_read:
-            end = ("end", await end_of(run_id))
+            end = ("end", await _ending(end_of, run_id))
         if end is not None:
             yield end
     finally:
@@ -89,3 +92,14 @@ async def merged(
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+
+
+async def _ending(end_of: Callable[[str], Awaitable[dict[str, Any]]], run_id: str) -> dict[str, Any]:
+    try:
+        return await asyncio.wait_for(end_of(run_id), END_SECONDS)
+    except Exception as exc:  # the stream must end with a reason rather than hang or break off
+        error = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, TimeoutError):
+            error = f"no result within {END_SECONDS:.0f} s"
+        log.warning("run %s: its end is unknown (%s)", run_id, error)
+        return {"run_id": run_id, "status": "unknown", "stop": None, "output": None, "error": error}
