@@ -26,6 +26,7 @@ from duragent._config.credentials import mcp_credentials, worker_credentials
 from duragent._config.models import declared_models
 from duragent._config.settings import Settings
 from duragent._config.webhook_signing import load_secret
+from duragent._config.worker_keys import WorkerKeys
 from duragent._stores.configured import transcripts_for
 from duragent._stores.transcripts import Transcripts
 
@@ -48,6 +49,7 @@ def agent_activities(
     approver_keys: Mapping[str, str] | None = None,
     webhook_secret: bytes | None = None,
     engine: EngineOptions | None = None,
+    worker_keys: WorkerKeys | None = None,
 ) -> list[Callable[..., Any]]:
     """The eight activities that serve `agents` on `task_queue` (see `build_worker` for each argument). With
     no agents, only the first one: it fails every run at once, saying the worker serves none (a worker that
@@ -66,7 +68,7 @@ def agent_activities(
     model = ModelActivities(served, transcripts, engine.limits, credentials)
     tools = ToolActivities(served, transcripts, engine.limits, credentials)
     mcp = MCPActivities(served, transcripts, credentials)
-    delegation = DelegationActivities()
+    delegation = DelegationActivities(worker_keys)
     webhooks = WebhookActivities(signing, allow_loopback=settings.webhook_allow_loopback)
     return [
         describe.describe_agent,
@@ -75,6 +77,6 @@ def agent_activities(
         tools.compensate,
         mcp.list_mcp_tools,
         delegation.attach_delegate,
-        TurnActivities().attach_turn,  # a conversation re-attaching to its running turn after a handover
+        TurnActivities(worker_keys).attach_turn,  # a conversation re-attaching to its running turn after a handover
         webhooks.deliver_webhook,
     ]

@@ -172,6 +172,7 @@ class DurableAgentsPlugin(SimplePlugin):
             approver_keys=self.approver_keys,
             webhook_secret=self.webhook_secret,
             engine=self.engine,
+            worker_keys=self._keys(settings),
         )
         config["activities"] = _with_activities(config.get("activities"), ours)
         config["interceptors"] = self._with_interceptors(config, client, settings)
@@ -197,7 +198,7 @@ class DurableAgentsPlugin(SimplePlugin):
         workers' keys, what this worker's workflows schedule is sealed and its activities act only on a seal."""
         own = list(config.get("interceptors") or [])
         present = own + list(client.config(active_config=True).get("interceptors") or [])
-        keys = self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)
+        keys = self._keys(settings)
         sealing = [Sealing(keys)] if keys is not None and not any(isinstance(i, Sealing) for i in present) else []
         # Innermost, next to the activity: what an activity answers or raises is masked before any other
         # interceptor sees it — a seal is made of it, a span records its exception (type, message, stack trace)
@@ -205,6 +206,9 @@ class DurableAgentsPlugin(SimplePlugin):
         scrubbing = [] if any(isinstance(i, Scrubbing) for i in present) else [Scrubbing(self._credentials(settings))]
         missing = [i for i in self._our_interceptors() if not any(type(p) is type(i) for p in present)]
         return [*sealing, *own, *missing, *scrubbing]
+
+    def _keys(self, settings: Settings) -> WorkerKeys | None:
+        return self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)
 
     def _credentials(self, settings: Settings) -> Scrubber:
         return agent_credentials(settings, self.agents or [], self.webhook_secret)

@@ -28,7 +28,6 @@ carries a seal.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +38,17 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, RetryState
 
 from duragent._activities.caller import AGENT_WORKFLOW as _AGENT
-from duragent._config.worker_keys import WorkerKeys, sealed_text
+from duragent._activities.result_seal import (
+    ACTIVITY_RESULT,
+    CHILD_RESULT,
+    RESULT_SEAL,
+    STRANGER_ANSWER,
+    result_text,
+    seal_on,
+    seal_refusal,
+)
+from duragent._config.worker_keys import WorkerKeys
 
-RESULT_SEAL = "agent-result-seal"
-ACTIVITY_RESULT, CHILD_RESULT = "activity-result", "child-result"
-STRANGER_ANSWER = "StrangerAnswer"
 # Per schedule: a stranger answering every retry cannot keep a run asking for ever.
 MAX_STRANGER_ANSWERS = 5
 # Absent from histories recorded before results were sealed: those replay their unsealed results.
@@ -54,15 +59,6 @@ _REFUSED_MARKER = "stranger-answer-refused-"
 class UnverifiableHistory(RuntimeError):
     """A recorded result this worker cannot verify, that was not refused when recorded: a workflow-task failure
     (retried by the server, so the run resumes once a worker holding the key takes it), never a decision."""
-
-
-def result_text(what: str, name: str, workflow_id: str, run_id: str, bound_to: str, payload: Payload) -> bytes:
-    """What a result's seal covers: `what` (an activity's result, a child's) named `name`, for execution `run_id` of
-    `workflow_id`, answering `bound_to` (the digest of its schedule's sealed text; a child's id and first execution),
-    and the payload."""
-    encoding = payload.metadata.get("encoding", b"").decode("ascii", errors="replace")
-    digest = hashlib.sha256(payload.data).hexdigest()
-    return sealed_text(what, name, workflow_id, run_id, bound_to, [encoding, digest])
 
 
 @dataclass(frozen=True)
@@ -81,16 +77,6 @@ def sealed(keys: WorkerKeys, payload: Payload, text: bytes, value: Any = None) -
     return Sealed(copy, value)
 
 
-def seal_on(payload: Payload) -> str | None:
-    raw = payload.metadata.get(RESULT_SEAL)
-    if raw is None:
-        return None
-    try:
-        return raw.decode("ascii")
-    except UnicodeDecodeError:
-        return ""  # present but malformed: a seal that opens nothing
-
-
 def unsealed_allowed() -> bool:
     """Whether this run may take an unsealed result: only when replaying a history recorded before results were
     sealed (asked once per run, at its first unsealed result; its answer holds for the rest of the run)."""
@@ -105,10 +91,9 @@ class ResultOpener:
         self.refusals = 0
 
     def refusal(self, payload: Payload, text: bytes) -> str | None:
-        seal = seal_on(payload)
-        if seal is None:
-            return None if unsealed_allowed() else "it carries no seal"
-        return None if self.keys.verifies(seal, text) else "its seal is not the agents' workers'"
+        if seal_on(payload) is None and unsealed_allowed():
+            return None
+        return seal_refusal(self.keys, payload, text)
 
     def refused(self, what: str, why: str, *, local: bool = False) -> None:
         """Records a refusal (live), or fails the workflow task when a recorded result that was accepted does not

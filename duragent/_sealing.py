@@ -50,8 +50,9 @@ from temporalio.worker import (
 )
 
 from duragent._activities.caller import AGENT_WORKFLOW, refused
+from duragent._activities.result_seal import ACTIVITY_RESULT, CHILD_RESULT, result_text
 from duragent._config.worker_keys import WorkerKeys, sealed_text
-from duragent._sealed_results import ACTIVITY_RESULT, CHILD_RESULT, ResultOpener, result_text, sealed
+from duragent._sealed_results import ResultOpener, sealed
 from duragent._workflows.inputs import AgentInput
 
 HEADER = "agent-seal"

@@ -88,8 +88,8 @@ AUDIT_4 = [
     AuditMutant(
         "P09",
         "duragent/_plugin.py",
-        "        keys = self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)",
-        "        keys = self.worker_keys",
+        "        return self.worker_keys if self.worker_keys is not None else load_worker_keys(settings)",
+        "        return self.worker_keys",
         (
             "a worker's plugin (build_worker's too) takes the worker keys from its settings (AGENT_WORKER_KEYS) "
             "when none are passed: a program's own worker seals too"

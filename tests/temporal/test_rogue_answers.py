@@ -24,9 +24,9 @@ from temporalio.worker import Replayer
 from agentic import Agent, Message, ModelReply, ToolCall, ToolResult, ToolStatus
 from agentic.mcp.toolset import schemas_document, schemas_of
 from duragent._activities.inputs import MCPListing, ModelStep, ToolStep
+from duragent._activities.result_seal import RESULT_SEAL
 from duragent._client import AgentClient, RunHandle
 from duragent._config.worker_keys import WorkerKeys
-from duragent._sealed_results import RESULT_SEAL
 from duragent._sealing import Sealing
 from duragent._workflows.agent import AgentWorkflow
 from tests.conftest import TEST_AGENTS, eventually, new_worker, transcripts_next_to

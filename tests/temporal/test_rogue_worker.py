@@ -148,3 +148,5 @@ async def test_worker_keys_a_program_gives_in_its_settings_are_the_workers_keys(
     me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue, settings=settings)
     assert ledger.effects(me) == []
     assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "CallerRefused")] * 3
+    # Refused by the seal check (without keys the same calls are refused later, by what the worker recorded).
+    assert all("is not sealed by the agents' workers" in o["message"] for o in outcomes), outcomes
