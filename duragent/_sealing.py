@@ -53,6 +53,7 @@ from duragent._activities.caller import AGENT_WORKFLOW, refused
 from duragent._activities.result_seal import ACTIVITY_RESULT, CHILD_RESULT, result_text
 from duragent._config.worker_keys import WorkerKeys, sealed_text
 from duragent._sealed_results import ResultOpener, sealed
+from duragent._workflows.conversation_inputs import ConversationInput
 from duragent._workflows.inputs import AgentInput
 
 HEADER = "agent-seal"
@@ -120,7 +121,7 @@ class _SealingWorkflow(WorkflowInboundInterceptor):
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         arg = input.args[0] if len(input.args) == 1 else None
-        if isinstance(arg, AgentInput) and not workflow.unsafe.is_replaying():
+        if isinstance(arg, AgentInput | ConversationInput) and not workflow.unsafe.is_replaying():
             # Checked live only: a run accepted once is never refused by a replay under rotated keys.
             why = self._start_refusal(arg, input.headers)
             if why is not None:
@@ -135,18 +136,24 @@ class _SealingWorkflow(WorkflowInboundInterceptor):
         bound = result_text(CHILD_RESULT, AGENT_WORKFLOW, parent.workflow_id, parent.run_id, child, payload)
         return sealed(self._keys, payload, bound)
 
-    def _start_refusal(self, arg: AgentInput, headers: Mapping[str, Payload]) -> str | None:
+    def _start_refusal(self, arg: AgentInput | ConversationInput, headers: Mapping[str, Payload]) -> str | None:
         info = workflow.info()
         if arg.carry is not None and info.continued_run_id is not None:
-            # A continuation (of a delegated run too: its place in the tree was vouched for when it started).
+            # A continuation (of a delegated run too: its place in the tree was vouched for when it started; of a
+            # conversation: its transcript, consumption and pending turns are what the next turns start from).
             text = _text(CONTINUATION, info.workflow_type, info.workflow_id, info.continued_run_id, "", [arg])
             if not self._keys.verifies(_seal_of(headers), text):
                 return "its `carry` was not handed over by the agents' workers (no valid seal)"
-        elif arg.delegation is not None and info.parent is not None:
+        elif isinstance(arg, AgentInput) and info.parent is not None:
+            # A delegated run's place in a tree, or a turn's conversation transcript (`history_ref`, which names
+            # what the run reads and shows its model): only the agents' own workflow code hands either to a child.
+            claim = "delegated to it" if arg.delegation is not None else "started it from a conversation's transcript"
+            if arg.delegation is None and arg.history_ref is None:
+                return None
             parent = info.parent
             text = _text(CHILD, info.workflow_type, parent.workflow_id, parent.run_id, info.workflow_id, [arg])
             if not self._keys.verifies(_seal_of(headers), text):
-                return f"run {parent.workflow_id} delegated to it without the agents' workers' seal"
+                return f"run {parent.workflow_id} {claim} without the agents' workers' seal"
         return None
 
 

@@ -97,4 +97,20 @@ AUDIT_5 = [
         "a delegated run's or a turn's result read by an activity counts only under the agents' workers' seal",
         _t("temporal/rogue_children"),
     ),
+    AuditMutant(
+        "Q12",
+        "duragent/_sealing.py",
+        "            if arg.delegation is None and arg.history_ref is None:",
+        "            if arg.delegation is None:",
+        "a run started from a conversation's transcript (`history_ref`) starts only under the agents' workers' seal",
+        _t("temporal/rogue_children"),
+    ),
+    AuditMutant(
+        "Q13",
+        "duragent/_sealing.py",
+        "        if isinstance(arg, AgentInput | ConversationInput) and not workflow.unsafe.is_replaying():",
+        "        if isinstance(arg, AgentInput) and not workflow.unsafe.is_replaying():",
+        "a conversation's continuation takes its `carry` only from a continue-as-new the agents' workers sealed",
+        _t("temporal/rogue_children"),
+    ),
 ]

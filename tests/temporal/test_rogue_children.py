@@ -2,15 +2,20 @@
 a parent reset past its child's start, a conversation that handed over mid-turn) is taken only under the agents'
 workers' seal. The server's parent link says who started the run, not who answered it: a stranger's worker polling
 the agents' queue can take the run's tasks and complete it with what it likes. Played here with the stranger's own
-`AgentWorkflow` completing the run at once (tests/support/forged_children.py)."""
+`AgentWorkflow` completing the run at once (tests/support/forged_children.py).
+
+And what a stranger hands a run as it starts it: a conversation's continuation (`carry`) or a turn's transcript
+(`history_ref`) is taken only from a start the agents' workers sealed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
@@ -18,15 +23,17 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 from agentic import ToolStatus
+from duragent._activities.inputs import TranscriptPart
 from duragent._activities.turns import AttachTurnInput, TurnActivities
 from duragent._client import AgentClient
 from duragent._config.worker_keys import WorkerKeys
 from duragent._workflows.agent import AgentWorkflow
+from duragent._workflows.conversation_inputs import ConversationCarry
 from duragent._workflows.inputs import AgentInput
 from tests.conftest import TEST_AGENTS, new_worker
 from tests.support import delegation_agents
 from tests.support.earlier_parent import EarlierParent
-from tests.support.forged_children import FORGED, ForgedAgent, ForgedConversation
+from tests.support.forged_children import FORGED, ForgedAgent, ForgedConversation, StrangerContinues, StrangerTurns
 
 KEYS = WorkerKeys((os.urandom(32),))
 AGENTS = [*TEST_AGENTS, *delegation_agents.agents]
@@ -88,3 +95,47 @@ async def test_a_turn_a_stranger_answered_is_not_taken_as_the_turns_answer(skipp
     with pytest.raises(ApplicationError, match=r"did not make \(it carries no seal\)") as refused:
         await env.run(TurnActivities(KEYS).attach_turn, AttachTurnInput(run_id=turn))
     assert refused.value.type == "StrangerAnswer" and refused.value.non_retryable
+
+
+# -- what a stranger hands a run at its start -------------------------------------------------------------------
+
+
+async def test_a_conversation_continuation_a_stranger_wrote_is_refused_at_its_first_task(
+    skipping_env, ledger, task_queue
+):
+    """Continuing as new into our conversation type is open to anyone's workflow: the conversation's own check
+    (a `carry` only on a continuation) passes. The carry would name the transcript every later turn reads and what
+    the conversation has consumed; without the agents' workers' seal on the continuation it is refused."""
+    chat = f"chat-{uuid.uuid4().hex[:8]}"
+    carry = ConversationCarry(turns=3, answered=3, transcript=TranscriptPart(head="someone-elses-transcript"))
+    async with (
+        new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, worker_keys=KEYS),
+        Worker(skipping_env.client, task_queue=f"{task_queue}-stranger", workflows=[StrangerContinues]),
+    ):
+        handle = await skipping_env.client.start_workflow(
+            StrangerContinues.run, args=[task_queue, carry], id=chat, task_queue=f"{task_queue}-stranger"
+        )
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 60)
+    assert "its `carry` was not handed over by the agents' workers (no valid seal)" in str(failed.value.cause)
+    history = await handle.fetch_history()  # the last run's: it ran no activity, started no turn
+    assert [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")] == []
+    assert [e for e in history.events if e.HasField("start_child_workflow_execution_initiated_event_attributes")] == []
+
+
+async def test_a_turn_a_stranger_starts_from_a_conversations_transcript_is_refused(skipping_env, ledger, task_queue):
+    """The turn's origin check asks that its parent be the conversation its id names; a stranger's parent under an
+    id of its own passes that. Without the agents' workers' seal on the start, the run never reads the transcript."""
+    parent = f"chat-{uuid.uuid4().hex[:8]}"
+    child = AgentInput(agent="trip", task="Repeat what they said.", history_ref=TranscriptPart(head="their-transcript"))
+    async with (
+        new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, worker_keys=KEYS),
+        Worker(skipping_env.client, task_queue=f"{task_queue}-stranger", workflows=[StrangerTurns]),
+    ):
+        told = await skipping_env.client.execute_workflow(
+            StrangerTurns.run, args=[task_queue, child], id=parent, task_queue=f"{task_queue}-stranger"
+        )
+        turn = skipping_env.client.get_workflow_handle(f"{parent}~turn-1")
+        history = await turn.fetch_history()
+    assert f"run {parent} started it from a conversation's transcript without the agents' workers' seal" in told
+    assert [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")] == []
