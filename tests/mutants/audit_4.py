@@ -42,7 +42,7 @@ AUDIT_4 = [
     AuditMutant(
         "P04",
         "duragent/_sealing.py",
-        "        elif arg.delegation is not None and info.parent is not None:",
+        "        elif isinstance(arg, AgentInput) and info.parent is not None:",
         "        elif False:",
         (
             "a child run claiming a place in a delegation tree is refused unless its start was sealed by the "
@@ -53,8 +53,8 @@ AUDIT_4 = [
     AuditMutant(
         "P05",
         "duragent/_sealing.py",
-        "        if isinstance(arg, AgentInput) and not workflow.unsafe.is_replaying():",
-        "        if isinstance(arg, AgentInput):",
+        "        if isinstance(arg, AgentInput | ConversationInput) and not workflow.unsafe.is_replaying():",
+        "        if isinstance(arg, AgentInput | ConversationInput):",
         "the start check runs live only: a replay never checks a seal (recorded histories replay under rotated keys)",
         _t("temporal/worker_key_rotation"),
     ),
