@@ -80,7 +80,7 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             "--throughput-reps",
             type=int,
             default=defaults.reps,
-            help="Temporal batches per engine and N, interleaved, at least; the goals are judged on the 90 %"
+            help="Temporal batches per engine and N, interleaved, at least; the goals are judged on the 90 %%"
             " interval of the pairs' ratios",
         )
         sub.add_argument(

@@ -42,3 +42,14 @@ def test_fewer_than_two_ratios_give_no_interval_and_no_verdict() -> None:
 def test_a_goal_is_judged_on_the_whole_interval(low: float, high: float, at_least: bool, verdict: bool | None) -> None:
     goal = 0.90 if at_least else 1.10
     assert judged({"low": low, "high": high}, goal, at_least=at_least) is verdict
+
+
+def test_every_bench_command_prints_its_help() -> None:
+    """Each command's `--help` is what a user reads first (a help text's stray `%` broke two of them)."""
+    from bench.cli import COMMANDS, parser
+
+    root = parser()
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as shown:
+            root.parse_args([name, "--help"])
+        assert shown.value.code == 0, name
