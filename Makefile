@@ -89,7 +89,7 @@ test: setup llm peers
 
 # The inner loop, about a minute: every test that starts no process of its own, plus the ones on the shared
 # time-skipping server (the markers: pyproject.toml, tests/support/cost_markers.py).
-FAST_TESTS := (unit or temporal) and not (system or postgres or browser or llm or slow)
+FAST_TESTS := (unit or temporal) and not (system or postgres or browser or llm or slow or long)
 # Three workers: 35-37 s against 39-45 s with two (back to back, 2026-12-03, 859 tests; the time-skipping
 # tests wait on their server more than they compute).
 FAST_WORKERS ?= 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 
 from agentic.live import Transcript, live_event
 from tests.conftest import new_worker
@@ -39,6 +40,7 @@ def _live(read: list[Frame]) -> list[Frame]:
     return [f for f in read if f.id is not None]
 
 
+@pytest.mark.long
 async def test_a_viewer_reads_the_streamed_text_between_progress_and_the_end(skipping_env, ledger, task_queue):
     worker = new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS)
     async with worker, live_api(skipping_env.client, task_queue, AGENTS) as served:
@@ -61,6 +63,7 @@ async def test_a_viewer_reads_the_streamed_text_between_progress_and_the_end(ski
     assert 2 <= len(deltas) <= bound < 500  # batches the schedule allows for the calls' time, not tokens
 
 
+@pytest.mark.long
 async def test_last_event_id_resumes_after_it_nothing_missed_nothing_repeated(skipping_env, ledger, task_queue):
     worker = new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS)
     async with worker, live_api(skipping_env.client, task_queue, AGENTS) as served, served.client() as api:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
+
 from agentic.live import (
     ApprovalRequested,
     LiveEvent,
@@ -21,6 +23,7 @@ from tests.conftest import new_worker
 from tests.support.conversation_agents import CHAT
 
 
+@pytest.mark.long
 async def test_turns_stream_in_order_with_the_approval_and_resume_after_any_id(skipping_env, ledger, task_queue):
     agents = AgentClient(skipping_env.client, task_queue=task_queue)
     async with new_worker(skipping_env.client, task_queue, ledger, agents=[CHAT]):

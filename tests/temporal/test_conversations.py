@@ -258,6 +258,7 @@ async def many_turns(env, ledger, task_queue, turns: int) -> None:
         assert sum(e.ByteSize() for h in last_turn for e in h.events) < 64 * 1024  # the transcript is by reference
 
 
+@pytest.mark.long
 async def test_200_turns_hand_over_and_lose_nothing(skipping_env, ledger, task_queue):
     await many_turns(skipping_env, ledger, task_queue, 200)
 

@@ -9,6 +9,7 @@ import contextlib
 import time
 import uuid
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
@@ -96,6 +97,7 @@ async def test_a_subscriber_resumes_after_its_last_offset_missing_nothing(skippi
     assert first + rest == whole
 
 
+@pytest.mark.long
 async def test_the_stream_is_carried_across_continue_as_new(skipping_env, ledger, task_queue):
     engine = EngineOptions(continue_as_new=ContinueAsNewPolicy(max_history_events=40))
     async with new_worker(skipping_env.client, task_queue, ledger, agents=AGENTS, engine=engine):
@@ -201,6 +203,7 @@ async def test_a_retried_model_call_says_to_drop_the_partial_text_and_the_answer
     assert view.text == "The answer is forty-two." == view.answer
 
 
+@pytest.mark.long
 async def test_subscribers_coming_and_going_add_nothing_to_the_runs_history(skipping_env, ledger, task_queue):
     """Reading the stream is a query, never an update: a browser reconnecting every few minutes through a day's
     approval wait leaves no event in the run's history (and no update in flight, which the server limits)."""
