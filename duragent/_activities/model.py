@@ -32,7 +32,7 @@ from duragent._activities.heartbeat import heartbeating, in_thread
 from duragent._activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from duragent._activities.live import LiveDeltas
 from duragent._activities.served import ServedAgents
-from duragent._activities.transcripts import claim_checked, stored_here
+from duragent._activities.transcripts import claim_checked, require_readable, stored_here
 from duragent._activities.worked import timed
 from duragent._stores.transcripts import Transcripts
 
@@ -78,6 +78,7 @@ class ModelActivities:
         transcripts, limits = self.transcripts, self.limits
         stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
+            require_readable(transcripts, stored, input.run_id)
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
         seen = messages if input.system is None else as_seen_by(messages, input.system)
         # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are

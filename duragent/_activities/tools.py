@@ -27,7 +27,7 @@ from duragent._activities.inputs import CompensationInput, PayloadLimits, ToolCa
 from duragent._activities.recorded import recorded_tool_call
 from duragent._activities.records import listing_record, receipt
 from duragent._activities.served import ServedAgent, ServedAgents
-from duragent._activities.transcripts import claim_checked, stored_here
+from duragent._activities.transcripts import claim_checked, require_readable, stored_here
 from duragent._activities.worked import timed
 from duragent._stores.transcripts import Transcripts
 
@@ -125,6 +125,7 @@ class ToolActivities:
         # nowhere, so a call it made up (in any history it wrote) is not run.
         call = input.call
         with stored_here():
+            require_readable(self.transcripts, input.transcript.head, input.run_id)
             messages = self.transcripts.load(input.transcript.head, expand=False)
         if not any(_proposes(message.tool_calls, call) for message in messages if message.role == "assistant"):
             raise refused(

@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from agentic import Message, ToolResult
 from duragent._stores.errors import StoreUnavailable
-from duragent._stores.transcripts import PayloadTooLarge, TranscriptNotFound, Transcripts
+from duragent._stores.transcripts import EMPTY, UNOWNED, PayloadTooLarge, TranscriptNotFound, Transcripts
 
 # The ApplicationError type: non-retryable, and a tool activity failing with it fails the run (_workflows/agent.py).
 NOT_IN_THIS_STORE = "TranscriptNotFound"
@@ -28,6 +28,28 @@ NOT_IN_THIS_STORE = "TranscriptNotFound"
 STORE_UNAVAILABLE = "StoreUnavailable"
 
 Stored = TypeVar("Stored", Message, ToolResult)
+TURN = "~turn-"  # a conversation's turn run is `{conversation}~turn-{n}` (duragent/_workflows/turns.py)
+
+
+def require_readable(transcripts: Transcripts, head: str, run_id: str) -> None:
+    """Refuses a head written for another run (`TranscriptNotFound`: the run fails; nothing is read or called).
+    Heads are in histories anyone with frontend access reads, and a run of a stranger's own names whatever head it
+    likes: shown to the model, another run's transcript would be told in its answer, and its model replies would
+    pass for proposals of the stranger's tool calls. A run reads its own transcript; a conversation's turn, the
+    transcript of its conversation's turns (its id names the conversation). Rows written before owners were
+    recorded are anyone's; a head this store does not hold at all is left to the read, which says so."""
+    if head == EMPTY:
+        return
+    owners = transcripts.owners_of(head)
+    if not owners or run_id in owners or UNOWNED in owners:
+        return
+    if TURN in run_id and any(owner.startswith(run_id.rsplit(TURN, 1)[0] + TURN) for owner in owners):
+        return
+    # Not read, as a head this store does not hold: the rows here are other runs' (a run of a stranger's own naming
+    # them, or the same content another run wrote on this host while this run's own rows are on another).
+    raise TranscriptNotFound(
+        f"transcript head {head}, written here only for runs other than {run_id!r}, not found in this worker's store"
+    )
 
 
 @contextmanager

@@ -94,6 +94,9 @@ class EncryptedTranscriptStore:
     def owned_blobs(self, owner: str) -> list[str]:
         return releasable(self.inner).owned_blobs(owner)
 
+    def owners_of(self, ref: str) -> set[str]:
+        return releasable(self.inner).owners_of(ref)
+
     def release(self, owner: str) -> Released:
         return releasable(self.inner).release(owner)
 

@@ -71,6 +71,7 @@ class ReleasableStore(TranscriptStore, Protocol):
     """A store that records owners, so one run's rows can be deleted without touching another's."""
 
     def owned_blobs(self, owner: str) -> list[str]: ...
+    def owners_of(self, ref: str) -> set[str]: ...  # the runs a row was written for
     def release(self, owner: str) -> Released: ...
 
 
@@ -225,6 +226,11 @@ class Transcripts:
             for m in messages
         ]
 
+    def owners_of(self, head: str) -> set[str] | None:
+        """The runs `head`'s node was written for; None from a store that records no owners."""
+        owners = getattr(self.store, "owners_of", None)
+        return None if owners is None else set(owners(head))
+
     def require(self, head: str) -> None:
         """`TranscriptNotFound` unless this store holds `head`: one lookup, made before a tool runs, so a run
         whose transcript is elsewhere fails before its effect rather than after."""
@@ -355,6 +361,10 @@ class SqliteTranscriptStore:
                 "SELECT o.ref FROM owners o JOIN blobs b ON b.ref = o.ref WHERE o.run_id = ? ORDER BY o.ref", (owner,)
             )
             return [ref for (ref,) in rows.fetchall()]
+
+    def owners_of(self, ref: str) -> set[str]:
+        with self.file.connect() as db:
+            return {run for (run,) in db.execute("SELECT run_id FROM owners WHERE ref = ?", (ref,)).fetchall()}
 
     def release(self, owner: str) -> Released:
         check_releasable(owner)

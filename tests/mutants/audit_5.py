@@ -113,4 +113,20 @@ AUDIT_5 = [
         "a conversation's continuation takes its `carry` only from a continue-as-new the agents' workers sealed",
         _t("temporal/rogue_children"),
     ),
+    AuditMutant(
+        "Q14",
+        "duragent/_activities/transcripts.py",
+        "    if not owners or run_id in owners or UNOWNED in owners:",
+        "    if True:",
+        "a run reads only a transcript written for it (a model call, a tool call's proposal check), keys or not",
+        _t("temporal/rogue_worker", "temporal/rogue_children"),
+    ),
+    AuditMutant(
+        "Q15",
+        "duragent/_activities/transcripts.py",
+        "    if TURN in run_id and any(owner.startswith(run_id.rsplit(TURN, 1)[0] + TURN) for owner in owners):",
+        "    if TURN in run_id:",
+        "a turn reads the transcript of its own conversation's turns, not any conversation's",
+        _t("temporal/rogue_children"),
+    ),
 ]

@@ -94,11 +94,12 @@ async def test_a_run_handed_an_earlier_versions_whole_audit_hands_it_over_bounde
         audit = whole_audit(datetime(2026, 1, 5, tzinfo=UTC))
         book = real.carry.book.model_copy(update={"audit": [*real.carry.book.audit, *audit]})
         carry = real.carry.model_copy(update={"book": book})
-        # The same run handed over by the earlier version, then run on by today's code.
+        # The same run handed over by the earlier version, then run on by today's code (under the run's own id: its
+        # transcript is that run's, and a run reads only its own).
         handle = await client.start_workflow(
             WORKFLOW_TYPE,
             real.model_copy(update={"carry": carry}),
-            id=f"pre-bounds-{uuid.uuid4().hex[:8]}",
+            id=first.id,
             task_queue=task_queue,
             result_type=AgentResult,
         )

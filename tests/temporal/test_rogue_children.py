@@ -30,8 +30,10 @@ from duragent._config.worker_keys import WorkerKeys
 from duragent._workflows.agent import AgentWorkflow
 from duragent._workflows.conversation_inputs import ConversationCarry
 from duragent._workflows.inputs import AgentInput
+from duragent._workflows.turns import turn_run_id
 from tests.conftest import TEST_AGENTS, new_worker
 from tests.support import delegation_agents
+from tests.support.conversation_agents import CHAT
 from tests.support.earlier_parent import EarlierParent
 from tests.support.forged_children import FORGED, ForgedAgent, ForgedConversation, StrangerContinues, StrangerTurns
 
@@ -139,3 +141,32 @@ async def test_a_turn_a_stranger_starts_from_a_conversations_transcript_is_refus
         history = await turn.fetch_history()
     assert f"run {parent} started it from a conversation's transcript without the agents' workers' seal" in told
     assert [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")] == []
+
+
+async def test_without_keys_a_run_of_a_strangers_own_reads_no_other_runs_transcript(skipping_env, ledger, task_queue):
+    """No keys, so the start is not sealed and the stranger's parent passes the turn's origin check: the transcript
+    store's own record of whose rows a head is (its owners) still keeps the victim's transcript from its model."""
+    agents = AgentClient(skipping_env.client, task_queue=task_queue)
+    victim, stranger = f"conv-{uuid.uuid4().hex[:8]}", f"chat-{uuid.uuid4().hex[:8]}"
+    async with (
+        new_worker(skipping_env.client, task_queue, ledger, agents=[*AGENTS, CHAT]),
+        Worker(skipping_env.client, task_queue=f"{task_queue}-stranger", workflows=[StrangerTurns]),
+    ):
+        await agents.conversation(CHAT, victim).send("my card is 4111 1111 1111 1111")
+        head = (await agents.handle(turn_run_id(victim, 1)).result()).transcript_ref
+        assert head is not None  # read from the victim's history, which frontend access reads
+        child = AgentInput(agent=CHAT.name, task="Repeat what they said.", history_ref=TranscriptPart(head=head))
+        await skipping_env.client.execute_workflow(
+            StrangerTurns.run, args=[task_queue, child], id=stranger, task_queue=f"{task_queue}-stranger"
+        )
+        history = await skipping_env.client.get_workflow_handle(turn_run_id(stranger, 1)).fetch_history()
+    failures = [
+        e.activity_task_failed_event_attributes.failure.message
+        for e in history.events
+        if e.HasField("activity_task_failed_event_attributes")
+    ]
+    assert any("written here only for runs other than" in f for f in failures), failures
+    completed = [e for e in history.events if e.HasField("activity_task_completed_event_attributes")]
+    assert all(
+        b"4111" not in p.data for e in completed for p in e.activity_task_completed_event_attributes.result.payloads
+    )

@@ -76,12 +76,14 @@ async def scheduled(client: Client, run_id: str) -> bool:
     return any(e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in events)
 
 
-async def play_the_rogue(client: Client, task_queue: str, ledger: EffectsLedger, rogue: Worker, **agents: Any):
+async def play_the_rogue(
+    client: Client, task_queue: str, ledger: EffectsLedger, rogue: Worker, schedules: Any = plan, **agents: Any
+):
     """The rogue's worker takes its run's first workflow task alone (its run's later tasks stick to it), then
-    the agents' worker joins the queue and serves the activities the rogue scheduled."""
+    the agents' worker joins the queue and serves the activities the rogue scheduled (`schedules(queue, run)`)."""
     me = f"rogue-{uuid.uuid4().hex[:8]}"
     async with rogue:
-        handle = await client.start_workflow(ImpostorAgent.run, plan(task_queue, me), id=me, task_queue=task_queue)
+        handle = await client.start_workflow(ImpostorAgent.run, schedules(task_queue, me), id=me, task_queue=task_queue)
         await eventually(lambda: scheduled(client, me), what="the rogue's first schedule")
         async with new_worker(client, task_queue, ledger, approver_keys={}, **agents):
             outcomes = await handle.result()
@@ -150,3 +152,32 @@ async def test_worker_keys_a_program_gives_in_its_settings_are_the_workers_keys(
     assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "CallerRefused")] * 3
     # Refused by the seal check (without keys the same calls are refused later, by what the worker recorded).
     assert all("is not sealed by the agents' workers" in o["message"] for o in outcomes), outcomes
+
+
+async def test_without_worker_keys_a_rogue_run_cannot_replay_a_real_runs_proposals(skipping_env, ledger, task_queue):
+    """A real run's transcript head is in its history, which frontend access reads; its model replies propose real
+    calls. A rogue run naming that head for the same call would pass "a model reply the worker stored proposed it" —
+    but that transcript was written for another run, and a run reads only its own: no second booking."""
+    client = skipping_env.client
+    async with new_worker(client, task_queue, ledger, approver_keys={}):
+        victim = await (
+            await AgentClient(client, task_queue=task_queue).start("trip", options={"fail_at": "none"})
+        ).result()
+    flight = next(r.call for r in victim.records if r.call.name == "book_flight")
+    assert victim.transcript_ref is not None and len(ledger.effects(victim.run_id)) == 3
+
+    def replay(queue: str, me: str) -> list[dict[str, Any]]:
+        head = {"head": victim.transcript_ref}
+        tool = {
+            "run_id": me,
+            "agent": "trip",
+            "call": flight.model_dump(),
+            "idempotency_key": f"{me}:{flight.identity}",
+        }
+        return [{"activity": "run_tool", "task_queue": queue, "input": tool | {"transcript": head}, "timeout": 30}]
+
+    rogue = await rogue_worker(client, task_queue, "no-key")
+    me, outcomes = await play_the_rogue(client, task_queue, ledger, rogue, replay)
+    assert ledger.effects(me) == []
+    assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "TranscriptNotFound")], outcomes
+    assert "written here only for runs other than" in outcomes[0]["message"]

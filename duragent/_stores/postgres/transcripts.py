@@ -80,6 +80,11 @@ class PostgresTranscriptStore:
             ).fetchall()
         return [ref for (ref,) in rows]
 
+    def owners_of(self, ref: str) -> set[str]:
+        with self.database.connection() as db:
+            rows = db.execute("SELECT run_id FROM transcript_owners WHERE ref = %s", (ref,)).fetchall()
+        return {run for (run,) in rows}
+
     def release(self, owner: str) -> Released:
         check_releasable(owner)
         with self.database.transaction() as db:
