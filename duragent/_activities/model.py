@@ -33,6 +33,7 @@ from duragent._activities.inputs import ModelCallInput, ModelStep, PayloadLimits
 from duragent._activities.live import LiveDeltas
 from duragent._activities.served import ServedAgents
 from duragent._activities.transcripts import claim_checked, require_readable, stored_here
+from duragent._activities.turn_parents import TurnParents
 from duragent._activities.worked import timed
 from duragent._stores.transcripts import Transcripts
 
@@ -51,6 +52,8 @@ class ModelActivities:
         # The worker's secrets (duragent/_config/credentials.py), masked in every failure this activity reports.
         self.credentials = credentials or Scrubber(())
         self._schemas: dict[str, list[ToolSchema]] = {}
+        # Which conversation a turn run belongs to, by the server's parent link: it may read that one's transcript.
+        self.turn_parents = TurnParents()
         # What each agent offers the model, by (agent, recorded MCP tools): the same on every call, built once.
         self._offered: dict[tuple[str, str | None], tuple[ToolSchema, ...]] = {}
 
@@ -61,14 +64,17 @@ class ModelActivities:
     async def _call_model(self, input: ModelCallInput) -> ModelStep:
         calling_run(input.run_id)
         served = self.served.get(input.agent)
+        conversation = await self.turn_parents.conversation_of(input.run_id)
         # The whole call in one thread: each hop between the event loop and a thread costs the worker a wake-up
         # (about 0.1 ms of CPU), and a call by reference made five of them (docs/benchmarks.md).
         if not input.stream:
-            return await heartbeating(in_thread(self._call, served, input))
+            return await heartbeating(in_thread(self._call, served, input, conversation))
         async with LiveDeltas(input.step or 0) as deltas:  # the reply's deltas to the run's live stream, batched
-            return await heartbeating(in_thread(self._call, served, input, deltas))
+            return await heartbeating(in_thread(self._call, served, input, conversation, deltas))
 
-    def _call(self, served: ServedAgent, input: ModelCallInput, on_delta: OnDelta | None = None) -> ModelStep:
+    def _call(
+        self, served: ServedAgent, input: ModelCallInput, conversation: str | None, on_delta: OnDelta | None = None
+    ) -> ModelStep:
         # The model is resolved here, in the thread, while the activity heartbeats: the first call to a provider
         # imports its SDK and the model layer (seconds on a busy host), which on the event loop would stop every
         # heartbeat of this worker for as long, and a short heartbeat timeout would start the call again.
@@ -78,7 +84,7 @@ class ModelActivities:
         transcripts, limits = self.transcripts, self.limits
         stored, unsaved = input.transcript.head, input.transcript.unsaved
         with stored_here():
-            require_readable(transcripts, stored, input.run_id)
+            require_readable(transcripts, stored, input.run_id, conversation)
             messages = transcripts.load(stored) + transcripts.expanded(unsaved)
         seen = messages if input.system is None else as_seen_by(messages, input.system)
         # Judged here, where the reply arrives (the agent's answer type and checks, user code): the verdicts are

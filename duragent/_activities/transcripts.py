@@ -18,6 +18,7 @@ from typing import TypeVar
 from temporalio.exceptions import ApplicationError
 
 from agentic import Message, ToolResult
+from duragent._activities.turn_parents import TURN
 from duragent._stores.errors import StoreUnavailable
 from duragent._stores.transcripts import EMPTY, UNOWNED, PayloadTooLarge, TranscriptNotFound, Transcripts
 
@@ -28,22 +29,21 @@ NOT_IN_THIS_STORE = "TranscriptNotFound"
 STORE_UNAVAILABLE = "StoreUnavailable"
 
 Stored = TypeVar("Stored", Message, ToolResult)
-TURN = "~turn-"  # a conversation's turn run is `{conversation}~turn-{n}` (duragent/_workflows/turns.py)
 
 
-def require_readable(transcripts: Transcripts, head: str, run_id: str) -> None:
+def require_readable(transcripts: Transcripts, head: str, run_id: str, conversation: str | None = None) -> None:
     """Refuses a head written for another run (`TranscriptNotFound`: the run fails; nothing is read or called).
     Heads are in histories anyone with frontend access reads, and a run of a stranger's own names whatever head it
     likes: shown to the model, another run's transcript would be told in its answer, and its model replies would
     pass for proposals of the stranger's tool calls. A run reads its own transcript; a conversation's turn, the
-    transcript of its conversation's turns (its id names the conversation). Rows written before owners were
-    recorded are anyone's; a head this store does not hold at all is left to the read, which says so."""
+    transcript of its `conversation`'s turns (given only once the server's parent link confirmed it). Rows written
+    before owners were recorded are anyone's; a head this store does not hold at all is left to the read."""
     if head == EMPTY:
         return
     owners = transcripts.owners_of(head)
     if not owners or run_id in owners or UNOWNED in owners:
         return
-    if TURN in run_id and any(owner.startswith(run_id.rsplit(TURN, 1)[0] + TURN) for owner in owners):
+    if conversation is not None and any(owner.startswith(f"{conversation}{TURN}") for owner in owners):
         return
     # Not read, as a head this store does not hold: the rows here are other runs' (a run of a stranger's own naming
     # them, or the same content another run wrote on this host while this run's own rows are on another).

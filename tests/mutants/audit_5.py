@@ -124,9 +124,17 @@ AUDIT_5 = [
     AuditMutant(
         "Q15",
         "duragent/_activities/transcripts.py",
+        '    if conversation is not None and any(owner.startswith(f"{conversation}{TURN}") for owner in owners):',
         "    if TURN in run_id and any(owner.startswith(run_id.rsplit(TURN, 1)[0] + TURN) for owner in owners):",
-        "    if TURN in run_id:",
-        "a turn reads the transcript of its own conversation's turns, not any conversation's",
-        _t("temporal/rogue_children"),
+        "a turn reads its conversation's transcript only once the server's parent link says it is that one's turn",
+        _t("temporal/rogue_worker", "temporal/rogue_children"),
+    ),
+    AuditMutant(
+        "Q16",
+        "duragent/_activities/turn_parents.py",
+        "        conversation = named if parent == named else None",
+        "        conversation = named",
+        "a run's id names a conversation; only its parent link makes it that conversation's turn",
+        _t("temporal/rogue_worker"),
     ),
 ]

@@ -34,8 +34,8 @@ def test_audit_4_has_its_43_mutants_once_each_none_equivalent() -> None:
     assert AUDITS["4"] is AUDIT_4
 
 
-def test_audit_5_has_its_15_mutants_once_each_none_equivalent() -> None:
-    assert [m.id for m in AUDIT_5] == [f"Q{n:02d}" for n in range(1, 16)]
+def test_audit_5_has_its_16_mutants_once_each_none_equivalent() -> None:
+    assert [m.id for m in AUDIT_5] == [f"Q{n:02d}" for n in range(1, 17)]
     assert [m.id for m in AUDIT_5 if m.equivalent] == []
     assert AUDITS["5"] is AUDIT_5
 

@@ -27,7 +27,9 @@ from duragent._config.worker_keys import WorkerKeys
 from duragent._sealing import Sealing
 from duragent._stores.ledger import EffectsLedger
 from duragent._stores.transcripts import EMPTY
-from tests.conftest import eventually, new_worker
+from duragent._workflows.turns import turn_run_id
+from tests.conftest import TEST_AGENTS, eventually, new_worker
+from tests.support.conversation_agents import CHAT
 from tests.support.outsider import ImpostorAgent
 from tests.temporal.test_outsider import approval_of, call
 
@@ -77,11 +79,17 @@ async def scheduled(client: Client, run_id: str) -> bool:
 
 
 async def play_the_rogue(
-    client: Client, task_queue: str, ledger: EffectsLedger, rogue: Worker, schedules: Any = plan, **agents: Any
+    client: Client,
+    task_queue: str,
+    ledger: EffectsLedger,
+    rogue: Worker,
+    schedules: Any = plan,
+    me: str | None = None,
+    **agents: Any,
 ):
     """The rogue's worker takes its run's first workflow task alone (its run's later tasks stick to it), then
     the agents' worker joins the queue and serves the activities the rogue scheduled (`schedules(queue, run)`)."""
-    me = f"rogue-{uuid.uuid4().hex[:8]}"
+    me = me or f"rogue-{uuid.uuid4().hex[:8]}"
     async with rogue:
         handle = await client.start_workflow(ImpostorAgent.run, schedules(task_queue, me), id=me, task_queue=task_queue)
         await eventually(lambda: scheduled(client, me), what="the rogue's first schedule")
@@ -181,3 +189,23 @@ async def test_without_worker_keys_a_rogue_run_cannot_replay_a_real_runs_proposa
     assert ledger.effects(me) == []
     assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "TranscriptNotFound")], outcomes
     assert "written here only for runs other than" in outcomes[0]["message"]
+
+
+async def test_a_rogue_run_named_as_a_conversations_turn_reads_none_of_its_transcript(skipping_env, ledger, task_queue):
+    """A run id is a name its starter picks: the rogue calls its run `{victim}~turn-99`. Only the server's parent
+    link makes a run one of a conversation's turns, allowed to read that conversation's transcript."""
+    client = skipping_env.client
+    victim = f"conv-{uuid.uuid4().hex[:8]}"
+    async with new_worker(client, task_queue, ledger, agents=[*TEST_AGENTS, CHAT]):
+        await AgentClient(client, task_queue=task_queue).conversation(CHAT, victim).send("my card is 4111")
+        head = (await AgentClient(client, task_queue=task_queue).handle(turn_run_id(victim, 1)).result()).transcript_ref
+
+    def read(queue: str, me: str) -> list[dict[str, Any]]:
+        ask = {"run_id": me, "agent": CHAT.name, "transcript": {"head": head}, "call_index": 0}
+        return [{"activity": "call_model", "task_queue": queue, "input": ask, "timeout": 30}]
+
+    rogue = await rogue_worker(client, task_queue, "no-key")
+    me = turn_run_id(victim, 99)
+    _, outcomes = await play_the_rogue(client, task_queue, ledger, rogue, read, me, agents=[*TEST_AGENTS, CHAT])
+    assert [(o["ok"], o["type"]) for o in outcomes] == [(False, "TranscriptNotFound")], outcomes
+    assert f"written here only for runs other than {me!r}" in outcomes[0]["message"]
