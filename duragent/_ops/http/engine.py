@@ -26,6 +26,11 @@ from duragent._ops.http.views import (
 StreamEvent = tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int | str]
 
 
+def unknown_end(run_id: str, error: str) -> dict[str, Any]:
+    """The `end` event's data when a stream cannot learn how its run ended: it ends saying why, never hangs."""
+    return {"run_id": run_id, "status": "unknown", "stop": None, "output": None, "error": error}
+
+
 class Engine(Protocol):
     name: EngineName
 

@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from duragent._client import AgentClient, RunHandle
 from duragent._errors import TemporalUnavailable, WorkerUnavailable
-from duragent._ops.http.engine import StreamEvent
+from duragent._ops.http.engine import StreamEvent, unknown_end
 from duragent._ops.http.history import RUN_CLOSED, StepLog
 from duragent._workflows.inputs import Progress
 
@@ -120,10 +120,7 @@ class Follower:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the stream must end with a reason rather than hang
-            error = f"{type(exc).__name__}: {exc}"
-            self._publish(
-                "end", {"run_id": self.run_id, "status": "unknown", "stop": None, "output": None, "error": error}
-            )
+            self._publish("end", unknown_end(self.run_id, f"{type(exc).__name__}: {exc}"))
 
     async def _follow_history(self) -> None:
         agents, stats = self.feeds.agents, self.feeds.stats

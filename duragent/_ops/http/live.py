@@ -22,7 +22,7 @@ from typing import Any
 from temporalio.client import Client
 
 from duragent._live import live_events
-from duragent._ops.http.engine import StreamEvent
+from duragent._ops.http.engine import StreamEvent, unknown_end
 
 log = logging.getLogger(__name__)
 
@@ -102,4 +102,4 @@ async def _ending(end_of: Callable[[str], Awaitable[dict[str, Any]]], run_id: st
         if isinstance(exc, TimeoutError):
             error = f"no result within {END_SECONDS:.0f} s"
         log.warning("run %s: its end is unknown (%s)", run_id, error)
-        return {"run_id": run_id, "status": "unknown", "stop": None, "output": None, "error": error}
+        return unknown_end(run_id, error)
