@@ -107,6 +107,12 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             help="also the floor carrying ours' payload bytes per event (floor+payloads): the price of the bytes",
         )
         sub.add_argument(
+            "--heartbeat-floor",
+            action="store_true",
+            help="also the floor with ours' 10 s activity heartbeat timeout (floor+heartbeat): the price of the"
+            " server's activity timers firing within a batch's window",
+        )
+        sub.add_argument(
             "--without-search-attributes",
             action="store_true",
             help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
@@ -191,6 +197,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 max_reps=max(args.throughput_reps, args.throughput_max_reps or 0),
                 visible_floor=args.visible_floor,
                 payload_floor=args.payload_floor,
+                heartbeat_floor=args.heartbeat_floor,
                 without_search_attributes=args.without_search_attributes,
                 fresh_server=not args.same_server,
             )

@@ -19,6 +19,7 @@ from temporalio.common import SearchAttributeKey
 FLOOR_MODEL = "bench_floor_model"
 FLOOR_TOOL = "bench_floor_tool"
 TIMEOUT = timedelta(seconds=60)
+HEARTBEAT = timedelta(seconds=10)  # ours' default (duragent/_workflows/inputs.py, `Timeouts`)
 # Two of our search attributes (the dev server registers them), defined here: the sandbox re-imports
 # this module, which must stay free of the project's imports.
 STATUS = SearchAttributeKey.for_keyword("AgentStatus")
@@ -69,6 +70,24 @@ class FloorWorkflow:
             await workflow.execute_activity(floor_model, step, start_to_close_timeout=TIMEOUT)
             await workflow.execute_activity(floor_tool, step, start_to_close_timeout=TIMEOUT)
         await workflow.execute_activity(floor_model, steps, start_to_close_timeout=TIMEOUT)
+        return steps
+
+
+@workflow.defn(name="BenchFloorHeartbeatWorkflow")
+class FloorHeartbeatWorkflow:
+    """The floor with ours' heartbeat timeout on each activity (`Timeouts.heartbeat_seconds`). The server keeps
+    one timeout timer per started activity, for its earliest timeout: 10 s for ours, the floor's 60 s
+    start-to-close otherwise. A batch of 1,000 runs lasts about 40 s and settles 10-25 s later, so ours' timers
+    fire inside its measured window and the bare floor's mostly after it: the same work, charged to one side.
+    This floor's timers fire when ours do."""
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        timeouts = {"start_to_close_timeout": TIMEOUT, "heartbeat_timeout": HEARTBEAT}
+        for step in range(steps):
+            await workflow.execute_activity(floor_model, step, **timeouts)
+            await workflow.execute_activity(floor_tool, step, **timeouts)
+        await workflow.execute_activity(floor_model, steps, **timeouts)
         return steps
 
 

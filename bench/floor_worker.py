@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio.worker import Worker
 
 from bench.floor import (
+    FloorHeartbeatWorkflow,
     FloorPayloadWorkflow,
     FloorVisibleWorkflow,
     FloorWorkflow,
@@ -33,7 +34,7 @@ async def main() -> None:
     worker = Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[FloorWorkflow, FloorVisibleWorkflow, FloorPayloadWorkflow, TimerWorkflow],
+        workflows=[FloorWorkflow, FloorHeartbeatWorkflow, FloorVisibleWorkflow, FloorPayloadWorkflow, TimerWorkflow],
         activities=[floor_model, floor_tool, floor_padded_model, floor_padded_tool, floor_spec],
         max_cached_workflows=1000,
         graceful_shutdown_timeout=timedelta(seconds=10),

@@ -154,7 +154,7 @@ def overhead_section(data: dict[str, Any]) -> list[str]:
 
 
 # The Temporal engines measured batch by batch next to the bare floor (bench/throughput.py's kinds).
-BESIDE_FLOOR = ("temporal", "temporal-postgres", "floor+sa", "floor+payloads", "temporal-no-sa")
+BESIDE_FLOOR = ("temporal", "temporal-postgres", "floor+sa", "floor+payloads", "floor+heartbeat", "temporal-no-sa")
 
 
 def _label(row: dict[str, Any], profiles: list[str]) -> str:
@@ -295,6 +295,7 @@ def _medians_table(data: dict[str, Any], reps: int) -> list[str]:
 PRICES = (
     ("search attributes", "temporal", "temporal-no-sa", "ours - ours started with search_attributes=False"),
     ("payload bytes", "floor+payloads", "floor", "the floor carrying ours' bytes per event - the floor"),
+    ("heartbeat timeouts", "floor+heartbeat", "floor", "the floor with ours' heartbeat timeout - the floor"),
     ("our code", "temporal-no-sa", "floor+payloads", "ours without search attributes - the floor with ours' bytes"),
     ("all of it", "temporal", "floor", "ours - the floor"),
 )
@@ -302,31 +303,48 @@ PRICES = (
 
 def _price_table(data: dict[str, Any]) -> list[str]:
     """The price list: each feature's server and worker CPU per run (ms), the median of the per-repetition
-    differences (each repetition's pair ran back to back), every repetition's shown."""
+    differences (each repetition's pair ran back to back), every repetition's shown; and the server's CPU as a
+    ratio of the two engines with its 90 % interval, which says whether a feature's price is told from noise."""
     priced = ("server_cpu_per_run_ms", "worker_cpu_per_run_ms")
     measured: dict[tuple[Any, ...], dict[str, list[float]]] = {}
     for (profile, n, _), pair in throughput_pairs(data).items():
         for feature, minuend, subtrahend, meaning in PRICES:
             if minuend in pair and subtrahend in pair:
-                entry = measured.setdefault((profile, n, feature, meaning), {key: [] for key in priced})
+                entry = measured.setdefault((profile, n, feature, meaning), {key: [] for key in (*priced, "ratio")})
                 for key in priced:
                     a, b = pair[minuend].get(key), pair[subtrahend].get(key)
                     if a is not None and b is not None:
                         entry[key].append(a - b)
+                        if key == "server_cpu_per_run_ms" and b > 0:
+                            entry["ratio"].append(a / b)
     if all(feature == "all of it" for (_, _, feature, _) in measured):
         return []  # only ours and the floor were measured: nothing to split the difference by
     rows = [
         [str(profile or ""), str(n), feature, meaning]
-        + [f"{_num(_median(v))} ({', '.join(_num(x) for x in v)})" for v in entry.values()]
+        + [f"{_num(_median(entry[key]))} ({', '.join(_num(x) for x in entry[key])})" for key in priced]
+        + [_ratio_with_interval(entry["ratio"])]
         for (profile, n, feature, meaning), entry in measured.items()
     ]
     return [
         "",
         "Price list — what ours costs per run beyond the floor, feature by feature (ms of CPU per run; median of"
-        " the per-repetition differences, each repetition's shown):",
+        " the per-repetition differences, each repetition's shown; the server's CPU as a ratio of the two, with its"
+        " 90 % interval from two repetitions on):",
         "",
-        *table(["profile", "N", "feature", "measured as", "server CPU/run (ms)", "worker CPU/run (ms)"], rows),
+        *table(
+            ["profile", "N", "feature", "measured as", "server CPU/run (ms)", "worker CPU/run (ms)", "server ratio"],
+            rows,
+        ),
     ]
+
+
+def _ratio_with_interval(ratios: list[float]) -> str:
+    interval = ratio_interval(ratios)
+    if interval["mean"] is None:
+        return "n/a"
+    if interval["low"] is None:
+        return _x(interval["mean"])
+    return f"{_x(interval['mean'])} ({_x(interval['low'])} to {_x(interval['high'])})"
 
 
 def _history_table(data: dict[str, Any]) -> list[str]:

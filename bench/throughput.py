@@ -74,6 +74,9 @@ class ThroughputConfig:
     visible_floor: bool = False
     # The floor carrying ours' payload bytes per event (`BenchFloorPayloadWorkflow`): the price of the bytes.
     payload_floor: bool = False
+    # The floor with ours' heartbeat timeout on its activities (`BenchFloorHeartbeatWorkflow`): the price of
+    # the server's timers firing inside the measured window, where ours' do.
+    heartbeat_floor: bool = False
     # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
     without_search_attributes: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates), at least
@@ -157,11 +160,13 @@ async def temporal_batch(stack: Stack, kind: str, n: int, steps: int, timeout: f
 POSTGRES = "temporal-postgres"  # our runs, on the worker whose stores are in PostgreSQL
 VISIBLE_FLOOR = "floor+sa"
 PAYLOAD_FLOOR = "floor+payloads"  # the floor carrying ours' payload bytes (bench/floor.py)
+HEARTBEAT_FLOOR = "floor+heartbeat"  # the floor with ours' activity heartbeat timeout (bench/floor.py)
 NO_SEARCH_ATTRIBUTES = "temporal-no-sa"  # ours, started with search_attributes=False, on our worker
 FLOORS = {  # served by the floor's worker
     "floor": "BenchFloorWorkflow",
     VISIBLE_FLOOR: "BenchFloorVisibleWorkflow",
     PAYLOAD_FLOOR: "BenchFloorPayloadWorkflow",
+    HEARTBEAT_FLOOR: "BenchFloorHeartbeatWorkflow",
 }
 
 
@@ -340,6 +345,7 @@ async def measure(
                     "floor",
                     *([VISIBLE_FLOOR] if config.visible_floor else []),
                     *([PAYLOAD_FLOOR] if config.payload_floor else []),
+                    *([HEARTBEAT_FLOOR] if config.heartbeat_floor else []),
                     "temporal",
                 ]
                 if config.without_search_attributes:

@@ -489,24 +489,29 @@ def test_throughput_goals_are_judged_on_the_interval_of_each_repetitions_ratio()
 
 
 def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
-    """The price list: with the floor carrying ours' bytes and ours without search attributes measured
-    beside them, the report prices each feature as the median of the per-repetition differences (CPU per run),
-    each repetition's shown; with only ours and the floor there is nothing to split, and no price list."""
+    """The price list: with the floor carrying ours' bytes, the floor with ours' heartbeat timeout and ours
+    without search attributes measured beside them, the report prices each feature as the median of the
+    per-repetition differences (CPU per run), each repetition's shown, and the server's CPU as a ratio of the two
+    engines with its 90 % interval; with only ours and the floor there is nothing to split, and no price list."""
     rows = []
     for rep, extra in enumerate([0.0, 2.0, 4.0]):
         rows += [
             _batch("floor", 1000, rep, 20.0, 20.0, 40.0),
             _batch("floor+payloads", 1000, rep, 19.0, 22.0 + extra, 43.0 + extra),
+            _batch("floor+heartbeat", 1000, rep, 20.0, 21.0, 44.0),
             _batch("temporal-no-sa", 1000, rep, 18.0, 25.0, 46.0),
             _batch("temporal", 1000, rep, 17.0, 26.0, 50.0 - extra),
         ]
     text = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 3, "rows": rows}})
     assert "Price list" in text
     lines = {line.split(" | ")[2]: line for line in text.splitlines() if line.startswith("| tuned | 1000 |")}
-    assert lines["search attributes"].endswith("| 2.0 (4.0, 2.0, 0.0) | 1.0 (1.0, 1.0, 1.0) |")
-    assert lines["payload bytes"].endswith("| 5.0 (3.0, 5.0, 7.0) | 4.0 (2.0, 4.0, 6.0) |")
-    assert lines["our code"].endswith("| 1.0 (3.0, 1.0, -1.0) | 1.0 (3.0, 1.0, -1.0) |")
-    assert lines["all of it"].endswith("| 8.0 (10.0, 8.0, 6.0) | 6.0 (6.0, 6.0, 6.0) |")
+    # Server ratios 50/46, 48/46, 46/46: geometric mean 1.04x, t (2 df) on their logs 0.97x to 1.12x.
+    assert lines["search attributes"].endswith("| 2.0 (4.0, 2.0, 0.0) | 1.0 (1.0, 1.0, 1.0) | 1.04x (0.97x to 1.12x) |")
+    assert lines["payload bytes"].endswith("| 5.0 (3.0, 5.0, 7.0) | 4.0 (2.0, 4.0, 6.0) | 1.12x (1.04x to 1.21x) |")
+    heartbeat = lines["heartbeat timeouts"]
+    assert heartbeat.endswith("| 4.0 (4.0, 4.0, 4.0) | 1.0 (1.0, 1.0, 1.0) | 1.10x (1.10x to 1.10x) |")
+    assert "| 1.0 (3.0, 1.0, -1.0) | 1.0 (3.0, 1.0, -1.0) | 1.02x (" in lines["our code"]
+    assert "| 8.0 (10.0, 8.0, 6.0) | 6.0 (6.0, 6.0, 6.0) | 1.20x (" in lines["all of it"]
     only_ours = [r for r in rows if r["engine"] in ("floor", "temporal")]
     bare = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 3, "rows": only_ours}})
     assert "Price list" not in bare
@@ -612,7 +617,7 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     bench(
         *("throughput", "--concurrency", "3", "--throughput-steps", "2", "--baseline-threads", "2"),
         *("--baseline-processes", "1", "--postgres-url", own_postgres.url, "--server-profile", "tuned"),
-        *("--payload-floor", "--without-search-attributes", "--throughput-reps", "1"),
+        *("--payload-floor", "--heartbeat-floor", "--without-search-attributes", "--throughput-reps", "1"),
         out=tmp_path,
     )
     results = json.loads((tmp_path / "throughput.json").read_text())
@@ -620,7 +625,7 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     sqlite, postgres = rows["temporal"], rows["temporal-postgres"]
     # Each batch on a server of its own (started for it): no engine pays for the runs of the one before,
     # and no long-lived server idles beside them (nothing else of this command needs one).
-    assert len({row["server_pid"] for row in rows.values() if "server_pid" in row}) == 5
+    assert len({row["server_pid"] for row in rows.values() if "server_pid" in row}) == 6
     assert results["long_lived_stacks"] == [] and results["machine"]["temporal_server"]
     # The price list's engines: the floor carrying ours' bytes stores about what ours without search attributes
     # does (bench/floor.py's pads, measured on bench-noop), far more than the bare floor.
@@ -634,8 +639,15 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
 
     assert abs(stored(padded) - stored(without)) < 0.05 * stored(without) and stored(padded) > 2 * stored(bare)
     assert padded["history"]["marker_recorded"]["events"] == 1.0
+    # The floor with ours' heartbeat timeout schedules the same activities, each with that timeout set.
+    heartbeat = sampled["floor+heartbeat"]
+    assert heartbeat["completed"] == 3
+    scheduled = heartbeat["history"]["activity_task_scheduled"]
+    assert scheduled["events"] == pytest.approx(bare["history"]["activity_task_scheduled"]["events"]) == 5.0
+    assert scheduled["bytes"] > bare["history"]["activity_task_scheduled"]["bytes"]
     report_text = (tmp_path / "throughput.md").read_text()
-    assert "Price list" in report_text and "| payload bytes |" in report_text
+    assert "Price list" in report_text
+    assert "| payload bytes |" in report_text and "| heartbeat timeouts |" in report_text
     assert sqlite["completed"] == postgres["completed"] == 3 and postgres["runs_per_s"] > 0
     assert postgres["store_rows_per_step"] == sqlite["store_rows_per_step"] > 0
     assert sqlite["store_writes_per_step"] is None and postgres["store_writes_per_step"] >= 4  # 2 per stored message
