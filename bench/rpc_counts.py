@@ -37,6 +37,7 @@ from bench.stack import Stack, temporal_stack
 
 _SAMPLE = re.compile(r"^(\w+)\{(.*)\} ([0-9.eE+-]+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
+NO_SEARCH_ATTRIBUTES = "temporal-no-sa"
 COUNTERS = ("service_requests", "persistence_requests", "visibility_persistence_requests")
 POLLS = ("PollWorkflowTaskQueue", "PollActivityTaskQueue", "PollNexusTaskQueue")
 # What the server does on its own clock, whatever the runs do (namespace and cluster refreshes, task queue
@@ -105,7 +106,10 @@ async def start_all(stack: Stack, engine: str, ids: list[str], steps: int) -> No
                 await stack.client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
             else:
                 task = f"Run the no-op steps ({run_id})."
-                await stack.agents.start(noop.agent, task, run_id=run_id, options={"records": steps})
+                visible = engine != NO_SEARCH_ATTRIBUTES
+                await stack.agents.start(
+                    noop.agent, task, run_id=run_id, options={"records": steps}, search_attributes=visible
+                )
 
     await asyncio.gather(*(start(run_id) for run_id in ids))
 
@@ -183,7 +187,12 @@ async def count(ns: list[int], steps: int, engines: list[str], timeout: float, w
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, action="append", help="runs started at once (repeatable; default 1, 100)")
     parser.add_argument("--steps", type=int, default=2, help="no-op steps per run (default 2)")
-    parser.add_argument("--engine", action="append", choices=["floor", "temporal"], help="default: both")
+    parser.add_argument(
+        "--engine",
+        action="append",
+        choices=["floor", "temporal", NO_SEARCH_ATTRIBUTES],
+        help=f"default: floor and temporal; {NO_SEARCH_ATTRIBUTES}: ours started with search_attributes=False",
+    )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path, help="write the rows as JSON here")
 
