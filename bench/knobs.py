@@ -70,6 +70,9 @@ def variants() -> list[ServerProfile]:
         if key == "system.enableActivityEagerExecution":
             without[key] = False  # the server's default may be on: "without" means off
         out.append(replace(TUNED, name=f"tuned without {key}", dynamic_config=without))
+    for key in TUNED.embedded_dynamic_config:  # the dev server's own behaviour without it: the key left out
+        without = {k: v for k, v in TUNED.embedded_dynamic_config.items() if k != key}
+        out.append(replace(TUNED, name=f"tuned without {key}", embedded_dynamic_config=without))
     for name, extra in CANDIDATES.items():
         out.append(replace(TUNED, name=f"tuned + {name}", dynamic_config=TUNED.dynamic_config | extra))
     return out

@@ -29,7 +29,11 @@ def test_the_embedded_server_runs_the_tuned_profile_by_default() -> None:
     command = devserver.server_command(7233, 8233, Path("dev.db"))
     assert pairs(command, "--sqlite-pragma") == list(TUNED.pragmas)
     values = dict(value.split("=", 1) for value in pairs(command, "--dynamic-config-value"))
-    assert {key: json.loads(value) for key, value in values.items()} == TUNED.dynamic_config
+    assert {key: json.loads(value) for key, value in values.items()} == (
+        TUNED.dynamic_config | TUNED.embedded_dynamic_config
+    )
+    # The search attributes' cache on: the dev server turns it off unless the key is given.
+    assert values["system.forceSearchAttributesCacheRefreshOnRead"] == "false"
     assert values["history.timerProcessorMaxTimeShift"] == '"10ms"'  # a JSON string, as the CLI requires
 
 
@@ -61,9 +65,12 @@ def test_the_knobs_bench_varies_every_knob_of_the_tuned_profile_once() -> None:
         found["tuned without system.enableActivityEagerExecution"].dynamic_config["system.enableActivityEagerExecution"]
         is False
     )  # "without" turns it off: the server's own default is on
+    for key in TUNED.embedded_dynamic_config:
+        without = found[f"tuned without {key}"]
+        assert key not in without.embedded_dynamic_config and without.dynamic_config == TUNED.dynamic_config
     for name, extra in CANDIDATES.items():
         assert found[f"tuned + {name}"].dynamic_config == TUNED.dynamic_config | extra
-    assert len(found) == 2 + 1 + len(TUNED.dynamic_config) + len(CANDIDATES)
+    assert len(found) == 2 + 1 + len(TUNED.dynamic_config) + len(TUNED.embedded_dynamic_config) + len(CANDIDATES)
 
 
 def seconds(duration: str) -> float:
