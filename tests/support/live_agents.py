@@ -29,17 +29,6 @@ WORDS = [f"word{i}" for i in range(500)]
 LONG_ANSWER = " ".join(WORDS)  # 500 tokens as FakeModel streams them
 
 
-def _agent(name: str, replies: list[object], tools: list[object], steps: int = 6, **model: object) -> Agent:
-    return Agent(
-        FakeModel(replies, **model),  # type: ignore[arg-type]
-        Registry(tools),  # type: ignore[arg-type]
-        name=name,
-        task="Go.",
-        budget=Budget(max_steps=steps),
-        options=DemoOptions,
-    )
-
-
 WRITER = _agent("live-writer", [tool_call("lookup", {"topic": "invoices"}), LONG_ANSWER], [lookup])
 PAYER = _agent("live-payer", [tool_call("pay", {"supplier": "s-1"}), "Paid s-1."], [pay])
 LOOPER = _agent(
