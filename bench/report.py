@@ -199,6 +199,11 @@ def _cpu(row: dict[str, Any], key: str) -> str:
     return _num(row.get(key)) if key in row else "—"
 
 
+def _cores(row: dict[str, Any]) -> str:
+    server, worker = row.get("server_cores"), row.get("worker_cores")
+    return f"{server:.2f} / {worker:.2f}" if server is not None and worker is not None else "—"
+
+
 def throughput_section(data: dict[str, Any]) -> list[str]:
     pairs = throughput_pairs(data)
     reps = max((row.get("rep", 0) for row in data["rows"]), default=0) + 1
@@ -223,6 +228,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 _cpu(row, "server_cpu_per_run_ms"),
                 _cpu(row, "worker_cpu_per_run_ms"),
                 _cpu(row, "client_cpu_per_run_ms"),
+                _cores(row),
                 _num(row.get("store_rows_per_step")) if row.get("store_rows_per_step") is not None else "—",
                 _num(row.get("store_writes_per_step")) if row.get("store_writes_per_step") is not None else "—",
             ]
@@ -244,6 +250,7 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
                 "server CPU/run (ms)",
                 "worker CPU/run (ms)",
                 "client CPU/run (ms)",
+                "cores: server / worker",
                 "store rows/step",
                 "store writes/step",
             ],
@@ -252,7 +259,9 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
         "",
         "`temporal`: our worker with the SQLite stores; `temporal-postgres`: the same with the PostgreSQL stores"
         " (`AGENT_DATABASE_URL`). Store rows: transcript and ledger rows added per step, counted in the storage;"
-        " store writes: INSERT statements the PostgreSQL server executed per step (`pg_stat_statements`).",
+        " store writes: INSERT statements the PostgreSQL server executed per step (`pg_stat_statements`)."
+        " Cores: each process's CPU seconds per second while the batch ran; where they stay the same from engine"
+        " to engine the machine is saturated, and a process's CPU per run is its share over the rate.",
     ]
     if reps > 1:
         lines += ["", *_medians_table(data, reps)]

@@ -454,6 +454,13 @@ async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputCon
     pids = {"server": server, "worker": worker_of(stack, kind).pid, "client": os.getpid()}
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     row = await temporal_batch(stack, kind, n, config.steps, config.timeout)
+    # Each process's share of the machine while the batch ran (CPU seconds per second, before settling): on a
+    # machine the batch saturates it stays the same whatever the engine, and the CPU per run is then that share
+    # over the rate — a process that is not the bottleneck shows the bottleneck's cost per run, not its own.
+    ended = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    for name in ("server", "worker"):
+        used, earlier = ended[name], before[name]
+        row[f"{name}_cores"] = (used - earlier) / row["wall_s"] if used is not None and earlier is not None else None
     settling = time.monotonic()
     while time.monotonic() - settling < config.settle_timeout:
         rate = await _cpu_rate(server, WINDOW)

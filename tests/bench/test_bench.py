@@ -483,8 +483,16 @@ def test_throughput_goals_are_judged_on_the_interval_of_each_repetitions_ratio()
     assert worker["met"] is None and worker["measured"].startswith("1.30x")  # 1.20, 1.50, 1.30: median 1.30
     server = goals["server CPU per run at N = 100 ≤ 1.1x the floor's on the tuned server"]
     assert server["met"] is None and server["measured"].startswith("1.24x (each: 1.20x, 1.24x, 1.60x); 90 %")
+    rows[0] |= {"server_cores": 1.1, "worker_cores": 0.65}
     text = report.markdown(results)
     assert "Medians of 3 interleaved repetitions" in text
+
+    # Each batch's share of the machine, where it was measured (older results have none).
+    def batch_line(start: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith(start))
+
+    assert "| 1.10 / 0.65 |" in batch_line("| floor | 100 | 1 |")
+    assert "| — |" in batch_line("| temporal | 100 | 1 |")
     assert "| marker_recorded | 0.0 | 0 | 1.0 | 900 |" in text
 
 
