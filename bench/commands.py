@@ -113,6 +113,12 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
             " server's activity timers firing within a batch's window",
         )
         sub.add_argument(
+            "--pin-cores",
+            action="store_true",
+            help="the server on CPU 0, the worker and the bench on CPU 1, for each batch (as when they have machines"
+            " of their own): on 2 shared cores the scheduler's split between them varies from batch to batch",
+        )
+        sub.add_argument(
             "--without-search-attributes",
             action="store_true",
             help="also ours started with search_attributes=False (temporal-no-sa): the price of our search attributes",
@@ -199,6 +205,7 @@ def configs(args: argparse.Namespace, sections: tuple[str, ...]) -> dict[str, An
                 payload_floor=args.payload_floor,
                 heartbeat_floor=args.heartbeat_floor,
                 without_search_attributes=args.without_search_attributes,
+                pin_cores=args.pin_cores,
                 fresh_server=not args.same_server,
             )
         )

@@ -61,6 +61,18 @@ def facts(server_version: str | None = None) -> dict[str, Any]:
     }
 
 
+def pin(pid: int, cpus: set[int]) -> set[int]:
+    """Every thread of process `pid` on `cpus` (threads it starts later inherit it); returns the process's mask
+    before. A thread that ends meanwhile is skipped."""
+    before = os.sched_getaffinity(pid)
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:
+            continue
+    return before
+
+
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU time a live process has used so far (Linux /proc), or None if unreadable."""
     try:

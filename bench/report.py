@@ -263,6 +263,8 @@ def throughput_section(data: dict[str, Any]) -> list[str]:
         " Cores: each process's CPU seconds per second while the batch ran; where they stay the same from engine"
         " to engine the machine is saturated, and a process's CPU per run is its share over the rate.",
     ]
+    if any(row.get("pinned") for row in data["rows"]):
+        lines += ["", "Pinned (`--pin-cores`): each batch's server on CPU 0, its worker and the bench on CPU 1."]
     if reps > 1:
         lines += ["", *_medians_table(data, reps)]
     lines += _price_table(data)

@@ -45,7 +45,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from bench import agents as noop
 from bench.floor import START_PAD
-from bench.machine import cpu_seconds
+from bench.machine import cpu_seconds, pin
 from bench.served import JOB_AGENTS, agent_set
 from bench.stack import Stack, temporal_stack
 from bench.stats import judged, ratio_interval, summarize
@@ -77,6 +77,10 @@ class ThroughputConfig:
     # The floor with ours' heartbeat timeout on its activities (`BenchFloorHeartbeatWorkflow`): the price of
     # the server's timers firing inside the measured window, where ours' do.
     heartbeat_floor: bool = False
+    # The server on one CPU, the worker and this process on another (`--pin-cores`), as when the server and the
+    # workers have machines of their own: on 2 shared cores the scheduler's split between them varied from batch
+    # to batch, and so did every figure (pairs of 1,000 runs at 0.74-1.03x unpinned, 0.90-0.94x pinned).
+    pin_cores: bool = False
     # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
     without_search_attributes: bool = False
     reps: int = 3  # Temporal batches per engine and N, interleaved (who goes first alternates), at least
@@ -426,9 +430,15 @@ async def _fresh_stack(target: Target, workdir: Path, kind: str) -> AsyncIterato
 async def _reported_batch(
     stack: Stack, kind: str, n: int, rep: int, config: ThroughputConfig, say: Callable[[str], None]
 ) -> dict[str, Any]:
-    if config.warmup:
-        await temporal_batch(stack, kind, config.warmup, config.steps, config.timeout)
-    row = await _measured_batch(stack, kind, n, config)
+    before = _pinned(stack, kind) if config.pin_cores else None
+    try:
+        if config.warmup:
+            await temporal_batch(stack, kind, config.warmup, config.steps, config.timeout)
+        row = await _measured_batch(stack, kind, n, config)
+    finally:
+        if before is not None:
+            pin(os.getpid(), before)
+    row["pinned"] = config.pin_cores
     row["profile"], row["rep"], row["server_pid"] = stack.profile.name, rep, stack.server.process.pid
     if rep == 0 and config.history_sample:
         row["history"] = await history_by_type(stack.client, row["batch"], min(n, config.history_sample))
@@ -443,6 +453,21 @@ async def _reported_batch(
         f" ms, worker {_ms(row['worker_cpu_per_run_ms'])} ms, client {_ms(row['client_cpu_per_run_ms'])} ms{stores})"
     )
     return row
+
+
+SERVER_CPU, WORKER_CPU = 0, 1  # `--pin-cores`: the server's CPU; the worker's and this process's
+
+
+def _pinned(stack: Stack, kind: str) -> set[int]:
+    """The server on CPU 0, the worker of `kind` and this process on CPU 1; returns this process's mask before."""
+    available = os.sched_getaffinity(0)
+    if not {SERVER_CPU, WORKER_CPU} <= available:
+        raise ValueError(
+            f"--pin-cores needs CPUs {SERVER_CPU} and {WORKER_CPU}; this process may use {sorted(available)}"
+        )
+    pin(stack.server.process.pid, {SERVER_CPU})
+    pin(worker_of(stack, kind).pid, {WORKER_CPU})
+    return pin(os.getpid(), {WORKER_CPU})
 
 
 async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:

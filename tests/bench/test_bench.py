@@ -4,8 +4,10 @@ that break each invariant), history parsing, the report — plus one small end-t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -494,6 +496,37 @@ def test_throughput_goals_are_judged_on_the_interval_of_each_repetitions_ratio()
     assert "| 1.10 / 0.65 |" in batch_line("| floor | 100 | 1 |")
     assert "| — |" in batch_line("| temporal | 100 | 1 |")
     assert "| marker_recorded | 0.0 | 0 | 1.0 | 900 |" in text
+
+
+@pytest.mark.system
+def test_pinning_puts_every_thread_of_a_process_on_the_cpus_named_and_says_so(monkeypatch):
+    """`--pin-cores`: a process's threads on the CPUs named (a real process), its mask before returned; a machine
+    without the two CPUs is told so; the report says the batches were pinned."""
+    from bench.machine import pin
+    from bench.throughput import _pinned
+
+    sleeper = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time; threading.Thread(target=time.sleep, args=(30,)).start(); time.sleep(30)",
+        ]
+    )
+    try:
+        time.sleep(0.5)  # its second thread started
+        before = pin(sleeper.pid, {0})
+        threads = os.listdir(f"/proc/{sleeper.pid}/task")
+        assert len(threads) == 2 and all(os.sched_getaffinity(int(tid)) == {0} for tid in threads)
+        assert before == os.sched_getaffinity(0)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    with pytest.raises(ValueError, match=r"--pin-cores needs CPUs 0 and 1; this process may use \[0\]"):
+        _pinned(None, "floor")  # type: ignore[arg-type]
+    rows = [_batch("floor", 100, 0, 10.0, 20.0, 50.0) | {"pinned": True}, _batch("temporal", 100, 0, 9.0, 22.0, 55.0)]
+    text = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 1, "rows": rows}})
+    assert "Pinned (`--pin-cores`): each batch's server on CPU 0, its worker and the bench on CPU 1." in text
 
 
 def test_throughput_price_list_splits_ours_over_the_floor_by_feature():
