@@ -115,8 +115,8 @@ def add_measurements(sub: argparse.ArgumentParser, sections: tuple[str, ...]) ->
         sub.add_argument(
             "--pin-cores",
             action="store_true",
-            help="the server on CPU 0, the worker and the bench on CPU 1, for each batch (as when they have machines"
-            " of their own): on 2 shared cores the scheduler's split between them varies from batch to batch",
+            help="the server on CPU 0, the worker and the bench on CPU 1, for each batch, as when they have machines"
+            " of their own (on shared cores a worker that needs more CPU takes it from the server)",
         )
         sub.add_argument(
             "--without-search-attributes",

@@ -78,8 +78,10 @@ class ThroughputConfig:
     # the server's timers firing inside the measured window, where ours' do.
     heartbeat_floor: bool = False
     # The server on one CPU, the worker and this process on another (`--pin-cores`), as when the server and the
-    # workers have machines of their own: on 2 shared cores the scheduler's split between them varied from batch
-    # to batch, and so did every figure (pairs of 1,000 runs at 0.74-1.03x unpinned, 0.90-0.94x pinned).
+    # workers have machines of their own. On 2 shared cores they compete: the server, the bottleneck, got 1.1
+    # cores in every batch and the worker 0.7, so a worker that needs more CPU per run slows the server too.
+    # Pinned, the server saturates its CPU and the worker uses about 0.6 of its own. (Pairs spread as much either
+    # way: 0.81-1.05x in 10 pinned pairs of 1,000 runs, 0.74-1.03x in 8 unpinned ones.)
     pin_cores: bool = False
     # Ours with `search_attributes=False` (AgentInput): the price of the search attributes, next to ours.
     without_search_attributes: bool = False
