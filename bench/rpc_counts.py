@@ -106,10 +106,9 @@ async def start_all(stack: Stack, engine: str, ids: list[str], steps: int) -> No
                 await stack.client.start_workflow("BenchFloorWorkflow", steps, id=run_id, task_queue=stack.floor_queue)
             else:
                 task = f"Run the no-op steps ({run_id})."
-                visible = engine != NO_SEARCH_ATTRIBUTES
-                await stack.agents.start(
-                    noop.agent, task, run_id=run_id, options={"records": steps}, search_attributes=visible
-                )
+                # Named only when off, so this file still counts an older tree's engine (its `start` may lack it).
+                extra = {"search_attributes": False} if engine == NO_SEARCH_ATTRIBUTES else {}
+                await stack.agents.start(noop.agent, task, run_id=run_id, options={"records": steps}, **extra)
 
     await asyncio.gather(*(start(run_id) for run_id in ids))
 

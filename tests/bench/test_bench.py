@@ -690,6 +690,7 @@ def test_bench_throughput_has_a_row_with_the_postgresql_stores(tmp_path: Path, o
     assert "Price list" in report_text
     assert "| payload bytes |" in report_text and "| heartbeat timeouts |" in report_text
     assert sqlite["completed"] == postgres["completed"] == 3 and postgres["runs_per_s"] > 0
+    assert sqlite["server_cores"] > 0 and sqlite["worker_cores"] > 0  # each process's share while the batch ran
     assert postgres["store_rows_per_step"] == sqlite["store_rows_per_step"] > 0
     assert sqlite["store_writes_per_step"] is None and postgres["store_writes_per_step"] >= 4  # 2 per stored message
     assert "| temporal-postgres | 3 |" in (tmp_path / "throughput.md").read_text()
