@@ -752,3 +752,18 @@ def test_a_throughput_goal_is_judged_on_the_interval_of_the_pairs_ratios():
     cpu_goals = report.goals({"throughput": {"steps": 2, "profiles": ["tuned"], "rows": cpu}})
     [server] = [g for g in cpu_goals if g["goal"].startswith("server CPU")]
     assert server["met"] is False and "90 % interval" in server["measured"]
+
+
+def test_ours_without_search_attributes_is_judged_by_the_same_goals_beside_ours():
+    """`--without-search-attributes`: the goals judged again for ours started with search_attributes=False, so a
+    run says whether the search attributes are what keeps ours from a goal; the price list gets its row."""
+    rows = []
+    for rep, (ours, bare) in enumerate([(1.2, 1.01), (1.15, 1.03), (1.18, 0.99), (1.2, 1.02)]):
+        pair = _pair(rep, 20, 20, ours_cpu=50 * ours)
+        rows += [*pair, {**pair[1], "engine": "temporal-no-sa", "server_cpu_per_run_ms": 50 * bare}]
+    results = {"throughput": {"steps": 2, "profiles": ["tuned"], "rows": rows}}
+    server = {g["goal"]: g["met"] for g in report.goals(results) if g["goal"].startswith("server CPU")}
+    goal = "server CPU per run at N = 1000 ≤ 1.1x the floor's on the tuned server"
+    assert server == {goal: False, f"{goal}, started with search_attributes=False": True}
+    [price] = [line for line in report.throughput_section(results["throughput"]) if "all but search" in line]
+    assert "1.01x" in price
