@@ -33,8 +33,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -432,14 +432,10 @@ async def _fresh_stack(target: Target, workdir: Path, kind: str) -> AsyncIterato
 async def _reported_batch(
     stack: Stack, kind: str, n: int, rep: int, config: ThroughputConfig, say: Callable[[str], None]
 ) -> dict[str, Any]:
-    before = _pinned(stack, kind) if config.pin_cores else None
-    try:
+    with _pinned(stack, kind) if config.pin_cores else nullcontext():
         if config.warmup:
             await temporal_batch(stack, kind, config.warmup, config.steps, config.timeout)
         row = await _measured_batch(stack, kind, n, config)
-    finally:
-        if before is not None:
-            pin(os.getpid(), before)
     row["pinned"] = config.pin_cores
     row["profile"], row["rep"], row["server_pid"] = stack.profile.name, rep, stack.server.process.pid
     if rep == 0 and config.history_sample:
@@ -460,8 +456,10 @@ async def _reported_batch(
 SERVER_CPU, WORKER_CPU = 0, 1  # `--pin-cores`: the server's CPU; the worker's and this process's
 
 
-def _pinned(stack: Stack, kind: str) -> set[int]:
-    """The server on CPU 0, the worker of `kind` and this process on CPU 1; returns this process's mask before."""
+@contextmanager
+def _pinned(stack: Stack, kind: str) -> Iterator[None]:
+    """The server on CPU 0, the worker of `kind` and this process on CPU 1 while inside; this process's mask
+    restored after (the stack's processes end with their batch; this process runs the next one and the report)."""
     available = os.sched_getaffinity(0)
     if not {SERVER_CPU, WORKER_CPU} <= available:
         raise ValueError(
@@ -469,7 +467,11 @@ def _pinned(stack: Stack, kind: str) -> set[int]:
         )
     pin(stack.server.process.pid, {SERVER_CPU})
     pin(worker_of(stack, kind).pid, {WORKER_CPU})
-    return pin(os.getpid(), {WORKER_CPU})
+    before = pin(os.getpid(), {WORKER_CPU})
+    try:
+        yield
+    finally:
+        pin(os.getpid(), before)
 
 
 async def _measured_batch(stack: Stack, kind: str, n: int, config: ThroughputConfig) -> dict[str, Any]:

@@ -523,7 +523,7 @@ def test_pinning_puts_every_thread_of_a_process_on_the_cpus_named_and_says_so(mo
         sleeper.wait()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     with pytest.raises(ValueError, match=r"--pin-cores needs CPUs 0 and 1; this process may use \[0\]"):
-        _pinned(None, "floor")  # type: ignore[arg-type]
+        _pinned(None, "floor").__enter__()  # type: ignore[arg-type]
     rows = [_batch("floor", 100, 0, 10.0, 20.0, 50.0) | {"pinned": True}, _batch("temporal", 100, 0, 9.0, 22.0, 55.0)]
     text = report.markdown({"throughput": {"steps": 2, "profiles": ["tuned"], "reps": 1, "rows": rows}})
     assert "Pinned (`--pin-cores`): each batch's server on CPU 0, its worker and the bench on CPU 1." in text
@@ -767,3 +767,26 @@ def test_ours_without_search_attributes_is_judged_by_the_same_goals_beside_ours(
     assert server == {goal: False, f"{goal}, started with search_attributes=False": True}
     [price] = [line for line in report.throughput_section(results["throughput"]) if "all but search" in line]
     assert "1.01x" in price
+
+
+@pytest.mark.system
+def test_a_pinned_batch_puts_the_server_and_worker_apart_and_gives_the_bench_its_cpus_back():
+    """Inside `_pinned` the server is on CPU 0, the batch's worker and the bench on CPU 1; after it, even when the
+    batch failed, the bench may use every CPU it could before (the next batch's stack is pinned afresh)."""
+    from types import SimpleNamespace
+
+    from bench.throughput import _pinned
+
+    server, worker = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) for _ in range(2))
+    stack = SimpleNamespace(server=SimpleNamespace(process=server), floor=worker, worker=None, postgres=None)
+    mine = os.sched_getaffinity(0)
+    try:
+        with pytest.raises(RuntimeError, match="the batch failed"), _pinned(stack, "floor"):  # type: ignore[arg-type]
+            assert os.sched_getaffinity(server.pid) == {0}
+            assert os.sched_getaffinity(worker.pid) == os.sched_getaffinity(0) == {1}
+            raise RuntimeError("the batch failed")
+        assert os.sched_getaffinity(0) == mine
+    finally:
+        for process in (server, worker):
+            process.kill()
+            process.wait()
