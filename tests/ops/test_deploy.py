@@ -123,13 +123,21 @@ class Runbook:
         until then a new run can still start on the build before (a full run's ramped run did, on v1). The
         deployment says when it has (its routing config update state; the CLI does not show it)."""
         request = DescribeWorkerDeploymentRequest(namespace="default", deployment_name=DEPLOYMENT)
+        last: list[str] = []
 
         async def propagated() -> bool:
             described = await self.client.workflow_service.describe_worker_deployment(request)
+            last[:] = [str(described.worker_deployment_info)]
             state = described.worker_deployment_info.routing_config_update_state
             return state == RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_COMPLETED
 
-        await eventually(propagated, what="the routing change propagated")
+        try:
+            await eventually(propagated, what="the routing change propagated")
+        except AssertionError as timed_out:
+            # Once, under the full parallel suite on 2 cores, the rollback's change stayed in progress past the wait
+            # (Temporal reports the state stuck when a propagation attempt fails: temporalio/temporal#11842,
+            # #11236). Say where it stood, the routing and each version's state, so a next time shows what it waits on.
+            raise AssertionError(f"{timed_out}; the deployment as last described:\n{''.join(last)}") from None
 
     async def drainage(self, build: str) -> str:
         described = await self.version(build)
