@@ -600,7 +600,8 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
         primary = (throughput.get("profiles") or [None])[-1]
         where = f" on the {primary} server" if primary else ""
         # Ours, and ours started with search_attributes=False when that was measured (`--without-search-attributes`):
-        # the same goals judged without the search attributes' visibility writes say what is the server's price of them.
+        # the same goals judged without the search attributes (their upsert event and indexed visibility values)
+        # say whether they are what keeps ours from a goal.
         measured = {row["engine"] for row in throughput["rows"]}
         for engine, started in (("temporal", ""), ("temporal-no-sa", ", started with search_attributes=False")):
             if engine in measured:
